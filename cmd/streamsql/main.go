@@ -1,0 +1,203 @@
+// Command streamsql is the streamsql server and its command-line client:
+// `streamsql serve` runs the server, `streamsql sql` sends SQL to one, and
+// `streamsql bench` runs a Nexmark query in-process. Flags, wiring and
+// signals only: the logic lives in the packages.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	httpapi "github.com/streamsql/streamsql/http"
+	"github.com/streamsql/streamsql/queries"
+	"github.com/streamsql/streamsql/web"
+)
+
+const usage = `usage: streamsql <command> [flags]
+
+commands:
+  serve   run the server (streamsql serve --help)
+  sql     send SQL to a server: streamsql sql [--addr A] [--token T] 'SQL' (or SQL on stdin)
+  bench   run a Nexmark query in-process and report events per CPU second
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "serve":
+		err = serve(os.Args[2:])
+	case "sql":
+		err = sqlCmd(os.Args[2:])
+	case "bench":
+		err = bench(os.Args[2:])
+	case "-h", "--help", "help":
+		fmt.Print(usage)
+		return
+	default:
+		fmt.Fprintf(os.Stderr, "streamsql: unknown command %q\n%s", os.Args[1], usage)
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "streamsql:", err)
+		os.Exit(1)
+	}
+}
+
+// parseSize parses 64MiB, 1KiB, 4096 and the like.
+func parseSize(s string) (int64, error) {
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}, {"B", 1}}
+	for _, u := range units {
+		if strings.HasSuffix(s, u.suffix) {
+			n, err := strconv.ParseInt(strings.TrimSuffix(s, u.suffix), 10, 64)
+			if err != nil || n <= 0 {
+				return 0, fmt.Errorf("bad size %q", s)
+			}
+			return n * u.mult, nil
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("bad size %q (use e.g. 64MiB)", s)
+	}
+	return n, nil
+}
+
+func serve(args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	addr := fs.String("addr", "127.0.0.1:8080", "listen address; anything but loopback requires --token")
+	data := fs.String("data", "./streamsql-data", "data directory (embedded Badger stores)")
+	ckpt := fs.Duration("checkpoint-interval", time.Second, "checkpoint interval; 0 turns checkpoints off (barriers still flow)")
+	emit := fs.Duration("emit-interval", 200*time.Millisecond, "barrier interval: how often changes are emitted")
+	token := fs.String("token", "", "bearer token required on every API request")
+	maxBody := fs.String("max-body", "64MiB", "largest request body")
+	idem := fs.Duration("idempotency-window", 24*time.Hour, "how long an Idempotency-Key is remembered")
+	demo := fs.Bool("demo", false, "create a Nexmark demo table and view at start")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	mb, err := parseSize(*maxBody)
+	if err != nil {
+		return fmt.Errorf("--max-body: %w", err)
+	}
+	host, _, err := net.SplitHostPort(*addr)
+	if err != nil {
+		return fmt.Errorf("--addr: %w", err)
+	}
+	if ip := net.ParseIP(host); *token == "" && host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("--addr %s is not loopback: set --token", *addr)
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	eng, err := queries.Open(queries.Config{DataDir: *data, CheckpointInterval: *ckpt, EmitInterval: *emit, IdempotencyWindow: *idem, Logger: logger})
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	if *demo {
+		if _, err := eng.Exec(context.Background(), queries.DemoSQL); err != nil {
+			logger.Warn("demo setup", "err", err)
+		}
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: httpapi.New(eng, httpapi.Options{Token: *token, MaxBody: mb, Logger: logger, Web: web.FS()}), ReadHeaderTimeout: 10 * time.Second}
+	logger.Info("streamsql serving", "addr", ln.Addr().String(), "data", *data)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return srv.Shutdown(sctx)
+}
+
+func sqlCmd(args []string) error {
+	fs := flag.NewFlagSet("sql", flag.ContinueOnError)
+	addr := fs.String("addr", "127.0.0.1:8080", "server address")
+	token := fs.String("token", os.Getenv("STREAMSQL_TOKEN"), "bearer token (default $STREAMSQL_TOKEN)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	text := strings.Join(fs.Args(), " ")
+	if text == "" {
+		b, err := io.ReadAll(os.Stdin)
+		if err != nil {
+			return err
+		}
+		text = string(b)
+	}
+	req, err := http.NewRequest("POST", "http://"+*addr+"/v1/sql", strings.NewReader(text))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/sql")
+	if *token != "" {
+		req.Header.Set("Authorization", "Bearer "+*token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	var pretty bytes.Buffer
+	if json.Indent(&pretty, body, "", "  ") == nil {
+		body = pretty.Bytes()
+	}
+	os.Stdout.Write(append(body, '\n'))
+	if resp.StatusCode != 200 {
+		return errors.New(resp.Status)
+	}
+	return nil
+}
+
+func bench(args []string) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	query := fs.String("query", "q0", "example query: "+strings.Join(queries.BenchQueries(), ", "))
+	events := fs.Int64("events", 10_000_000, "generator events")
+	ckpt := fs.Duration("checkpoint-interval", time.Second, "checkpoint interval (0: off)")
+	par := fs.Int("parallelism", 1, "parallelism of keyed stages")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	res, err := queries.Bench(context.Background(), queries.BenchConfig{Query: *query, Events: *events, CheckpointInterval: *ckpt, Parallelism: *par})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return json.NewEncoder(os.Stdout).Encode(res)
+	}
+	fmt.Printf("query %s: %d rows in, %d rows out, parallelism %d, checkpoint interval %s\n", res.Query, res.RowsIn, res.RowsOut, res.Parallelism, *ckpt)
+	fmt.Printf("wall %.2fs, cpu %.2fs, max rss %.0f MiB\n", res.WallSeconds, res.CPUSeconds, res.MaxRSSMiB)
+	fmt.Printf("%.0f events per CPU second (%.0f per wall second)\n", res.EventsPerCPUSec, res.EventsPerWallSec)
+	return nil
+}

@@ -1,0 +1,32 @@
+// Package e2e holds the end-to-end tests of streamsql. They build the real
+// server binary (./cmd/streamsql, once per test run, or take STREAMSQL_BIN),
+// start it as a separate process on a loopback port, drive it over its HTTP
+// API only, kill it with SIGKILL and restart it on the same data directory,
+// and compare every view's committed results with an independent batch
+// evaluation of the same query over the same input.
+//
+// The package imports only the standard library: it shares no code with the
+// engine, so a misunderstanding of the semantics cannot be copied from one
+// into the other.
+//
+// Layout:
+//
+//   - oracle_test.go: the batch evaluator (windows, watermarks, lateness,
+//     sessions, aggregates, HAVING, emit modes). It knows nothing about HTTP.
+//   - compare_test.go: compares an expected result with rows decoded from
+//     the server's JSON (unordered, keyed by the upsert key, DOUBLE with a
+//     relative tolerance of 1e-9, TIMESTAMP as RFC 3339 UTC with milliseconds).
+//   - oracle_check_test.go: hand-computed cases for the oracle and the
+//     comparison themselves; they need no server.
+//   - harness_test.go: building, starting, killing and restarting the server,
+//     and one helper per API call.
+//   - engine_test.go: the main scenario (many views on one table, parallelism
+//     1 and 2, emit modes changes and on_window_close), restarts and kills.
+//   - badinput_test.go: malformed SQL and ingest requests, conflicts.
+//
+// Run with
+//
+//	go test ./e2e/
+//	STREAMSQL_BIN=/path/to/streamsql go test ./e2e/
+//	E2E_SEED=42 go test ./e2e/ -run TestViews
+package e2e

@@ -1,0 +1,8 @@
+// Package httpapi serves the HTTP API of SPEC section 3 with chi: SQL,
+// ingest, tables, queries, results, checkpoints, health and metrics, and
+// the web console's assets. Handlers translate between HTTP and package
+// queries; errors are application/problem+json.
+//
+// Threading: handlers run on net/http's goroutines and call the
+// concurrency-safe queries.Engine.
+package httpapi

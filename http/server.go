@@ -1,0 +1,356 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/queries"
+)
+
+// Options configure the API.
+type Options struct {
+	Token   string
+	MaxBody int64
+	Logger  *slog.Logger
+	Web     fs.FS // the console's assets
+}
+
+type server struct {
+	e    *queries.Engine
+	opts Options
+	log  *slog.Logger
+	reg  *prometheus.Registry
+}
+
+// New returns the API's handler.
+func New(e *queries.Engine, opts Options) http.Handler {
+	if opts.MaxBody <= 0 {
+		opts.MaxBody = 64 << 20
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	s := &server{e: e, opts: opts, log: opts.Logger, reg: prometheus.NewRegistry()}
+	s.reg.MustRegister(newCollector(e), prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	r := chi.NewRouter()
+	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
+	r.Group(func(r chi.Router) {
+		r.Use(s.auth)
+		r.Post("/v1/sql", s.sql)
+		r.Post("/v1/tables/{table}/rows", s.ingest)
+		r.Get("/v1/tables", s.tables)
+		r.Get("/v1/tables/{table}", s.table)
+		r.Get("/v1/queries", s.queries)
+		r.Get("/v1/queries/{name}", s.query)
+		r.Delete("/v1/queries/{name}", s.dropQuery)
+		r.Get("/v1/queries/{name}/results", s.results)
+		r.Post("/v1/checkpoints", s.checkpoints)
+		r.Handle("/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
+		if opts.Web != nil {
+			r.Handle("/*", http.FileServerFS(opts.Web))
+		}
+	})
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		problem(w, &queries.Error{Status: 404, Title: "not found", Detail: "no such endpoint: " + r.Method + " " + r.URL.Path, Statement: -1})
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		problem(w, &queries.Error{Status: 405, Title: "method not allowed", Detail: r.Method + " is not allowed on " + r.URL.Path, Statement: -1})
+	})
+	return r
+}
+
+func (s *server) auth(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.opts.Token != "" {
+			got := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if subtle.ConstantTimeCompare([]byte(got), []byte(s.opts.Token)) != 1 {
+				problem(w, &queries.Error{Status: 401, Title: "unauthorized", Detail: "missing or wrong bearer token (Authorization: Bearer <token>)", Statement: -1})
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// problem writes an error as application/problem+json.
+func problem(w http.ResponseWriter, err error) {
+	var qe *queries.Error
+	if !errors.As(err, &qe) {
+		qe = &queries.Error{Status: 500, Title: "internal error", Detail: err.Error(), Statement: -1}
+	}
+	body := map[string]any{"status": qe.Status, "title": qe.Title, "detail": qe.Detail}
+	if qe.Title == "" {
+		body["title"] = http.StatusText(qe.Status)
+	}
+	if qe.Statement >= 0 {
+		body["statement"] = qe.Statement
+		if qe.Line > 0 {
+			body["line"], body["column"] = qe.Line, qe.Column
+		}
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(qe.Status)
+	json.NewEncoder(w).Encode(body)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+// readBody reads a request body up to the size limit (413 beyond).
+func (s *server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBody))
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return nil, &queries.Error{Status: 413, Title: "request too large", Detail: fmt.Sprintf("body is larger than the %d-byte limit (--max-body)", s.opts.MaxBody), Statement: -1}
+	}
+	if err != nil {
+		return nil, &queries.Error{Status: 400, Title: "malformed request", Detail: "reading body: " + err.Error(), Statement: -1}
+	}
+	return b, nil
+}
+
+func (s *server) sql(w http.ResponseWriter, r *http.Request) {
+	body, err := s.readBody(w, r)
+	if err != nil {
+		problem(w, err)
+		return
+	}
+	text := string(body)
+	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+		var req struct {
+			SQL string `json:"sql"`
+		}
+		if err := json.Unmarshal(body, &req); err != nil {
+			problem(w, &queries.Error{Status: 400, Title: "malformed request", Detail: `body must be {"sql": "..."}: ` + err.Error(), Statement: -1})
+			return
+		}
+		text = req.SQL
+	}
+	if strings.TrimSpace(text) == "" {
+		problem(w, &queries.Error{Status: 400, Title: "malformed request", Detail: "no SQL in the request body", Statement: -1})
+		return
+	}
+	results, err := s.e.Exec(r.Context(), text)
+	if err != nil {
+		var qe *queries.Error
+		if errors.As(err, &qe) && len(results) > 0 {
+			qe.Detail = fmt.Sprintf("statement %d: %s (statements before it were applied)", qe.Statement, qe.Detail)
+		} else if errors.As(err, &qe) && qe.Statement >= 0 {
+			qe.Detail = fmt.Sprintf("statement %d: %s", qe.Statement, qe.Detail)
+		}
+		problem(w, err)
+		return
+	}
+	if results == nil {
+		results = []queries.Result{}
+	}
+	writeJSON(w, 200, map[string]any{"results": results})
+}
+
+func (s *server) ingest(w http.ResponseWriter, r *http.Request) {
+	body, err := s.readBody(w, r)
+	if err != nil {
+		problem(w, err)
+		return
+	}
+	res, err := s.e.Ingest(r.Context(), chi.URLParam(r, "table"), body, r.Header.Get("Idempotency-Key"))
+	if err != nil {
+		problem(w, err)
+		return
+	}
+	out := map[string]any{"accepted": res.Accepted, "first_offset": res.First, "last_offset": res.Last}
+	if res.Duplicate {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	writeJSON(w, 200, out)
+}
+
+func (s *server) tables(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, 200, map[string]any{"tables": s.e.Tables()})
+}
+
+func (s *server) table(w http.ResponseWriter, r *http.Request) {
+	t, err := s.e.Table(chi.URLParam(r, "table"))
+	if err != nil {
+		problem(w, err)
+		return
+	}
+	writeJSON(w, 200, t)
+}
+
+func (s *server) queries(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, 200, map[string]any{"queries": s.e.Queries()})
+}
+
+func (s *server) query(w http.ResponseWriter, r *http.Request) {
+	q, err := s.e.Query(chi.URLParam(r, "name"))
+	if err != nil {
+		problem(w, err)
+		return
+	}
+	writeJSON(w, 200, q)
+}
+
+func (s *server) dropQuery(w http.ResponseWriter, r *http.Request) {
+	name := chi.URLParam(r, "name")
+	if err := s.e.DropQuery(name); err != nil {
+		problem(w, err)
+		return
+	}
+	writeJSON(w, 200, map[string]any{"dropped": name})
+}
+
+func (s *server) results(w http.ResponseWriter, r *http.Request) {
+	name := chi.URLParam(r, "name")
+	consistency := r.URL.Query().Get("consistency")
+	if consistency == "" {
+		consistency = "committed"
+	}
+	if consistency != "committed" && consistency != "latest" {
+		problem(w, &queries.Error{Status: 400, Title: "malformed request", Detail: "consistency must be committed or latest, not " + consistency, Statement: -1})
+		return
+	}
+	format := r.URL.Query().Get("format")
+	if format == "" {
+		accept := r.Header.Get("Accept")
+		switch {
+		case strings.Contains(accept, "application/x-ndjson"):
+			format = "ndjson"
+		case strings.Contains(accept, "text/csv"):
+			format = "csv"
+		default:
+			format = "json"
+		}
+	}
+	schema, rows, err := s.e.Results(name, consistency == "committed")
+	if err != nil {
+		problem(w, err)
+		return
+	}
+	switch format {
+	case "json":
+		writeJSON(w, 200, map[string]any{"columns": colNames(schema), "rows": rowObjects(schema, rows)})
+	case "ndjson":
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		enc := json.NewEncoder(w)
+		for _, o := range rowObjects(schema, rows) {
+			enc.Encode(o)
+		}
+	case "csv":
+		w.Header().Set("Content-Type", "text/csv")
+		cw := csv.NewWriter(w)
+		cw.Write(colNames(schema))
+		for _, r := range rows {
+			rec := make([]string, len(r))
+			for i, v := range r {
+				if !v.IsNull() {
+					rec[i] = fmt.Sprint(queries.JSONValue(v))
+				}
+			}
+			cw.Write(rec)
+		}
+		cw.Flush()
+	default:
+		problem(w, &queries.Error{Status: 400, Title: "malformed request", Detail: "format must be json, ndjson or csv, not " + format, Statement: -1})
+	}
+}
+
+// orderedRow keeps a result row's columns in schema order in JSON.
+type orderedRow struct {
+	cols []string
+	vals []any
+}
+
+func (o orderedRow) MarshalJSON() ([]byte, error) {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, c := range o.cols {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(c)
+		v, err := json.Marshal(o.vals[i])
+		if err != nil {
+			return nil, err
+		}
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return []byte(b.String()), nil
+}
+
+func colNames(s plan.Schema) []string {
+	n := make([]string, len(s))
+	for i, c := range s {
+		n[i] = c.Name
+	}
+	return n
+}
+
+func rowObjects(s plan.Schema, rows []plan.Row) []orderedRow {
+	cols := colNames(s)
+	out := make([]orderedRow, len(rows))
+	for i, r := range rows {
+		vals := make([]any, len(r))
+		for j, v := range r {
+			vals[j] = queries.JSONValue(v)
+		}
+		out[i] = orderedRow{cols: cols, vals: vals}
+	}
+	return out
+}
+
+func (s *server) checkpoints(w http.ResponseWriter, r *http.Request) {
+	timeout := 60 * time.Second
+	if t := r.URL.Query().Get("timeout"); t != "" {
+		d, err := time.ParseDuration(t)
+		if err != nil || d <= 0 {
+			problem(w, &queries.Error{Status: 400, Title: "malformed request", Detail: "timeout must be a duration such as 30s, not " + t, Statement: -1})
+			return
+		}
+		timeout = d
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), timeout)
+	defer cancel()
+	cps, err := s.e.Checkpoint(ctx, r.URL.Query().Get("query"))
+	var qe *queries.Error
+	if errors.As(err, &qe) {
+		problem(w, err)
+		return
+	}
+	status := 200
+	if err != nil {
+		status = 503
+		if ctx.Err() != nil {
+			status = 504
+		}
+	}
+	if cps == nil {
+		cps = []queries.CheckpointInfo{}
+	}
+	body := map[string]any{"checkpoints": cps}
+	if err != nil {
+		body["error"] = err.Error()
+	}
+	writeJSON(w, status, body)
+}

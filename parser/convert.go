@@ -1,0 +1,660 @@
+package parser
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/mysql"
+	"github.com/pingcap/tidb/pkg/parser/opcode"
+	"github.com/pingcap/tidb/pkg/parser/test_driver"
+)
+
+// unsupported builds the error for a construct streamsql does not run.
+func unsupported(format string, args ...any) error {
+	return fmt.Errorf("unsupported: "+format, args...)
+}
+
+func convertStmt(n ast.StmtNode) (Stmt, error) {
+	switch n := n.(type) {
+	case *ast.CreateTableStmt:
+		return convertCreateTable(n)
+	case *ast.CreateViewStmt:
+		sel, ok := n.Select.(*ast.SelectStmt)
+		if !ok {
+			return nil, unsupported("CREATE VIEW must be AS SELECT")
+		}
+		if len(n.Cols) > 0 {
+			return nil, unsupported("a column list in CREATE VIEW; name the columns with AS aliases instead")
+		}
+		s, err := convertSelect(sel)
+		if err != nil {
+			return nil, err
+		}
+		return &CreateView{Name: n.ViewName.Name.L, OrReplace: n.OrReplace, Select: s}, nil
+	case *ast.InsertStmt:
+		if n.Select == nil || len(n.Lists) > 0 || n.Setlist {
+			return nil, unsupported("INSERT ... VALUES; use INSERT INTO t SELECT ..., or POST rows to /v1/tables/{table}/rows")
+		}
+		if len(n.Columns) > 0 {
+			return nil, unsupported("a column list in INSERT INTO; columns map by position")
+		}
+		if n.IsReplace || n.IgnoreErr || len(n.OnDuplicate) > 0 {
+			return nil, unsupported("REPLACE, IGNORE or ON DUPLICATE KEY UPDATE in INSERT")
+		}
+		name, err := singleTable(n.Table)
+		if err != nil {
+			return nil, err
+		}
+		sel, ok := n.Select.(*ast.SelectStmt)
+		if !ok {
+			return nil, unsupported("INSERT INTO must be followed by SELECT")
+		}
+		s, err := convertSelect(sel)
+		if err != nil {
+			return nil, err
+		}
+		s.Hints = append(convertHints(n.TableHints), s.Hints...)
+		return &Insert{Table: name, Select: s}, nil
+	case *ast.DropTableStmt:
+		d := &Drop{View: n.IsView, IfExists: n.IfExists}
+		for _, t := range n.Tables {
+			d.Names = append(d.Names, t.Name.L)
+		}
+		return d, nil
+	case *ast.ShowStmt:
+		switch n.Tp {
+		case ast.ShowTables:
+			if n.Pattern != nil || n.Where != nil || n.Full {
+				return nil, unsupported("SHOW TABLES with FULL, LIKE or WHERE")
+			}
+			return &Show{Kind: ShowTables}, nil
+		case ast.ShowCreateTable:
+			return &Show{Kind: ShowCreateTable, Name: n.Table.Name.L}, nil
+		case ast.ShowCreateView:
+			return &Show{Kind: ShowCreateView, Name: n.Table.Name.L}, nil
+		case ast.ShowColumns:
+			return &Describe{Name: n.Table.Name.L}, nil
+		}
+		return nil, unsupported("this SHOW statement; streamsql has SHOW TABLES and SHOW CREATE TABLE|VIEW")
+	case *ast.ExplainStmt:
+		if n.Analyze {
+			return nil, unsupported("EXPLAIN ANALYZE")
+		}
+		switch s := n.Stmt.(type) {
+		case *ast.ShowStmt: // DESCRIBE t parses as EXPLAIN of SHOW COLUMNS
+			if s.Tp == ast.ShowColumns {
+				return &Describe{Name: s.Table.Name.L}, nil
+			}
+		case *ast.SelectStmt:
+			sel, err := convertSelect(s)
+			if err != nil {
+				return nil, err
+			}
+			return &Explain{Select: sel}, nil
+		}
+		return nil, unsupported("EXPLAIN of anything but SELECT")
+	case *ast.SetStmt:
+		set := &Set{}
+		for _, v := range n.Variables {
+			if v.IsGlobal {
+				return nil, unsupported("SET GLOBAL; SET applies to the rest of the request")
+			}
+			val, err := literalText(v.Value)
+			if err != nil {
+				return nil, fmt.Errorf("SET %s: %w", v.Name, err)
+			}
+			set.Vars = append(set.Vars, SetVar{Name: strings.ToLower(v.Name), Value: val})
+		}
+		return set, nil
+	case *ast.SelectStmt:
+		return convertSelect(n)
+	case *ast.SetOprStmt:
+		return nil, unsupported("UNION, EXCEPT and INTERSECT")
+	}
+	return nil, unsupported("statement %s", stmtName(n))
+}
+
+func stmtName(n ast.StmtNode) string {
+	t := strings.TrimSpace(n.Text())
+	if i := strings.IndexAny(t, " \t\n("); i > 0 {
+		if j := strings.IndexAny(t[i+1:], " \t\n("); j > 0 {
+			return strings.ToUpper(t[:i+1+j])
+		}
+		return strings.ToUpper(t[:i])
+	}
+	return strings.ToUpper(t)
+}
+
+func singleTable(refs *ast.TableRefsClause) (string, error) {
+	if refs == nil || refs.TableRefs == nil || refs.TableRefs.Right != nil {
+		return "", unsupported("INSERT into several tables")
+	}
+	ts, ok := refs.TableRefs.Left.(*ast.TableSource)
+	if !ok {
+		return "", unsupported("INSERT target")
+	}
+	tn, ok := ts.Source.(*ast.TableName)
+	if !ok {
+		return "", unsupported("INSERT target")
+	}
+	return tn.Name.L, nil
+}
+
+func convertCreateTable(n *ast.CreateTableStmt) (Stmt, error) {
+	if n.Select != nil || n.ReferTable != nil {
+		return nil, unsupported("CREATE TABLE ... AS SELECT or LIKE; use CREATE VIEW or INSERT INTO ... SELECT")
+	}
+	if n.Partition != nil {
+		return nil, unsupported("PARTITION BY in CREATE TABLE")
+	}
+	ct := &CreateTable{Name: n.Table.Name.L, IfNotExists: n.IfNotExists}
+	for _, c := range n.Cols {
+		typ, err := columnType(c)
+		if err != nil {
+			return nil, err
+		}
+		cd := ColumnDef{Name: c.Name.Name.O, Type: typ}
+		for _, o := range c.Options {
+			switch o.Tp {
+			case ast.ColumnOptionNotNull:
+				cd.NotNull = true
+			case ast.ColumnOptionNull:
+				cd.NotNull = false
+			case ast.ColumnOptionPrimaryKey:
+				cd.PrimaryKey = true
+				cd.NotNull = true
+				ct.PrimaryKey = append(ct.PrimaryKey, cd.Name)
+			case ast.ColumnOptionComment:
+			default:
+				return nil, unsupported("column option on %s (only NOT NULL, NULL, PRIMARY KEY and COMMENT)", cd.Name)
+			}
+		}
+		ct.Columns = append(ct.Columns, cd)
+	}
+	for _, c := range n.Constraints {
+		if c.Tp != ast.ConstraintPrimaryKey {
+			return nil, unsupported("constraint %q: only PRIMARY KEY", c.Name)
+		}
+		if len(ct.PrimaryKey) > 0 {
+			return nil, fmt.Errorf("table %s declares its PRIMARY KEY twice", ct.Name)
+		}
+		for _, k := range c.Keys {
+			if k.Column == nil {
+				return nil, unsupported("expression in PRIMARY KEY")
+			}
+			ct.PrimaryKey = append(ct.PrimaryKey, k.Column.Name.O)
+			for i := range ct.Columns {
+				if strings.EqualFold(ct.Columns[i].Name, k.Column.Name.O) {
+					ct.Columns[i].PrimaryKey = true
+					ct.Columns[i].NotNull = true
+				}
+			}
+		}
+	}
+	for _, o := range n.Options {
+		switch o.Tp {
+		case ast.TableOptionEngine:
+			ct.Engine = strings.ToLower(o.StrValue)
+		case ast.TableOptionConnection:
+			ct.Connection = o.StrValue
+		case ast.TableOptionEngineAttribute:
+			ct.Attributes = o.StrValue
+		case ast.TableOptionComment:
+		default:
+			return nil, unsupported("table option; streamsql takes ENGINE, CONNECTION, ENGINE_ATTRIBUTE and COMMENT")
+		}
+	}
+	return ct, nil
+}
+
+func columnType(c *ast.ColumnDef) (string, error) {
+	ft := c.Tp
+	switch ft.GetType() {
+	case mysql.TypeTiny:
+		if ft.GetFlen() == 1 {
+			return "BOOLEAN", nil
+		}
+		return "BIGINT", nil
+	case mysql.TypeShort, mysql.TypeLong, mysql.TypeInt24, mysql.TypeLonglong:
+		if ft.GetFlag()&mysql.UnsignedFlag != 0 {
+			return "", unsupported("UNSIGNED column %s", c.Name.Name.O)
+		}
+		return "BIGINT", nil
+	case mysql.TypeFloat, mysql.TypeDouble, mysql.TypeNewDecimal:
+		return "DOUBLE", nil
+	case mysql.TypeVarchar, mysql.TypeString, mysql.TypeVarString, mysql.TypeBlob:
+		return "VARCHAR", nil
+	case mysql.TypeTimestamp, mysql.TypeDatetime:
+		return "TIMESTAMP", nil
+	}
+	return "", unsupported("column type %s of %s (streamsql has BIGINT, DOUBLE, VARCHAR, TIMESTAMP, BOOLEAN)", ft.String(), c.Name.Name.O)
+}
+
+func convertHints(hs []*ast.TableOptimizerHint) []SetVar {
+	var out []SetVar
+	for _, h := range hs {
+		if h.HintName.L == "set_var" {
+			if d, ok := h.HintData.(ast.HintSetVar); ok {
+				out = append(out, SetVar{Name: strings.ToLower(d.VarName), Value: d.Value})
+			}
+		}
+	}
+	return out
+}
+
+func convertSelect(n *ast.SelectStmt) (*Select, error) {
+	if n.With != nil {
+		return nil, unsupported("WITH (common table expressions)")
+	}
+	if len(n.WindowSpecs) > 0 {
+		return nil, unsupported("WINDOW clauses and OVER(); use TUMBLE, HOP or SESSION_WINDOW in GROUP BY")
+	}
+	if n.LockInfo != nil && n.LockInfo.LockType != ast.SelectLockNone {
+		return nil, unsupported("FOR UPDATE / locking reads")
+	}
+	if n.SelectIntoOpt != nil {
+		return nil, unsupported("SELECT ... INTO")
+	}
+	if n.Kind != ast.SelectStmtKindSelect {
+		return nil, unsupported("VALUES and TABLE statements")
+	}
+	for _, h := range n.TableHints {
+		if h.HintName.L != "set_var" {
+			return nil, unsupported("optimizer hint %s; streamsql takes SET_VAR(option=value)", strings.ToUpper(h.HintName.O))
+		}
+	}
+	s := &Select{Hints: convertHints(n.TableHints), Distinct: n.Distinct, Limit: -1}
+	if s.Distinct {
+		return nil, unsupported("SELECT DISTINCT; use GROUP BY")
+	}
+	if n.From == nil {
+		return nil, unsupported("SELECT without FROM")
+	}
+	from, err := convertTableRef(n.From.TableRefs)
+	if err != nil {
+		return nil, err
+	}
+	s.From = from
+	for _, f := range n.Fields.Fields {
+		if f.WildCard != nil {
+			s.Fields = append(s.Fields, Field{Star: true, Table: f.WildCard.Table.L})
+			continue
+		}
+		e, err := convertExpr(f.Expr)
+		if err != nil {
+			return nil, err
+		}
+		s.Fields = append(s.Fields, Field{Expr: e, Alias: f.AsName.O, Text: strings.TrimSpace(f.Text())})
+	}
+	if n.Where != nil {
+		if s.Where, err = convertExpr(n.Where); err != nil {
+			return nil, err
+		}
+	}
+	if n.GroupBy != nil {
+		if n.GroupBy.Rollup {
+			return nil, unsupported("GROUP BY ... WITH ROLLUP")
+		}
+		for _, it := range n.GroupBy.Items {
+			e, err := convertExpr(it.Expr)
+			if err != nil {
+				return nil, err
+			}
+			s.GroupBy = append(s.GroupBy, e)
+		}
+	}
+	if n.Having != nil {
+		if s.Having, err = convertExpr(n.Having.Expr); err != nil {
+			return nil, err
+		}
+	}
+	if n.OrderBy != nil {
+		for _, it := range n.OrderBy.Items {
+			e, err := convertExpr(it.Expr)
+			if err != nil {
+				return nil, err
+			}
+			s.OrderBy = append(s.OrderBy, OrderItem{Expr: e, Desc: it.Desc})
+		}
+	}
+	if n.Limit != nil {
+		c, err := intLiteral(n.Limit.Count, "LIMIT")
+		if err != nil {
+			return nil, err
+		}
+		s.Limit = c
+		if n.Limit.Offset != nil {
+			if s.Offset, err = intLiteral(n.Limit.Offset, "OFFSET"); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return s, nil
+}
+
+func intLiteral(e ast.ExprNode, what string) (int64, error) {
+	v, ok := e.(*test_driver.ValueExpr)
+	if !ok {
+		return 0, unsupported("%s must be an integer literal", what)
+	}
+	switch v.Kind() {
+	case test_driver.KindInt64:
+		return v.GetInt64(), nil
+	case test_driver.KindUint64:
+		return int64(v.GetUint64()), nil
+	}
+	return 0, unsupported("%s must be an integer literal", what)
+}
+
+func convertTableRef(n ast.ResultSetNode) (*TableRef, error) {
+	switch n := n.(type) {
+	case *ast.Join:
+		if n.Right == nil {
+			return convertTableRef(n.Left)
+		}
+		return nil, unsupported("JOIN (joins come in a later release)")
+	case *ast.TableSource:
+		switch src := n.Source.(type) {
+		case *ast.TableName:
+			if src.AsOf != nil {
+				return nil, unsupported("AS OF TIMESTAMP outside a join")
+			}
+			if src.Schema.L != "" {
+				return nil, unsupported("schema-qualified name %s.%s", src.Schema.O, src.Name.O)
+			}
+			return &TableRef{Name: src.Name.L, Alias: n.AsName.L}, nil
+		case *ast.SelectStmt:
+			return nil, unsupported("subquery in FROM")
+		}
+	}
+	return nil, unsupported("FROM clause")
+}
+
+var binOps = map[opcode.Op]string{
+	opcode.Plus: "+", opcode.Minus: "-", opcode.Mul: "*", opcode.Div: "/",
+	opcode.IntDiv: "DIV", opcode.Mod: "%", opcode.EQ: "=", opcode.NE: "<>",
+	opcode.LT: "<", opcode.LE: "<=", opcode.GT: ">", opcode.GE: ">=",
+	opcode.LogicAnd: "AND", opcode.LogicOr: "OR", opcode.LogicXor: "XOR", opcode.NullEQ: "<=>",
+}
+
+func convertExpr(n ast.ExprNode) (Expr, error) {
+	switch n := n.(type) {
+	case *ast.ParenthesesExpr:
+		return convertExpr(n.Expr)
+	case *ast.ColumnNameExpr:
+		if n.Name.Schema.L != "" {
+			return nil, unsupported("schema-qualified column %s", n.Name.String())
+		}
+		return &ColumnRef{Table: n.Name.Table.L, Name: n.Name.Name.O}, nil
+	case *test_driver.ValueExpr:
+		return convertValue(n)
+	case *ast.BinaryOperationExpr:
+		op, ok := binOps[n.Op]
+		if !ok {
+			return nil, unsupported("operator %s", n.Op.String())
+		}
+		l, err := convertExpr(n.L)
+		if err != nil {
+			return nil, err
+		}
+		r, err := convertExpr(n.R)
+		if err != nil {
+			return nil, err
+		}
+		return &Binary{Op: op, L: l, R: r}, nil
+	case *ast.UnaryOperationExpr:
+		x, err := convertExpr(n.V)
+		if err != nil {
+			return nil, err
+		}
+		switch n.Op {
+		case opcode.Minus:
+			return &Unary{Op: "-", X: x}, nil
+		case opcode.Plus:
+			return x, nil
+		case opcode.Not, opcode.Not2:
+			return &Unary{Op: "NOT", X: x}, nil
+		}
+		return nil, unsupported("operator %s", n.Op.String())
+	case *ast.FuncCallExpr:
+		return convertFunc(n)
+	case *ast.AggregateFuncExpr:
+		name := strings.ToLower(n.F)
+		switch name {
+		case "count", "sum", "avg", "min", "max":
+		default:
+			return nil, unsupported("aggregate %s (streamsql has COUNT, SUM, AVG, MIN, MAX)", strings.ToUpper(name))
+		}
+		f := &Func{Name: name, Distinct: n.Distinct}
+		if name == "count" && len(n.Args) == 1 {
+			if v, ok := n.Args[0].(*test_driver.ValueExpr); ok && !n.Distinct && v.Kind() == test_driver.KindInt64 {
+				// COUNT(*) parses as COUNT(1).
+				f.Star = true
+				return f, nil
+			}
+		}
+		if n.Distinct && name != "count" {
+			return nil, unsupported("%s(DISTINCT ...); only COUNT(DISTINCT ...)", strings.ToUpper(name))
+		}
+		if len(n.Args) != 1 {
+			return nil, unsupported("%s with %d arguments", strings.ToUpper(name), len(n.Args))
+		}
+		a, err := convertExpr(n.Args[0])
+		if err != nil {
+			return nil, err
+		}
+		f.Args = []Expr{a}
+		return f, nil
+	case *ast.CaseExpr:
+		c := &Case{}
+		var err error
+		if n.Value != nil {
+			if c.Operand, err = convertExpr(n.Value); err != nil {
+				return nil, err
+			}
+		}
+		for _, w := range n.WhenClauses {
+			cond, err := convertExpr(w.Expr)
+			if err != nil {
+				return nil, err
+			}
+			res, err := convertExpr(w.Result)
+			if err != nil {
+				return nil, err
+			}
+			c.Whens = append(c.Whens, When{Cond: cond, Result: res})
+		}
+		if n.ElseClause != nil {
+			if c.Else, err = convertExpr(n.ElseClause); err != nil {
+				return nil, err
+			}
+		}
+		return c, nil
+	case *ast.PatternInExpr:
+		if n.Sel != nil {
+			return nil, unsupported("IN (subquery)")
+		}
+		x, err := convertExpr(n.Expr)
+		if err != nil {
+			return nil, err
+		}
+		in := &In{X: x, Not: n.Not}
+		for _, e := range n.List {
+			v, err := convertExpr(e)
+			if err != nil {
+				return nil, err
+			}
+			in.List = append(in.List, v)
+		}
+		return in, nil
+	case *ast.BetweenExpr:
+		x, err := convertExpr(n.Expr)
+		if err != nil {
+			return nil, err
+		}
+		lo, err := convertExpr(n.Left)
+		if err != nil {
+			return nil, err
+		}
+		hi, err := convertExpr(n.Right)
+		if err != nil {
+			return nil, err
+		}
+		return &Between{X: x, Lo: lo, Hi: hi, Not: n.Not}, nil
+	case *ast.IsNullExpr:
+		x, err := convertExpr(n.Expr)
+		if err != nil {
+			return nil, err
+		}
+		return &IsNull{X: x, Not: n.Not}, nil
+	case *ast.PatternLikeOrIlikeExpr:
+		if !n.IsLike {
+			return nil, unsupported("ILIKE")
+		}
+		x, err := convertExpr(n.Expr)
+		if err != nil {
+			return nil, err
+		}
+		p, err := convertExpr(n.Pattern)
+		if err != nil {
+			return nil, err
+		}
+		return &Like{X: x, Pattern: p, Not: n.Not}, nil
+	case *ast.FuncCastExpr:
+		x, err := convertExpr(n.Expr)
+		if err != nil {
+			return nil, err
+		}
+		var t string
+		switch n.Tp.GetType() {
+		case mysql.TypeLonglong, mysql.TypeLong:
+			t = "BIGINT"
+		case mysql.TypeDouble, mysql.TypeFloat, mysql.TypeNewDecimal:
+			t = "DOUBLE"
+		case mysql.TypeVarString, mysql.TypeString, mysql.TypeVarchar:
+			t = "VARCHAR"
+		case mysql.TypeDatetime, mysql.TypeTimestamp:
+			t = "TIMESTAMP"
+		default:
+			return nil, unsupported("CAST to %s", n.Tp.String())
+		}
+		return &Cast{X: x, Type: t}, nil
+	case *ast.IsTruthExpr:
+		x, err := convertExpr(n.Expr)
+		if err != nil {
+			return nil, err
+		}
+		name := "is_true"
+		if n.True == 0 {
+			name = "is_false"
+		}
+		if n.Not {
+			return &Unary{Op: "NOT", X: &Func{Name: name, Args: []Expr{x}}}, nil
+		}
+		return &Func{Name: name, Args: []Expr{x}}, nil
+	case *ast.SubqueryExpr, *ast.ExistsSubqueryExpr, *ast.CompareSubqueryExpr:
+		return nil, unsupported("subqueries")
+	case *ast.WindowFuncExpr:
+		return nil, unsupported("window function %s OVER (...); use TUMBLE, HOP or SESSION_WINDOW in GROUP BY", strings.ToUpper(n.Name))
+	case *ast.VariableExpr:
+		return nil, unsupported("variables (@%s)", n.Name)
+	case *ast.RowExpr:
+		return nil, unsupported("row constructors")
+	case *ast.DefaultExpr:
+		return nil, unsupported("DEFAULT")
+	}
+	return nil, unsupported("expression %T", n)
+}
+
+func convertFunc(n *ast.FuncCallExpr) (Expr, error) {
+	name := n.FnName.L
+	f := &Func{Name: name}
+	switch name {
+	case "date_add", "date_sub", "adddate", "subdate", "timestampadd":
+		if len(n.Args) == 3 {
+			if tu, ok := n.Args[2].(*ast.TimeUnitExpr); ok {
+				x, err := convertExpr(n.Args[0])
+				if err != nil {
+					return nil, err
+				}
+				v, err := convertExpr(n.Args[1])
+				if err != nil {
+					return nil, err
+				}
+				if name == "adddate" {
+					name = "date_add"
+				}
+				if name == "subdate" {
+					name = "date_sub"
+				}
+				return &Func{Name: name, Args: []Expr{x, &Interval{Value: v, Unit: tu.Unit.String()}}}, nil
+			}
+		}
+	}
+	for _, a := range n.Args {
+		if tu, ok := a.(*ast.TimeUnitExpr); ok {
+			f.Args = append(f.Args, &Literal{Kind: LitString, Str: tu.Unit.String()})
+			continue
+		}
+		e, err := convertExpr(a)
+		if err != nil {
+			return nil, err
+		}
+		f.Args = append(f.Args, e)
+	}
+	return f, nil
+}
+
+func convertValue(v *test_driver.ValueExpr) (Expr, error) {
+	switch v.Kind() {
+	case test_driver.KindNull:
+		return &Literal{Kind: LitNull}, nil
+	case test_driver.KindInt64:
+		if v.Type.GetFlag()&mysql.IsBooleanFlag != 0 {
+			return &Literal{Kind: LitBool, Int: v.GetInt64()}, nil
+		}
+		return &Literal{Kind: LitInt, Int: v.GetInt64()}, nil
+	case test_driver.KindUint64:
+		u := v.GetUint64()
+		if u > 1<<63-1 {
+			return nil, fmt.Errorf("integer literal %d is out of BIGINT range", u)
+		}
+		return &Literal{Kind: LitInt, Int: int64(u)}, nil
+	case test_driver.KindFloat32, test_driver.KindFloat64:
+		return &Literal{Kind: LitFloat, Flt: v.GetFloat64()}, nil
+	case test_driver.KindMysqlDecimal:
+		f, err := strconv.ParseFloat(v.GetMysqlDecimal().String(), 64)
+		if err != nil {
+			return nil, fmt.Errorf("decimal literal %s: %w", v.GetMysqlDecimal().String(), err)
+		}
+		return &Literal{Kind: LitFloat, Flt: f}, nil
+	case test_driver.KindString, test_driver.KindBytes:
+		return &Literal{Kind: LitString, Str: v.GetString()}, nil
+	}
+	return nil, unsupported("literal of kind %d", v.Kind())
+}
+
+// literalText renders a SET value (a literal or a bare identifier) as text.
+func literalText(e ast.ExprNode) (string, error) {
+	switch v := e.(type) {
+	case *test_driver.ValueExpr:
+		lit, err := convertValue(v)
+		if err != nil {
+			return "", err
+		}
+		switch l := lit.(*Literal); l.Kind {
+		case LitInt, LitBool:
+			return fmt.Sprint(l.Int), nil
+		case LitFloat:
+			return fmt.Sprint(l.Flt), nil
+		case LitString:
+			return l.Str, nil
+		}
+		return "", fmt.Errorf("NULL is not a value")
+	case *ast.ColumnNameExpr:
+		return v.Name.Name.O, nil
+	}
+	return "", unsupported("SET value must be a literal")
+}

@@ -1,0 +1,8 @@
+// Package parser turns SQL text into streamsql's own statement AST. It is the
+// only importer of the TiDB parser: it parses with it, treats its warnings as
+// errors, converts the TiDB AST into the small AST below (ast.go), and rejects
+// every construct streamsql does not run with an error that names it. Every
+// statement keeps its original text (SHOW CREATE, catalog) and position.
+//
+// Threading: Parse is safe for concurrent use (a parser per call).
+package parser

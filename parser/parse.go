@@ -1,0 +1,200 @@
+package parser
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	tidb "github.com/pingcap/tidb/pkg/parser"
+	"github.com/pingcap/tidb/pkg/parser/ast"
+	_ "github.com/pingcap/tidb/pkg/parser/test_driver" // value expressions
+)
+
+// Statement is one parsed statement with its original text and position.
+type Statement struct {
+	Stmt Stmt
+	Text string // the statement's text as written, without the trailing ';'
+	Pos  Pos
+}
+
+// ErrorKind tells a syntax error (the text is not SQL) from SQL that parses
+// but that streamsql does not run.
+type ErrorKind int
+
+const (
+	// Syntax: malformed SQL, or a parser warning (400).
+	Syntax ErrorKind = iota
+	// Unsupported: valid SQL that streamsql does not run (422).
+	Unsupported
+)
+
+// Error is a parse error with the failing statement's index and a position.
+type Error struct {
+	Kind      ErrorKind
+	Statement int // index of the failing statement in the request
+	Line      int // 1-based; 0 when unknown
+	Column    int // 1-based; 0 when unknown
+	Msg       string
+}
+
+func (e *Error) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("statement %d, line %d column %d: %s", e.Statement, e.Line, e.Column, e.Msg)
+	}
+	return fmt.Sprintf("statement %d: %s", e.Statement, e.Msg)
+}
+
+var posRE = regexp.MustCompile(`line (\d+) column (\d+)`)
+
+// Parse parses every statement of sql. On error it returns the statements
+// before the failing one (they are valid and may be executed, as SPEC says:
+// earlier statements stay applied) and an *Error naming the failing index.
+func Parse(sql string) ([]Statement, error) {
+	p := tidb.New()
+	nodes, warns, err := p.ParseSQL(sql)
+	if err != nil {
+		perr := &Error{Kind: Syntax, Msg: cleanMsg(err.Error())}
+		if m := posRE.FindStringSubmatch(err.Error()); m != nil {
+			perr.Line, _ = strconv.Atoi(m[1])
+			perr.Column, _ = strconv.Atoi(m[2])
+		}
+		// Find how many statements precede the error: parse the text up to
+		// the last statement boundary before the error position.
+		before := parsePrefix(sql, offsetOf(sql, perr.Line, perr.Column))
+		perr.Statement = len(before)
+		return before, perr
+	}
+	if len(warns) > 0 {
+		// The TiDB parser reports unknown or malformed hints as warnings and
+		// drops them; streamsql treats every warning as an error.
+		msgs := make([]string, len(warns))
+		for i, w := range warns {
+			msgs[i] = cleanMsg(w.Error())
+		}
+		idx := warningStatement(sql, nodes)
+		out, _ := convertAll(sql, nodes[:idx])
+		return out, &Error{Kind: Syntax, Statement: idx, Msg: strings.Join(msgs, "; ")}
+	}
+	return convertAll(sql, nodes)
+}
+
+// convertAll converts nodes, stopping at the first unsupported construct.
+func convertAll(sql string, nodes []ast.StmtNode) ([]Statement, error) {
+	out := make([]Statement, 0, len(nodes))
+	from := 0
+	for i, n := range nodes {
+		text := strings.TrimSpace(n.Text())
+		// Locate the statement in the request: statements are in order.
+		off := from
+		if j := strings.Index(sql[from:], text); j >= 0 {
+			off = from + j
+			from = off + len(text)
+		}
+		st := Statement{Text: strings.TrimSpace(strings.TrimRight(text, ";"))}
+		line, col := lineCol(sql, off)
+		st.Pos = Pos{Index: i, Offset: off, Line: line, Column: col}
+		s, err := convertStmt(n)
+		if err != nil {
+			return out, &Error{Kind: Unsupported, Statement: i, Line: line, Column: col, Msg: err.Error()}
+		}
+		st.Stmt = s
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// parsePrefix returns the statements wholly before byte offset off.
+func parsePrefix(sql string, off int) []Statement {
+	if off > len(sql) {
+		off = len(sql)
+	}
+	for cut := strings.LastIndexByte(sql[:off], ';'); cut >= 0; cut = strings.LastIndexByte(sql[:cut], ';') {
+		nodes, warns, err := tidb.New().ParseSQL(sql[:cut+1])
+		if err == nil && len(warns) == 0 {
+			out, _ := convertAll(sql, nodes)
+			if len(out) == len(nodes) {
+				return out
+			}
+			return out
+		}
+	}
+	return nil
+}
+
+// warningStatement finds the first statement that, parsed alone, warns.
+func warningStatement(sql string, nodes []ast.StmtNode) int {
+	for i, n := range nodes {
+		if _, w, err := tidb.New().ParseSQL(n.Text()); err == nil && len(w) > 0 {
+			return i
+		}
+	}
+	return 0
+}
+
+func cleanMsg(s string) string {
+	s = strings.TrimPrefix(s, "[parser:1064]")
+	s = strings.TrimSpace(s)
+	s = strings.TrimPrefix(s, "You have an error in your SQL syntax; check the manual that corresponds to your TiDB version for the right syntax to use ")
+	if i := strings.Index(s, "]"); strings.HasPrefix(s, "[parser:") && i > 0 {
+		s = strings.TrimSpace(s[i+1:])
+	}
+	return s
+}
+
+func lineCol(s string, off int) (int, int) {
+	line, col := 1, 1
+	for i := 0; i < off && i < len(s); i++ {
+		if s[i] == '\n' {
+			line++
+			col = 1
+		} else {
+			col++
+		}
+	}
+	return line, col
+}
+
+func offsetOf(s string, line, col int) int {
+	if line <= 0 {
+		return len(s)
+	}
+	l, off := 1, 0
+	for off < len(s) && l < line {
+		if s[off] == '\n' {
+			l++
+		}
+		off++
+	}
+	off += col - 1
+	if off > len(s) {
+		off = len(s)
+	}
+	if off < 0 {
+		off = 0
+	}
+	return off
+}
+
+// LineColAt returns the 1-based line and column of the first occurrence of
+// word (case-insensitive, as a whole identifier) in text, or (0, 0). The
+// planner uses it to point errors about names at the name.
+func LineColAt(text, word string) (int, int) {
+	lt, lw := strings.ToLower(text), strings.ToLower(word)
+	for from := 0; ; {
+		i := strings.Index(lt[from:], lw)
+		if i < 0 || lw == "" {
+			return 0, 0
+		}
+		i += from
+		end := i + len(lw)
+		if (i == 0 || !identByte(lt[i-1])) && (end >= len(lt) || !identByte(lt[end])) {
+			return lineCol(text, i)
+		}
+		from = i + 1
+	}
+}
+
+func identByte(b byte) bool {
+	return b == '_' || b == '`' || '0' <= b && b <= '9' || 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z'
+}

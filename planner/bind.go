@@ -1,0 +1,398 @@
+package planner
+
+import (
+	"strings"
+	"time"
+
+	"github.com/streamsql/streamsql/parser"
+	"github.com/streamsql/streamsql/planner/plan"
+)
+
+// scope is the set of columns an expression may name.
+type scope struct {
+	table string // the FROM name or alias; qualified references must match it
+	cols  plan.Schema
+	// rewrite, when set, is consulted first: a whole expression that matches
+	// (e.g. a GROUP BY expression or an aggregate in the post-aggregation
+	// scope) binds to a column.
+	rewrite func(e parser.Expr) (plan.Expr, bool, error)
+	// noColumns makes every plain column reference an error (message).
+	noColumns string
+	// procTime allows PROCTIME().
+	procTime bool
+}
+
+func (s *scope) bind(e parser.Expr) (plan.Expr, error) {
+	if s.rewrite != nil {
+		if x, ok, err := s.rewrite(e); ok || err != nil {
+			return x, err
+		}
+	}
+	switch e := e.(type) {
+	case *parser.ColumnRef:
+		if e.Table != "" && s.table != "" && !strings.EqualFold(e.Table, s.table) {
+			return nil, errf(e.Table, "unknown table %s in %s.%s", e.Table, e.Table, e.Name)
+		}
+		i := s.cols.Index(e.Name)
+		if i < 0 {
+			return nil, errf(e.Name, "unknown column %s", e.Name)
+		}
+		if s.noColumns != "" {
+			return nil, errf(e.Name, s.noColumns, e.Name)
+		}
+		return &plan.ColRef{Index: i, Name: s.cols[i].Name, T: s.cols[i].Type}, nil
+	case *parser.Literal:
+		return &plan.Const{V: literal(e)}, nil
+	case *parser.Binary:
+		l, err := s.bind(e.L)
+		if err != nil {
+			return nil, err
+		}
+		r, err := s.bind(e.R)
+		if err != nil {
+			return nil, err
+		}
+		return binary(strings.ToLower(e.Op), l, r)
+	case *parser.Unary:
+		x, err := s.bind(e.X)
+		if err != nil {
+			return nil, err
+		}
+		if e.Op == "-" {
+			if !x.Type().Numeric() && x.Type() != plan.TypeNull {
+				return nil, errf("", "cannot negate %s", x.Type())
+			}
+			t := x.Type()
+			if t == plan.TypeBoolean {
+				t = plan.TypeBigint
+			}
+			return &plan.Call{Fn: "neg", Args: []plan.Expr{x}, T: t}, nil
+		}
+		return &plan.Call{Fn: "not", Args: []plan.Expr{x}, T: plan.TypeBoolean}, nil
+	case *parser.Func:
+		if isAggregate(e.Name) {
+			return nil, errf(e.Name, "aggregate %s is not allowed here", strings.ToUpper(e.Name))
+		}
+		if isWindowFunc(e.Name) {
+			return nil, errf(e.Name, "%s belongs in GROUP BY", strings.ToUpper(e.Name))
+		}
+		args := make([]plan.Expr, 0, len(e.Args))
+		for _, a := range e.Args {
+			if iv, ok := a.(*parser.Interval); ok {
+				v, err := s.bind(iv.Value)
+				if err != nil {
+					return nil, err
+				}
+				ms, err := intervalMillis(iv.Unit)
+				if err != nil {
+					return nil, err
+				}
+				args = append(args, &plan.Call{Fn: "*", Args: []plan.Expr{v, &plan.Const{V: plan.Int(ms)}}, T: plan.TypeBigint})
+				continue
+			}
+			x, err := s.bind(a)
+			if err != nil {
+				return nil, err
+			}
+			args = append(args, x)
+		}
+		if e.Name == "proctime" && !s.procTime {
+			return nil, errf("PROCTIME", "PROCTIME() is only allowed as the time argument of TUMBLE or HOP")
+		}
+		return call(e.Name, args)
+	case *parser.Case:
+		var args []plan.Expr
+		var operand plan.Expr
+		if e.Operand != nil {
+			var err error
+			if operand, err = s.bind(e.Operand); err != nil {
+				return nil, err
+			}
+		}
+		var results []plan.Expr
+		for _, w := range e.Whens {
+			c, err := s.bind(w.Cond)
+			if err != nil {
+				return nil, err
+			}
+			if operand != nil {
+				if c, err = binary("=", operand, c); err != nil {
+					return nil, err
+				}
+			}
+			r, err := s.bind(w.Result)
+			if err != nil {
+				return nil, err
+			}
+			args = append(args, c, r)
+			results = append(results, r)
+		}
+		if e.Else != nil {
+			r, err := s.bind(e.Else)
+			if err != nil {
+				return nil, err
+			}
+			args = append(args, r)
+			results = append(results, r)
+		}
+		t, err := unify("CASE", results)
+		if err != nil {
+			return nil, err
+		}
+		return &plan.Call{Fn: "case", Args: coerceAll(args, t, true), T: t}, nil
+	case *parser.In:
+		x, err := s.bind(e.X)
+		if err != nil {
+			return nil, err
+		}
+		args := []plan.Expr{x}
+		for _, it := range e.List {
+			v, err := s.bind(it)
+			if err != nil {
+				return nil, err
+			}
+			if _, err := binary("=", x, v); err != nil {
+				return nil, err
+			}
+			args = append(args, coerceConst(v, x.Type()))
+		}
+		var out plan.Expr = &plan.Call{Fn: "in", Args: args, T: plan.TypeBoolean}
+		if e.Not {
+			out = &plan.Call{Fn: "not", Args: []plan.Expr{out}, T: plan.TypeBoolean}
+		}
+		return out, nil
+	case *parser.Between:
+		x, err := s.bind(e.X)
+		if err != nil {
+			return nil, err
+		}
+		lo, err := s.bind(e.Lo)
+		if err != nil {
+			return nil, err
+		}
+		hi, err := s.bind(e.Hi)
+		if err != nil {
+			return nil, err
+		}
+		a, err := binary(">=", x, lo)
+		if err != nil {
+			return nil, err
+		}
+		b, err := binary("<=", x, hi)
+		if err != nil {
+			return nil, err
+		}
+		var out plan.Expr = &plan.Call{Fn: "and", Args: []plan.Expr{a, b}, T: plan.TypeBoolean}
+		if e.Not {
+			out = &plan.Call{Fn: "not", Args: []plan.Expr{out}, T: plan.TypeBoolean}
+		}
+		return out, nil
+	case *parser.IsNull:
+		x, err := s.bind(e.X)
+		if err != nil {
+			return nil, err
+		}
+		fn := "is_null"
+		if e.Not {
+			fn = "is_not_null"
+		}
+		return &plan.Call{Fn: fn, Args: []plan.Expr{x}, T: plan.TypeBoolean}, nil
+	case *parser.Like:
+		x, err := s.bind(e.X)
+		if err != nil {
+			return nil, err
+		}
+		p, err := s.bind(e.Pattern)
+		if err != nil {
+			return nil, err
+		}
+		var out plan.Expr = &plan.Call{Fn: "like", Args: []plan.Expr{x, p}, T: plan.TypeBoolean}
+		if e.Not {
+			out = &plan.Call{Fn: "not", Args: []plan.Expr{out}, T: plan.TypeBoolean}
+		}
+		return out, nil
+	case *parser.Cast:
+		x, err := s.bind(e.X)
+		if err != nil {
+			return nil, err
+		}
+		t := columnTypes[e.Type]
+		return &plan.Call{Fn: "cast", Args: []plan.Expr{x}, T: t}, nil
+	case *parser.Interval:
+		return nil, errf("INTERVAL", "INTERVAL is only allowed in time arithmetic such as ts + INTERVAL 10 SECOND")
+	}
+	return nil, errf("", "unsupported expression")
+}
+
+func literal(l *parser.Literal) plan.Value {
+	switch l.Kind {
+	case parser.LitInt:
+		return plan.Int(l.Int)
+	case parser.LitFloat:
+		return plan.Float(l.Flt)
+	case parser.LitString:
+		return plan.Str(l.Str)
+	case parser.LitBool:
+		return plan.Bool(l.Int != 0)
+	}
+	return plan.Null
+}
+
+func intervalMillis(unit string) (int64, error) {
+	switch strings.ToUpper(unit) {
+	case "MICROSECOND":
+		return 0, errf(unit, "INTERVAL ... MICROSECOND is finer than the millisecond timestamps streamsql keeps")
+	case "MILLISECOND":
+		return 1, nil
+	case "SECOND":
+		return 1000, nil
+	case "MINUTE":
+		return 60 * 1000, nil
+	case "HOUR":
+		return 3600 * 1000, nil
+	case "DAY":
+		return 24 * 3600 * 1000, nil
+	case "WEEK":
+		return 7 * 24 * 3600 * 1000, nil
+	}
+	return 0, errf(unit, "INTERVAL unit %s is not supported (MILLISECOND to WEEK)", unit)
+}
+
+func isAggregate(name string) bool {
+	switch name {
+	case "count", "sum", "avg", "min", "max":
+		return true
+	}
+	return false
+}
+
+func isWindowFunc(name string) bool {
+	switch name {
+	case "tumble", "hop", "session_window", "session":
+		return true
+	}
+	return false
+}
+
+// binary types a binary operator.
+func binary(op string, l, r plan.Expr) (plan.Expr, error) {
+	lt, rt := l.Type(), r.Type()
+	switch op {
+	case "+", "-":
+		// TIMESTAMP +/- milliseconds (from INTERVAL) stays a TIMESTAMP.
+		if lt == plan.TypeTimestamp && (rt == plan.TypeBigint || rt == plan.TypeNull) {
+			return &plan.Call{Fn: op, Args: []plan.Expr{l, r}, T: plan.TypeTimestamp}, nil
+		}
+		fallthrough
+	case "*", "%":
+		t, err := arith(op, lt, rt)
+		if err != nil {
+			return nil, err
+		}
+		return &plan.Call{Fn: op, Args: []plan.Expr{l, r}, T: t}, nil
+	case "/":
+		if _, err := arith(op, lt, rt); err != nil {
+			return nil, err
+		}
+		return &plan.Call{Fn: "/", Args: []plan.Expr{l, r}, T: plan.TypeDouble}, nil
+	case "div":
+		if _, err := arith(op, lt, rt); err != nil {
+			return nil, err
+		}
+		return &plan.Call{Fn: "div", Args: []plan.Expr{l, r}, T: plan.TypeBigint}, nil
+	case "=", "<>", "<", "<=", ">", ">=", "<=>":
+		if !comparable(lt, rt) {
+			return nil, errf("", "cannot compare %s with %s", lt, rt)
+		}
+		// A string literal compared with a timestamp is parsed once, here.
+		l, r = coerceConst(l, rt), coerceConst(r, lt)
+		return &plan.Call{Fn: op, Args: []plan.Expr{l, r}, T: plan.TypeBoolean}, nil
+	case "and", "or", "xor":
+		return &plan.Call{Fn: op, Args: []plan.Expr{l, r}, T: plan.TypeBoolean}, nil
+	}
+	return nil, errf(op, "unsupported operator %s", op)
+}
+
+func arith(op string, lt, rt plan.Type) (plan.Type, error) {
+	if lt == plan.TypeNull && rt == plan.TypeNull {
+		return plan.TypeBigint, nil
+	}
+	if (!lt.Numeric() && lt != plan.TypeNull) || (!rt.Numeric() && rt != plan.TypeNull) {
+		return 0, errf(op, "operator %s needs numbers, not %s and %s", op, lt, rt)
+	}
+	if lt == plan.TypeDouble || rt == plan.TypeDouble {
+		return plan.TypeDouble, nil
+	}
+	return plan.TypeBigint, nil
+}
+
+func comparable(a, b plan.Type) bool {
+	if a == plan.TypeNull || b == plan.TypeNull || a == b {
+		return true
+	}
+	if a.Numeric() && b.Numeric() {
+		return true
+	}
+	// Strings compare with timestamps (parsed) and numbers (converted).
+	return a == plan.TypeVarchar || b == plan.TypeVarchar
+}
+
+// coerceConst converts a constant string to type t when t is TIMESTAMP, so
+// `ts >= '2024-01-01 00:00:00'` compares times.
+func coerceConst(e plan.Expr, t plan.Type) plan.Expr {
+	c, ok := e.(*plan.Const)
+	if !ok || c.V.K != plan.TypeVarchar || t != plan.TypeTimestamp {
+		return e
+	}
+	if ms, ok := ParseTime(c.V.S); ok {
+		return &plan.Const{V: plan.Time(ms)}
+	}
+	return e
+}
+
+// ParseTime parses the timestamp text forms streamsql accepts (RFC 3339,
+// 'YYYY-MM-DD HH:MM:SS[.fff]', 'YYYY-MM-DD'), UTC unless a zone is given.
+func ParseTime(s string) (int64, bool) {
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999", "2006-01-02"} {
+		if t, err := time.ParseInLocation(layout, s, time.UTC); err == nil {
+			return t.UnixMilli(), true
+		}
+	}
+	return 0, false
+}
+
+// unify finds the common type of the branches of CASE, IF, COALESCE.
+func unify(what string, es []plan.Expr) (plan.Type, error) {
+	t := plan.TypeNull
+	for _, e := range es {
+		et := e.Type()
+		switch {
+		case et == plan.TypeNull || et == t:
+		case t == plan.TypeNull:
+			t = et
+		case t.Numeric() && et.Numeric():
+			if t == plan.TypeDouble || et == plan.TypeDouble {
+				t = plan.TypeDouble
+			} else {
+				t = plan.TypeBigint
+			}
+		default:
+			return 0, errf(what, "%s mixes %s and %s", what, t, et)
+		}
+	}
+	return t, nil
+}
+
+// coerceAll wraps branch results of CASE (every odd argument and the else;
+// when isCase) or all arguments in casts to t where their type differs.
+func coerceAll(args []plan.Expr, t plan.Type, isCase bool) []plan.Expr {
+	out := make([]plan.Expr, len(args))
+	for i, a := range args {
+		isResult := !isCase || i%2 == 1 || (i == len(args)-1 && len(args)%2 == 1)
+		if isResult && a.Type() != t && a.Type() != plan.TypeNull {
+			a = &plan.Call{Fn: "cast", Args: []plan.Expr{a}, T: t}
+		}
+		out[i] = a
+	}
+	return out
+}

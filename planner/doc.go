@@ -1,0 +1,7 @@
+// Package planner compiles parsed SQL (package parser's AST) into plan data
+// (package plan): it validates table definitions, binds names and types,
+// builds the logical shape of a continuous query and lays it out as a
+// physical graph (source -> calc -> window assignment -> hash exchange ->
+// aggregation -> sink), and renders EXPLAIN. It is pure: no I/O, no
+// goroutines; the catalog is passed in.
+package planner

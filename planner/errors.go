@@ -1,0 +1,22 @@
+package planner
+
+import "fmt"
+
+// Error is a planning error: SQL that parses but cannot run (Status 422), or
+// a malformed option (400). Name is the identifier the error is about, so the
+// caller can point at its line and column.
+type Error struct {
+	Status int
+	Name   string
+	Msg    string
+}
+
+func (e *Error) Error() string { return e.Msg }
+
+func errf(name, format string, args ...any) error {
+	return &Error{Status: 422, Name: name, Msg: fmt.Sprintf(format, args...)}
+}
+
+func badf(name, format string, args ...any) error {
+	return &Error{Status: 400, Name: name, Msg: fmt.Sprintf(format, args...)}
+}

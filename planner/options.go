@@ -1,0 +1,66 @@
+package planner
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/streamsql/streamsql/parser"
+	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/window"
+)
+
+// OptionNames are the per-query options of SET_VAR hints and SET.
+var OptionNames = []string{"emit_mode", "parallelism", "state_ttl", "checkpoint_interval", "emit_interval", "results_retention"}
+
+// MaxParallelism bounds the parallelism option.
+const MaxParallelism = 64
+
+// ApplyOptions sets opts from name=value pairs, rejecting unknown names and
+// bad values with an error that names them.
+func ApplyOptions(opts *plan.Options, vars []parser.SetVar, where string) error {
+	for _, v := range vars {
+		val := strings.TrimSpace(v.Value)
+		dur := func(allowZero bool) (int64, error) {
+			if allowZero && (val == "0" || val == "0s") {
+				return 0, nil
+			}
+			d, err := window.ParseDuration(val)
+			if err != nil {
+				return 0, badf(v.Name, "%s %s: %v", where, v.Name, err)
+			}
+			return d, nil
+		}
+		var err error
+		switch v.Name {
+		case "emit_mode":
+			switch strings.ToLower(val) {
+			case "changes":
+				opts.EmitMode = plan.EmitChanges
+			case "on_window_close":
+				opts.EmitMode = plan.EmitOnWindowClose
+			default:
+				return badf(v.Name, "%s emit_mode must be changes or on_window_close, not %q", where, val)
+			}
+		case "parallelism":
+			p, perr := strconv.Atoi(val)
+			if perr != nil || p < 1 || p > MaxParallelism {
+				return badf(v.Name, "%s parallelism must be an integer from 1 to %d, not %q", where, MaxParallelism, val)
+			}
+			opts.Parallelism = p
+		case "state_ttl":
+			opts.StateTTL, err = dur(true)
+		case "checkpoint_interval":
+			opts.CheckpointInterval, err = dur(true)
+		case "emit_interval":
+			opts.EmitInterval, err = dur(false)
+		case "results_retention":
+			opts.ResultsRetention, err = dur(true)
+		default:
+			return badf(v.Name, "unknown option %s in %s (options: %s)", v.Name, where, strings.Join(OptionNames, ", "))
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,334 @@
+package plan
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Graph is a query's physical operator graph: vertices in topological order
+// (sources first). Each vertex runs as Parallelism tasks; a task runs the
+// vertex's operator chain. It is immutable once planned.
+type Graph struct {
+	Vertices []*Vertex
+	Options  Options
+	// Key describes the query's upsert key (SPEC "Upsert key").
+	Key KeyKind
+	// Out is the schema of the rows the query emits.
+	Out Schema
+}
+
+// KeyKind is what a query's results are keyed on.
+type KeyKind uint8
+
+const (
+	// KeyWindowGroup: (window_start, window_end, GROUP BY columns).
+	KeyWindowGroup KeyKind = iota
+	// KeyGroup: GROUP BY columns (running aggregates).
+	KeyGroup
+	// KeyRowID: append-only; a row id derived from source offsets.
+	KeyRowID
+)
+
+func (k KeyKind) String() string {
+	return [...]string{"window+group", "group", "row_id"}[k]
+}
+
+// EmitMode is when results are emitted.
+type EmitMode uint8
+
+const (
+	EmitChanges EmitMode = iota
+	EmitOnWindowClose
+)
+
+func (m EmitMode) String() string {
+	if m == EmitOnWindowClose {
+		return "on_window_close"
+	}
+	return "changes"
+}
+
+// Options are a query's settings (SET_VAR hints, SET, server defaults).
+type Options struct {
+	EmitMode           EmitMode
+	Parallelism        int
+	StateTTL           int64 // ms; 0 = none
+	CheckpointInterval int64 // ms; 0 = checkpoints off
+	EmitInterval       int64 // ms between barriers
+	ResultsRetention   int64 // ms; 0 = keep
+}
+
+// Vertex is one stage of the graph.
+type Vertex struct {
+	ID          int
+	Parallelism int
+	Inputs      []Edge
+	Ops         []Op // the operator chain; Ops[0] consumes the inputs
+}
+
+// Partition is how an edge routes rows to the consumer's tasks.
+type Partition uint8
+
+const (
+	// Forward: task i feeds task i (equal parallelism).
+	Forward Partition = iota
+	// Hash: by the hash of the encoded key columns.
+	Hash
+)
+
+// Edge connects the last operator of vertex From to this vertex.
+type Edge struct {
+	From      int
+	Partition Partition
+	KeyCols   []int // Hash: the key columns of the producer's output
+}
+
+// Op is the spec of one operator. The runtime builds operators from specs
+// in one place (runtime.buildOperator).
+type Op interface {
+	OpName() string
+	Explain() string
+}
+
+// Source reads a table.
+type Source struct {
+	Table   string
+	TableID uint64
+	Engine  string // http, nexmark, kafka
+	Schema  Schema // the table's columns
+	// EventTime is the event-time column, or -1 (processing time only).
+	EventTime       int
+	WatermarkDelay  int64 // ms
+	AllowedLateness int64 // ms
+	IdleTimeout     int64 // ms; 0 = never idle
+	StartLatest     bool
+	// ProcTime: the query windows on PROCTIME(); the source's watermark is
+	// the wall clock.
+	ProcTime bool
+	// Attrs are the engine's own attributes (nexmark kind, rate, events).
+	Attrs map[string]string
+}
+
+// Calc filters then projects. Filter may be nil; Project nil means identity.
+type Calc struct {
+	Filter  Expr
+	Project []Expr
+	Out     Schema
+}
+
+// WindowKind is a window type.
+type WindowKind uint8
+
+const (
+	Tumble WindowKind = iota
+	Hop
+	Session
+)
+
+func (k WindowKind) String() string { return [...]string{"TUMBLE", "HOP", "SESSION"}[k] }
+
+// WindowSpec is a GROUP BY window.
+type WindowSpec struct {
+	Kind     WindowKind
+	TimeCol  int  // in the aggregation's input
+	ProcTime bool // the time column is PROCTIME()
+	Size     int64
+	Slide    int64
+	Gap      int64
+}
+
+func (w WindowSpec) String() string {
+	t := fmt.Sprintf("#%d", w.TimeCol)
+	if w.ProcTime {
+		t = "proctime"
+	}
+	switch w.Kind {
+	case Tumble:
+		return fmt.Sprintf("TUMBLE(%s, %s)", t, ms(w.Size))
+	case Hop:
+		return fmt.Sprintf("HOP(%s, %s, %s)", t, ms(w.Slide), ms(w.Size))
+	}
+	return fmt.Sprintf("SESSION(%s, %s)", t, ms(w.Gap))
+}
+
+func ms(v int64) string { return fmt.Sprintf("%dms", v) }
+
+// WindowAssign assigns each row to its windows: it emits one row per
+// (row, window) that is not late, with window_start and window_end
+// prepended. Session windows emit the row's own [ts, ts+gap); the
+// aggregation merges them. Tumble and hop rows late for a window are dropped
+// here and counted.
+type WindowAssign struct {
+	Window          WindowSpec
+	AllowedLateness int64
+	Out             Schema
+}
+
+// Aggregate is a keyed aggregation. Its input rows are
+// [window_start, window_end,] group columns..., aggregate arguments... (the
+// planner arranges them so). Output rows are computed by Output over the
+// row [window_start, window_end,] keys..., aggregate results..., and kept
+// only where Having (over the same row) holds.
+type Aggregate struct {
+	Windowed        bool
+	Session         bool // merge session windows; Gap from Window
+	Window          WindowSpec
+	Keys            []int // group columns in the input
+	Aggs            []Agg
+	Having          Expr
+	Output          []Expr
+	Out             Schema
+	EmitMode        EmitMode
+	AllowedLateness int64
+}
+
+// SinkKind is where results go.
+type SinkKind uint8
+
+const (
+	SinkResults SinkKind = iota // the built-in results table
+	SinkDiscard                 // benchmarks
+)
+
+// Sink writes the query's changelog.
+type Sink struct {
+	Kind SinkKind
+	Name string
+	Key  KeyKind
+}
+
+func (*Source) OpName() string       { return "Source" }
+func (*Calc) OpName() string         { return "Calc" }
+func (*WindowAssign) OpName() string { return "WindowAssign" }
+func (*Aggregate) OpName() string    { return "Aggregate" }
+func (*Sink) OpName() string         { return "Sink" }
+
+func (s *Source) Explain() string {
+	et := "proctime"
+	if s.EventTime >= 0 {
+		et = s.Schema[s.EventTime].Name
+	}
+	return fmt.Sprintf("Source table=%s engine=%s event_time=%s watermark_delay=%s", s.Table, s.Engine, et, ms(s.WatermarkDelay))
+}
+
+func (c *Calc) Explain() string {
+	var b strings.Builder
+	b.WriteString("Calc")
+	if c.Filter != nil {
+		b.WriteString(" filter=" + c.Filter.String())
+	}
+	if c.Project != nil {
+		b.WriteString(" project=[" + joinExprs(c.Project) + "]")
+	}
+	return b.String()
+}
+
+func (w *WindowAssign) Explain() string {
+	return fmt.Sprintf("WindowAssign %s allowed_lateness=%s", w.Window, ms(w.AllowedLateness))
+}
+
+func (a *Aggregate) Explain() string {
+	var b strings.Builder
+	b.WriteString("Aggregate")
+	if a.Session {
+		b.WriteString(" session_gap=" + ms(a.Window.Gap))
+	}
+	fmt.Fprintf(&b, " keys=%v aggs=[", a.Keys)
+	for i, g := range a.Aggs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(g.String())
+	}
+	b.WriteString("]")
+	if a.Having != nil {
+		b.WriteString(" having=" + a.Having.String())
+	}
+	fmt.Fprintf(&b, " output=[%s] emit=%s", joinExprs(a.Output), a.EmitMode)
+	return b.String()
+}
+
+func (s *Sink) Explain() string {
+	kind := "results"
+	if s.Kind == SinkDiscard {
+		kind = "discard"
+	}
+	return fmt.Sprintf("Sink %s name=%s key=%s", kind, s.Name, s.Key)
+}
+
+func joinExprs(es []Expr) string {
+	s := make([]string, len(es))
+	for i, e := range es {
+		s[i] = e.String()
+	}
+	return strings.Join(s, ", ")
+}
+
+// Explain renders the graph deterministically, one line per operator.
+func (g *Graph) Explain() string {
+	var b strings.Builder
+	o := g.Options
+	fmt.Fprintf(&b, "Query emit_mode=%s parallelism=%d key=%s\n", o.EmitMode, o.Parallelism, g.Key)
+	fmt.Fprintf(&b, "  output: %s\n", schemaString(g.Out))
+	for _, v := range g.Vertices {
+		fmt.Fprintf(&b, "Stage %d parallelism=%d", v.ID, v.Parallelism)
+		for _, e := range v.Inputs {
+			if e.Partition == Hash {
+				fmt.Fprintf(&b, " <- stage %d hash%v", e.From, e.KeyCols)
+			} else {
+				fmt.Fprintf(&b, " <- stage %d forward", e.From)
+			}
+		}
+		b.WriteString("\n")
+		for _, op := range v.Ops {
+			b.WriteString("  " + op.Explain() + "\n")
+		}
+	}
+	return b.String()
+}
+
+func schemaString(s Schema) string {
+	parts := make([]string, len(s))
+	for i, c := range s {
+		parts[i] = c.Name + " " + c.Type.String()
+	}
+	return strings.Join(parts, ", ")
+}
+
+// SortKey is one ORDER BY key of a pull query.
+type SortKey struct {
+	Expr Expr
+	Desc bool
+}
+
+// PullQuery is a SELECT over a view's current results.
+type PullQuery struct {
+	View    string
+	Filter  Expr
+	Project []Expr
+	Out     Schema
+	Order   []SortKey // over the view's row
+	Limit   int64     // -1: none
+	Offset  int64
+}
+
+// Explain renders a pull query deterministically.
+func (q *PullQuery) Explain() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "PullQuery view=%s\n", q.View)
+	if q.Filter != nil {
+		fmt.Fprintf(&b, "  filter=%s\n", q.Filter)
+	}
+	fmt.Fprintf(&b, "  project=[%s]\n", joinExprs(q.Project))
+	for _, k := range q.Order {
+		dir := "ASC"
+		if k.Desc {
+			dir = "DESC"
+		}
+		fmt.Fprintf(&b, "  order=%s %s\n", k.Expr, dir)
+	}
+	if q.Limit >= 0 {
+		fmt.Fprintf(&b, "  limit=%d offset=%d\n", q.Limit, q.Offset)
+	}
+	return b.String()
+}

@@ -1,0 +1,27 @@
+package plan
+
+// TableDef is a declared table: its schema and engine settings. Stored in
+// the catalog as JSON alongside the original statement text.
+type TableDef struct {
+	Name       string   `json:"name"`
+	ID         uint64   `json:"id"`
+	Engine     string   `json:"engine"`
+	Connection string   `json:"connection,omitempty"`
+	Columns    Schema   `json:"columns"`
+	PrimaryKey []string `json:"primary_key,omitempty"`
+	// EventTime is the event-time column index, or -1.
+	EventTime       int               `json:"event_time"`
+	WatermarkDelay  int64             `json:"watermark_delay_ms"`
+	AllowedLateness int64             `json:"allowed_lateness_ms"`
+	IdleTimeout     int64             `json:"idle_timeout_ms"`
+	StartLatest     bool              `json:"start_latest,omitempty"`
+	Retention       int64             `json:"retention_ms"`
+	Attrs           map[string]string `json:"attrs,omitempty"`
+	SQL             string            `json:"sql"`
+}
+
+// ViewDef is what the planner needs to know of an existing view.
+type ViewDef struct {
+	Name string
+	Out  Schema
+}

@@ -1,0 +1,575 @@
+package planner
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/streamsql/streamsql/parser"
+	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/window"
+)
+
+// Catalog is what the planner reads of the catalog.
+type Catalog interface {
+	Table(name string) (*plan.TableDef, bool)
+	View(name string) (*plan.ViewDef, bool)
+}
+
+// Query plans a continuous query: sel over one table, results into the
+// sink named name. opts are the defaults with SET applied; sel's SET_VAR
+// hints override them.
+func Query(sel *parser.Select, cat Catalog, opts plan.Options, name string, sink plan.SinkKind) (*plan.Graph, error) {
+	if err := ApplyOptions(&opts, sel.Hints, "SET_VAR"); err != nil {
+		return nil, err
+	}
+	if sel.From == nil || sel.From.Name == "" {
+		return nil, errf("", "a continuous query reads one table")
+	}
+	tbl, ok := cat.Table(sel.From.Name)
+	if !ok {
+		if _, isView := cat.View(sel.From.Name); isView {
+			return nil, errf(sel.From.Name, "%s is a view: continuous queries over views are not available in this release; query the table", sel.From.Name)
+		}
+		return nil, &Error{Status: 404, Name: sel.From.Name, Msg: fmt.Sprintf("unknown table %s", sel.From.Name)}
+	}
+	if len(sel.OrderBy) > 0 || sel.Limit >= 0 {
+		return nil, errf("ORDER", "ORDER BY and LIMIT are for pull queries over a view, not for continuous queries")
+	}
+	qual := sel.From.Alias
+	if qual == "" {
+		qual = sel.From.Name
+	}
+	base := &scope{table: qual, cols: tbl.Columns}
+	src := &plan.Source{
+		Table: tbl.Name, TableID: tbl.ID, Engine: tbl.Engine, Schema: tbl.Columns,
+		EventTime: tbl.EventTime, WatermarkDelay: tbl.WatermarkDelay, AllowedLateness: tbl.AllowedLateness,
+		IdleTimeout: tbl.IdleTimeout, StartLatest: tbl.StartLatest, Attrs: tbl.Attrs,
+	}
+	var filter plan.Expr
+	if sel.Where != nil {
+		if containsAggregate(sel.Where) {
+			return nil, errf("WHERE", "aggregates are not allowed in WHERE; use HAVING")
+		}
+		f, err := base.bind(sel.Where)
+		if err != nil {
+			return nil, err
+		}
+		filter = f
+	}
+	fields, err := expandStar(sel.Fields, tbl.Columns)
+	if err != nil {
+		return nil, err
+	}
+	agg := len(sel.GroupBy) > 0 || sel.Having != nil
+	for _, f := range fields {
+		agg = agg || containsAggregate(f.Expr)
+	}
+	if !agg {
+		return appendOnly(src, base, filter, fields, opts, name, sink)
+	}
+	return aggregation(sel, tbl, src, base, filter, fields, opts, name, sink)
+}
+
+func expandStar(fields []parser.Field, cols plan.Schema) ([]parser.Field, error) {
+	var out []parser.Field
+	for _, f := range fields {
+		if !f.Star {
+			out = append(out, f)
+			continue
+		}
+		for _, c := range cols {
+			out = append(out, parser.Field{Expr: &parser.ColumnRef{Name: c.Name}, Text: c.Name})
+		}
+	}
+	return out, nil
+}
+
+// outputName is a result column's name: its alias, else its column name
+// without the qualifier, else its text.
+func outputName(f parser.Field) string {
+	if f.Alias != "" {
+		return f.Alias
+	}
+	if c, ok := f.Expr.(*parser.ColumnRef); ok {
+		return c.Name
+	}
+	return f.Text
+}
+
+func outSchema(fields []parser.Field, exprs []plan.Expr) (plan.Schema, error) {
+	out := make(plan.Schema, len(fields))
+	for i, f := range fields {
+		n := outputName(f)
+		if out[:i].Index(n) >= 0 {
+			return nil, errf(n, "duplicate output column %s; give it an alias with AS", n)
+		}
+		out[i] = plan.Column{Name: n, Type: exprs[i].Type()}
+		if out[i].Type == plan.TypeNull {
+			out[i].Type = plan.TypeBigint
+		}
+	}
+	return out, nil
+}
+
+func appendOnly(src *plan.Source, base *scope, filter plan.Expr, fields []parser.Field, opts plan.Options, name string, sink plan.SinkKind) (*plan.Graph, error) {
+	if opts.EmitMode == plan.EmitOnWindowClose {
+		return nil, errf("emit_mode", "emit_mode=on_window_close needs a windowed aggregation")
+	}
+	exprs := make([]plan.Expr, len(fields))
+	for i, f := range fields {
+		if c, ok := f.Expr.(*parser.ColumnRef); ok && base.cols.Index(c.Name) < 0 && (strings.EqualFold(c.Name, "window_start") || strings.EqualFold(c.Name, "window_end")) {
+			return nil, errf(c.Name, "%s is only defined for a windowed aggregation (GROUP BY TUMBLE, HOP or SESSION_WINDOW)", c.Name)
+		}
+		e, err := base.bind(f.Expr)
+		if err != nil {
+			return nil, err
+		}
+		exprs[i] = e
+	}
+	out, err := outSchema(fields, exprs)
+	if err != nil {
+		return nil, err
+	}
+	opts.Parallelism = 1
+	v := &plan.Vertex{ID: 0, Parallelism: 1, Ops: []plan.Op{
+		src,
+		&plan.Calc{Filter: filter, Project: exprs, Out: out},
+		&plan.Sink{Kind: sink, Name: name, Key: plan.KeyRowID},
+	}}
+	return &plan.Graph{Vertices: []*plan.Vertex{v}, Options: opts, Key: plan.KeyRowID, Out: out}, nil
+}
+
+func containsAggregate(e parser.Expr) bool {
+	found := false
+	walk(e, func(x parser.Expr) {
+		if f, ok := x.(*parser.Func); ok && isAggregate(f.Name) {
+			found = true
+		}
+	})
+	return found
+}
+
+// walk calls fn on e and every expression below it.
+func walk(e parser.Expr, fn func(parser.Expr)) {
+	if e == nil {
+		return
+	}
+	fn(e)
+	switch e := e.(type) {
+	case *parser.Binary:
+		walk(e.L, fn)
+		walk(e.R, fn)
+	case *parser.Unary:
+		walk(e.X, fn)
+	case *parser.Func:
+		for _, a := range e.Args {
+			walk(a, fn)
+		}
+	case *parser.Interval:
+		walk(e.Value, fn)
+	case *parser.Case:
+		walk(e.Operand, fn)
+		for _, w := range e.Whens {
+			walk(w.Cond, fn)
+			walk(w.Result, fn)
+		}
+		walk(e.Else, fn)
+	case *parser.In:
+		walk(e.X, fn)
+		for _, x := range e.List {
+			walk(x, fn)
+		}
+	case *parser.Between:
+		walk(e.X, fn)
+		walk(e.Lo, fn)
+		walk(e.Hi, fn)
+	case *parser.IsNull:
+		walk(e.X, fn)
+	case *parser.Like:
+		walk(e.X, fn)
+		walk(e.Pattern, fn)
+	case *parser.Cast:
+		walk(e.X, fn)
+	}
+}
+
+// windowCall recognises TUMBLE, HOP and SESSION_WINDOW in GROUP BY.
+func windowCall(e parser.Expr, tbl *plan.TableDef, base *scope) (*plan.WindowSpec, error) {
+	f, ok := e.(*parser.Func)
+	if !ok || !isWindowFunc(f.Name) {
+		return nil, nil
+	}
+	name := strings.ToUpper(f.Name)
+	want := map[string]int{"tumble": 2, "hop": 3, "session_window": 2, "session": 2}[f.Name]
+	if len(f.Args) != want {
+		return nil, errf(f.Name, "%s takes %d arguments (time column and duration%s)", name, want, map[bool]string{true: "s", false: ""}[want == 3])
+	}
+	spec := &plan.WindowSpec{}
+	switch t := f.Args[0].(type) {
+	case *parser.Func:
+		if t.Name != "proctime" || len(t.Args) != 0 {
+			return nil, errf(t.Name, "the time argument of %s must be the event-time column or PROCTIME()", name)
+		}
+		spec.ProcTime = true
+	case *parser.ColumnRef:
+		x, err := base.bind(t)
+		if err != nil {
+			return nil, err
+		}
+		col := x.(*plan.ColRef).Index
+		if tbl.EventTime < 0 {
+			return nil, errf(t.Name, "table %s has no event_time column (ENGINE_ATTRIBUTE event_time); window on PROCTIME() or declare one", tbl.Name)
+		}
+		if col != tbl.EventTime {
+			return nil, errf(t.Name, "%s windows on %s, but the event-time column of %s is %s", name, t.Name, tbl.Name, tbl.Columns[tbl.EventTime].Name)
+		}
+	default:
+		return nil, errf(f.Name, "the time argument of %s must be the event-time column or PROCTIME()", name)
+	}
+	durs := make([]int64, 0, 2)
+	for _, a := range f.Args[1:] {
+		l, ok := a.(*parser.Literal)
+		if !ok || l.Kind != parser.LitString {
+			return nil, errf(f.Name, "%s durations are strings such as '10s' or '500ms'", name)
+		}
+		d, err := window.ParseDuration(l.Str)
+		if err != nil {
+			return nil, errf(l.Str, "%s: %v", name, err)
+		}
+		durs = append(durs, d)
+	}
+	switch f.Name {
+	case "tumble":
+		spec.Kind, spec.Size, spec.Slide = plan.Tumble, durs[0], durs[0]
+	case "hop":
+		spec.Kind, spec.Slide, spec.Size = plan.Hop, durs[0], durs[1]
+	default:
+		if spec.ProcTime {
+			return nil, errf(f.Name, "SESSION_WINDOW needs an event-time column, not PROCTIME()")
+		}
+		spec.Kind, spec.Gap = plan.Session, durs[0]
+	}
+	return spec, nil
+}
+
+type aggKey struct {
+	fn  plan.AggFn
+	arg string
+}
+
+func aggregation(sel *parser.Select, tbl *plan.TableDef, src *plan.Source, base *scope, filter plan.Expr, fields []parser.Field, opts plan.Options, name string, sink plan.SinkKind) (*plan.Graph, error) {
+	// GROUP BY: at most one window, then key expressions.
+	var win *plan.WindowSpec
+	var groups []plan.Expr
+	groupIdx := map[string]int{}
+	for _, g := range sel.GroupBy {
+		w, err := windowCall(g, tbl, base)
+		if err != nil {
+			return nil, err
+		}
+		if w != nil {
+			if win != nil {
+				return nil, errf("GROUP", "GROUP BY has more than one window")
+			}
+			win = w
+			continue
+		}
+		if containsAggregate(g) {
+			return nil, errf("GROUP", "aggregates are not allowed in GROUP BY")
+		}
+		if c, ok := g.(*parser.ColumnRef); ok && win != nil && base.cols.Index(c.Name) < 0 && (strings.EqualFold(c.Name, "window_start") || strings.EqualFold(c.Name, "window_end")) {
+			continue // GROUP BY TUMBLE(...), window_start: already the key
+		}
+		x, err := base.bind(g)
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := groupIdx[x.String()]; dup {
+			continue
+		}
+		groupIdx[x.String()] = len(groups)
+		groups = append(groups, x)
+	}
+	if win == nil && opts.EmitMode == plan.EmitOnWindowClose {
+		return nil, errf("emit_mode", "emit_mode=on_window_close needs a windowed aggregation; a running aggregate (GROUP BY without a window) emits changes")
+	}
+
+	// Aggregates of SELECT and HAVING, deduplicated, with their arguments.
+	var aggs []plan.Agg
+	var args []plan.Expr
+	argIdx := map[string]int{}
+	aggIdx := map[aggKey]int{}
+	wOff := 0
+	if win != nil {
+		wOff = 2
+	}
+	var aggErr error
+	collect := func(e parser.Expr) {
+		walk(e, func(x parser.Expr) {
+			f, ok := x.(*parser.Func)
+			if !ok || !isAggregate(f.Name) || aggErr != nil {
+				return
+			}
+			a, key, err := bindAgg(f, base)
+			if err != nil {
+				aggErr = err
+				return
+			}
+			if _, ok := aggIdx[key]; ok {
+				return
+			}
+			if a.Fn != plan.AggCountStar {
+				arg, _ := base.bind(f.Args[0])
+				i, ok := argIdx[arg.String()]
+				if !ok {
+					i = len(args)
+					argIdx[arg.String()] = i
+					args = append(args, arg)
+				}
+				a.Arg = wOff + len(groups) + i
+			}
+			aggIdx[key] = len(aggs)
+			aggs = append(aggs, a)
+		})
+	}
+	for _, f := range fields {
+		collect(f.Expr)
+	}
+	collect(sel.Having)
+	if aggErr != nil {
+		return nil, aggErr
+	}
+
+	// The post-aggregation row: [window_start, window_end,] keys..., aggs...
+	post := plan.Schema{}
+	if win != nil {
+		post = append(post, plan.Column{Name: "window_start", Type: plan.TypeTimestamp, NotNull: true},
+			plan.Column{Name: "window_end", Type: plan.TypeTimestamp, NotNull: true})
+	}
+	for _, g := range groups {
+		post = append(post, plan.Column{Name: g.String(), Type: g.Type()})
+	}
+	for _, a := range aggs {
+		post = append(post, plan.Column{Name: a.String(), Type: a.T})
+	}
+	postScope := &scope{table: base.table, cols: base.cols}
+	postScope.rewrite = func(e parser.Expr) (plan.Expr, bool, error) {
+		switch e := e.(type) {
+		case *parser.Func:
+			if isAggregate(e.Name) {
+				_, key, err := bindAgg(e, base)
+				if err != nil {
+					return nil, true, err
+				}
+				i := aggIdx[key]
+				return &plan.ColRef{Index: wOff + len(groups) + i, Name: post[wOff+len(groups)+i].Name, T: aggs[i].T}, true, nil
+			}
+		case *parser.ColumnRef:
+			if win != nil && base.cols.Index(e.Name) < 0 {
+				switch strings.ToLower(e.Name) {
+				case "window_start":
+					return &plan.ColRef{Index: 0, Name: "window_start", T: plan.TypeTimestamp}, true, nil
+				case "window_end":
+					return &plan.ColRef{Index: 1, Name: "window_end", T: plan.TypeTimestamp}, true, nil
+				}
+			}
+		}
+		if containsAggregate(e) {
+			return nil, false, nil
+		}
+		x, err := base.bind(e)
+		if err != nil {
+			if _, isCol := e.(*parser.ColumnRef); isCol {
+				return nil, true, err
+			}
+			return nil, false, nil
+		}
+		if i, ok := groupIdx[x.String()]; ok {
+			return &plan.ColRef{Index: wOff + i, Name: x.String(), T: x.Type()}, true, nil
+		}
+		if c, ok := e.(*parser.ColumnRef); ok {
+			return nil, true, errf(c.Name, "column %s must appear in GROUP BY or inside an aggregate", c.Name)
+		}
+		if _, ok := e.(*parser.Literal); ok {
+			return x, true, nil
+		}
+		return nil, false, nil
+	}
+	output := make([]plan.Expr, len(fields))
+	for i, f := range fields {
+		x, err := postScope.bind(f.Expr)
+		if err != nil {
+			return nil, err
+		}
+		output[i] = x
+	}
+	out, err := outSchema(fields, output)
+	if err != nil {
+		return nil, err
+	}
+	var having plan.Expr
+	if sel.Having != nil {
+		if having, err = postScope.bind(sel.Having); err != nil {
+			return nil, err
+		}
+	}
+
+	// The pre-aggregation projection: [time,] keys..., aggregate arguments...
+	var project []plan.Expr
+	var calcOut plan.Schema
+	if win != nil {
+		var t plan.Expr
+		if win.ProcTime {
+			t = &plan.Call{Fn: "proctime", T: plan.TypeTimestamp}
+			src.ProcTime = true
+		} else {
+			t = &plan.ColRef{Index: tbl.EventTime, Name: tbl.Columns[tbl.EventTime].Name, T: plan.TypeTimestamp}
+		}
+		project = append(project, t)
+		calcOut = append(calcOut, plan.Column{Name: "_time", Type: plan.TypeTimestamp})
+	}
+	for _, g := range groups {
+		project = append(project, g)
+		calcOut = append(calcOut, plan.Column{Name: g.String(), Type: g.Type()})
+	}
+	for _, a := range args {
+		project = append(project, a)
+		calcOut = append(calcOut, plan.Column{Name: a.String(), Type: a.Type()})
+	}
+	ops := []plan.Op{src, &plan.Calc{Filter: filter, Project: project, Out: calcOut}}
+	aggIn := calcOut
+	if win != nil {
+		win.TimeCol = 0
+		aggIn = append(plan.Schema{post[0], post[1]}, calcOut[1:]...)
+		ops = append(ops, &plan.WindowAssign{Window: *win, AllowedLateness: tbl.AllowedLateness, Out: aggIn})
+	}
+	keys := make([]int, len(groups))
+	for i := range groups {
+		keys[i] = wOff + i
+	}
+	p := opts.Parallelism
+	if p < 1 {
+		p = 1
+	}
+	if len(groups) == 0 {
+		p = 1 // one group per window: nothing to spread
+	}
+	opts.Parallelism = p
+	key := plan.KeyGroup
+	if win != nil {
+		key = plan.KeyWindowGroup
+	}
+	ag := &plan.Aggregate{Windowed: win != nil, Keys: keys, Aggs: aggs, Having: having, Output: output, Out: out, EmitMode: opts.EmitMode, AllowedLateness: tbl.AllowedLateness}
+	if win != nil {
+		ag.Window = *win
+		ag.Session = win.Kind == plan.Session
+	}
+	v0 := &plan.Vertex{ID: 0, Parallelism: 1, Ops: ops}
+	v1 := &plan.Vertex{ID: 1, Parallelism: p, Inputs: []plan.Edge{{From: 0, Partition: plan.Hash, KeyCols: keys}},
+		Ops: []plan.Op{ag, &plan.Sink{Kind: sink, Name: name, Key: key}}}
+	return &plan.Graph{Vertices: []*plan.Vertex{v0, v1}, Options: opts, Key: key, Out: out}, nil
+}
+
+// bindAgg binds one aggregate call; the key identifies duplicates.
+func bindAgg(f *parser.Func, base *scope) (plan.Agg, aggKey, error) {
+	if f.Star {
+		return plan.Agg{Fn: plan.AggCountStar, Arg: -1, T: plan.TypeBigint}, aggKey{fn: plan.AggCountStar}, nil
+	}
+	if len(f.Args) != 1 {
+		return plan.Agg{}, aggKey{}, errf(f.Name, "%s takes one argument", strings.ToUpper(f.Name))
+	}
+	if containsAggregate(f.Args[0]) {
+		return plan.Agg{}, aggKey{}, errf(f.Name, "aggregates cannot be nested")
+	}
+	arg, err := base.bind(f.Args[0])
+	if err != nil {
+		return plan.Agg{}, aggKey{}, err
+	}
+	at := arg.Type()
+	a := plan.Agg{}
+	switch f.Name {
+	case "count":
+		a.Fn, a.T = plan.AggCount, plan.TypeBigint
+		if f.Distinct {
+			a.Fn = plan.AggCountDistinct
+		}
+	case "sum":
+		a.Fn = plan.AggSum
+		switch at {
+		case plan.TypeBigint, plan.TypeBoolean, plan.TypeNull:
+			a.T = plan.TypeBigint
+		case plan.TypeDouble:
+			a.T = plan.TypeDouble
+		default:
+			return a, aggKey{}, errf(f.Name, "SUM needs a number, not %s", at)
+		}
+	case "avg":
+		a.Fn, a.T = plan.AggAvg, plan.TypeDouble
+		if !at.Numeric() && at != plan.TypeNull {
+			return a, aggKey{}, errf(f.Name, "AVG needs a number, not %s", at)
+		}
+	case "min", "max":
+		a.Fn, a.T = plan.AggMin, at
+		if f.Name == "max" {
+			a.Fn = plan.AggMax
+		}
+		if at == plan.TypeNull {
+			a.T = plan.TypeBigint
+		}
+	}
+	return a, aggKey{fn: a.Fn, arg: arg.String()}, nil
+}
+
+// Pull plans SELECT ... FROM view [WHERE] [ORDER BY] [LIMIT] over a view's
+// results.
+func Pull(sel *parser.Select, view *plan.ViewDef) (*plan.PullQuery, error) {
+	if len(sel.GroupBy) > 0 || sel.Having != nil {
+		return nil, errf("GROUP", "GROUP BY and HAVING are not available in pull queries over a view; create a view instead")
+	}
+	qual := sel.From.Alias
+	if qual == "" {
+		qual = sel.From.Name
+	}
+	sc := &scope{table: qual, cols: view.Out}
+	q := &plan.PullQuery{View: view.Name, Limit: sel.Limit, Offset: sel.Offset}
+	if sel.Where != nil {
+		if containsAggregate(sel.Where) {
+			return nil, errf("WHERE", "aggregates are not allowed in a pull query")
+		}
+		f, err := sc.bind(sel.Where)
+		if err != nil {
+			return nil, err
+		}
+		q.Filter = f
+	}
+	fields, err := expandStar(sel.Fields, view.Out)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range fields {
+		if containsAggregate(f.Expr) {
+			return nil, errf("", "aggregates are not available in pull queries over a view; create a view instead")
+		}
+		x, err := sc.bind(f.Expr)
+		if err != nil {
+			return nil, err
+		}
+		q.Project = append(q.Project, x)
+	}
+	if q.Out, err = outSchema(fields, q.Project); err != nil {
+		return nil, err
+	}
+	for _, o := range sel.OrderBy {
+		x, err := sc.bind(o.Expr)
+		if err != nil {
+			// ORDER BY an output alias.
+			c, ok := o.Expr.(*parser.ColumnRef)
+			if !ok || q.Out.Index(c.Name) < 0 {
+				return nil, err
+			}
+			x = q.Project[q.Out.Index(c.Name)]
+		}
+		q.Order = append(q.Order, plan.SortKey{Expr: x, Desc: o.Desc})
+	}
+	return q, nil
+}

@@ -1,0 +1,367 @@
+package queries
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/runtime"
+	"github.com/streamsql/streamsql/state"
+	"github.com/streamsql/streamsql/window"
+)
+
+// runPull evaluates a pull query over a view's rows.
+func runPull(q *plan.PullQuery, rows []plan.Row) ([]plan.Row, error) {
+	env := &runtime.Env{}
+	var filter runtime.Eval
+	if q.Filter != nil {
+		f, err := runtime.Compile(q.Filter, env)
+		if err != nil {
+			return nil, err
+		}
+		filter = f
+	}
+	proj, err := runtime.CompileAll(q.Project, env)
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]runtime.Eval, len(q.Order))
+	for i, k := range q.Order {
+		if keys[i], err = runtime.Compile(k.Expr, env); err != nil {
+			return nil, err
+		}
+	}
+	var kept []plan.Row
+	for _, r := range rows {
+		if filter == nil || filter(r).True() {
+			kept = append(kept, r)
+		}
+	}
+	if len(keys) > 0 {
+		sort.SliceStable(kept, func(a, b int) bool {
+			for i, k := range keys {
+				x, y := k(kept[a]), k(kept[b])
+				c := 0
+				switch {
+				case x.IsNull() && y.IsNull():
+				case x.IsNull():
+					c = -1 // NULLs first, as MySQL
+				case y.IsNull():
+					c = 1
+				default:
+					c = runtime.Compare(x, y)
+				}
+				if q.Order[i].Desc {
+					c = -c
+				}
+				if c != 0 {
+					return c < 0
+				}
+			}
+			return false
+		})
+	}
+	if q.Offset > 0 {
+		if q.Offset >= int64(len(kept)) {
+			kept = nil
+		} else {
+			kept = kept[q.Offset:]
+		}
+	}
+	if q.Limit >= 0 && q.Limit < int64(len(kept)) {
+		kept = kept[:q.Limit]
+	}
+	out := make([]plan.Row, len(kept))
+	for i, r := range kept {
+		row := make(plan.Row, len(proj))
+		for j, p := range proj {
+			row[j] = p(r)
+		}
+		out[i] = row
+	}
+	return out, nil
+}
+
+// ErrNotFound is wrapped by lookups of unknown names.
+var ErrNotFound = errors.New("not found")
+
+func notFound(what, name string) error {
+	return &Error{Status: 404, Title: statusTitle(404), Detail: fmt.Sprintf("unknown %s %s", what, name), Statement: -1}
+}
+
+// Ingest validates and appends rows to an HTTP table; it returns once they
+// are durable.
+func (e *Engine) Ingest(ctx context.Context, table string, body []byte, idemKey string) (state.AppendResult, error) {
+	e.mu.RLock()
+	def, ok := e.tables[table]
+	e.mu.RUnlock()
+	if !ok {
+		return state.AppendResult{}, notFound("table", table)
+	}
+	if def.Engine != "http" {
+		return state.AppendResult{}, &Error{Status: 409, Title: statusTitle(409), Statement: -1,
+			Detail: fmt.Sprintf("table %s has ENGINE=%s; rows can only be posted to ENGINE=http tables", table, def.Engine)}
+	}
+	rows, err := DecodeRows(def, body)
+	if err != nil {
+		return state.AppendResult{}, &Error{Status: 400, Title: statusTitle(400), Detail: err.Error(), Statement: -1}
+	}
+	enc := make([][]byte, len(rows))
+	for i, r := range rows {
+		enc[i] = runtime.AppendRow(nil, r)
+	}
+	l, err := e.meta.Log(def.ID)
+	if err != nil {
+		return state.AppendResult{}, err
+	}
+	return l.Append(ctx, enc, idemKey)
+}
+
+// TableInfo describes a table for the API.
+type TableInfo struct {
+	Name       string         `json:"name"`
+	Engine     string         `json:"engine"`
+	Columns    []ColumnInfo   `json:"columns"`
+	PrimaryKey []string       `json:"primary_key,omitempty"`
+	EventTime  string         `json:"event_time,omitempty"`
+	Attributes map[string]any `json:"attributes,omitempty"`
+	EndOffset  *int64         `json:"end_offset,omitempty"`
+	Watermarks map[string]any `json:"watermarks,omitempty"`
+	SQL        string         `json:"sql"`
+}
+
+// ColumnInfo is one column for the API.
+type ColumnInfo struct {
+	Name     string `json:"name"`
+	Type     string `json:"type"`
+	Nullable bool   `json:"nullable"`
+}
+
+// Tables lists the tables.
+func (e *Engine) Tables() []TableInfo {
+	e.mu.RLock()
+	names := make([]string, 0, len(e.tables))
+	for n := range e.tables {
+		names = append(names, n)
+	}
+	e.mu.RUnlock()
+	sort.Strings(names)
+	out := make([]TableInfo, 0, len(names))
+	for _, n := range names {
+		if t, err := e.Table(n); err == nil {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Table describes one table: schema, engine, log end offset and the
+// watermark each query's source has reached on it.
+func (e *Engine) Table(name string) (TableInfo, error) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	def, ok := e.tables[name]
+	if !ok {
+		return TableInfo{}, notFound("table", name)
+	}
+	ti := TableInfo{Name: def.Name, Engine: def.Engine, PrimaryKey: def.PrimaryKey, SQL: def.SQL, Attributes: map[string]any{}}
+	for _, c := range def.Columns {
+		ti.Columns = append(ti.Columns, ColumnInfo{Name: c.Name, Type: c.Type.String(), Nullable: !c.NotNull})
+	}
+	if def.EventTime >= 0 {
+		ti.EventTime = def.Columns[def.EventTime].Name
+		ti.Attributes["watermark_delay"] = window.FormatDuration(def.WatermarkDelay)
+		ti.Attributes["allowed_lateness"] = window.FormatDuration(def.AllowedLateness)
+	}
+	for k, v := range def.Attrs {
+		ti.Attributes[k] = v
+	}
+	if def.Engine == "http" {
+		if l, err := e.meta.Log(def.ID); err == nil {
+			end := l.End()
+			ti.EndOffset = &end
+		}
+	}
+	ti.Watermarks = map[string]any{}
+	for vn, v := range e.views {
+		if v.Job == nil {
+			continue
+		}
+		st := v.Job.Status()
+		if _, reads := st.Offsets[name]; reads {
+			ti.Watermarks[vn] = watermarkJSON(st.Watermark)
+		}
+	}
+	return ti, nil
+}
+
+func watermarkJSON(wm int64) any {
+	if wm == window.NoWatermark || wm == 1<<63-1 {
+		return nil
+	}
+	return plan.FormatTime(wm)
+}
+
+// QueryInfo describes a continuous query for the API.
+type QueryInfo struct {
+	Name           string           `json:"name"`
+	SQL            string           `json:"sql"`
+	State          string           `json:"state"`
+	Error          string           `json:"error,omitempty"`
+	Plan           string           `json:"plan,omitempty"`
+	Options        map[string]any   `json:"options,omitempty"`
+	Watermark      any              `json:"watermark"`
+	Offsets        map[string]int64 `json:"offsets"`
+	LastCheckpoint uint64           `json:"last_checkpoint"`
+	Counters       map[string]int64 `json:"counters"`
+	RecentLateRows []any            `json:"recent_late_rows"`
+	Sinks          map[string]any   `json:"sinks"`
+	Created        time.Time        `json:"created"`
+}
+
+// Queries lists the queries.
+func (e *Engine) Queries() []QueryInfo {
+	e.mu.RLock()
+	names := make([]string, 0, len(e.views))
+	for n := range e.views {
+		names = append(names, n)
+	}
+	e.mu.RUnlock()
+	sort.Strings(names)
+	out := []QueryInfo{}
+	for _, n := range names {
+		if q, err := e.Query(n); err == nil {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+// Query describes one query.
+func (e *Engine) Query(name string) (QueryInfo, error) {
+	e.mu.RLock()
+	v, ok := e.views[name]
+	e.mu.RUnlock()
+	if !ok {
+		return QueryInfo{}, notFound("query", name)
+	}
+	qi := QueryInfo{Name: name, SQL: v.Record.SQL, State: runtime.StateFailed, Created: v.Record.Created,
+		Offsets: map[string]int64{}, Counters: map[string]int64{}, RecentLateRows: []any{}, Sinks: map[string]any{}}
+	if v.Graph != nil {
+		qi.Plan = v.Graph.Explain()
+		o := v.Graph.Options
+		qi.Options = map[string]any{"emit_mode": o.EmitMode.String(), "parallelism": o.Parallelism,
+			"checkpoint_interval": window.FormatDuration(o.CheckpointInterval), "emit_interval": window.FormatDuration(o.EmitInterval)}
+	}
+	if v.Job == nil {
+		qi.Error = "the query could not be started; see the server log"
+		return qi, nil
+	}
+	st := v.Job.Status()
+	qi.State = st.State
+	if st.Err != nil {
+		qi.Error = st.Err.Error()
+	}
+	qi.Watermark = watermarkJSON(st.Watermark)
+	qi.Offsets = st.Offsets
+	qi.LastCheckpoint = st.LastCheckpoint
+	qi.Counters = map[string]int64{"rows_in": st.RowsIn, "rows_out": st.RowsOut, "late_rows": st.LateRows}
+	for _, r := range st.RecentLate {
+		vals := make([]any, len(r))
+		for i, x := range r {
+			vals[i] = JSONValue(x)
+		}
+		qi.RecentLateRows = append(qi.RecentLateRows, vals)
+	}
+	qi.Sinks["results"] = map[string]any{"committed_checkpoint": v.Results.Committed()}
+	return qi, nil
+}
+
+// Results returns a view's output schema and rows.
+func (e *Engine) Results(name string, committed bool) (plan.Schema, []plan.Row, error) {
+	e.mu.RLock()
+	v, ok := e.views[name]
+	e.mu.RUnlock()
+	if !ok {
+		return nil, nil, notFound("query", name)
+	}
+	if v.Graph == nil {
+		return nil, nil, &Error{Status: 409, Title: statusTitle(409), Detail: fmt.Sprintf("query %s is not running", name), Statement: -1}
+	}
+	rows, err := v.Results.Rows(committed)
+	return v.Graph.Out, rows, err
+}
+
+// CheckpointInfo is one query's completed checkpoint.
+type CheckpointInfo struct {
+	Query string         `json:"query"`
+	ID    uint64         `json:"id"`
+	Error string         `json:"error,omitempty"`
+	Sinks map[string]any `json:"sinks"`
+}
+
+// Checkpoint checkpoints every query (or the named one) and waits until
+// each has completed, covering every row acknowledged before the call.
+func (e *Engine) Checkpoint(ctx context.Context, only string) ([]CheckpointInfo, error) {
+	e.mu.RLock()
+	var views []*View
+	for n, v := range e.views {
+		if only == "" || n == only {
+			views = append(views, v)
+		}
+	}
+	e.mu.RUnlock()
+	if only != "" && len(views) == 0 {
+		return nil, notFound("query", only)
+	}
+	sort.Slice(views, func(i, j int) bool { return views[i].Record.Name < views[j].Record.Name })
+	out := make([]CheckpointInfo, len(views))
+	type res struct {
+		id  uint64
+		err error
+	}
+	results := make([]chan res, len(views))
+	for i, v := range views {
+		results[i] = make(chan res, 1)
+		go func(v *View, ch chan res) {
+			if v.Job == nil {
+				ch <- res{err: errors.New("query is not running")}
+				return
+			}
+			id, err := v.Job.Checkpoint(ctx)
+			ch <- res{id, err}
+		}(v, results[i])
+	}
+	var failed []string
+	for i, v := range views {
+		r := <-results[i]
+		out[i] = CheckpointInfo{Query: v.Record.Name, ID: r.id, Sinks: map[string]any{"results": map[string]any{"committed": r.err == nil}}}
+		if r.err != nil {
+			out[i].Error = r.err.Error()
+			failed = append(failed, v.Record.Name+": "+r.err.Error())
+		}
+	}
+	if len(failed) > 0 {
+		return out, fmt.Errorf("checkpoint failed for %s", strings.Join(failed, "; "))
+	}
+	return out, nil
+}
+
+// DropQuery stops a query and drops it with its state and results.
+func (e *Engine) DropQuery(name string) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	v, ok := e.views[name]
+	if !ok {
+		return notFound("query", name)
+	}
+	if err := e.meta.DeleteCatalog(viewPrefix + name); err != nil {
+		return err
+	}
+	e.dropView(v)
+	return nil
+}

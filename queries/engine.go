@@ -1,0 +1,649 @@
+package queries
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/streamsql/streamsql/parser"
+	"github.com/streamsql/streamsql/planner"
+	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/runtime"
+	"github.com/streamsql/streamsql/runtime/source/nexmark"
+	"github.com/streamsql/streamsql/state"
+)
+
+// Config are the server's settings that reach queries.
+type Config struct {
+	DataDir            string
+	CheckpointInterval time.Duration // 0: checkpoints off
+	EmitInterval       time.Duration
+	IdempotencyWindow  time.Duration
+	Logger             *slog.Logger
+}
+
+// Engine is the catalog and the running queries.
+type Engine struct {
+	cfg   Config
+	log   *slog.Logger
+	meta  *state.Meta
+	store state.Versioned
+
+	mu     sync.RWMutex
+	tables map[string]*plan.TableDef
+	views  map[string]*View
+}
+
+// View is a continuous query whose results live in the results table.
+type View struct {
+	Record  viewRecord
+	Graph   *plan.Graph
+	Job     *runtime.Job
+	Results *runtime.Results
+}
+
+// viewRecord is a view as stored in the catalog: enough to plan it again.
+type viewRecord struct {
+	Name         string           `json:"name"`
+	ID           uint64           `json:"id"`
+	SQL          string           `json:"sql"`
+	Set          []parser.SetVar  `json:"set,omitempty"`
+	StartOffsets map[string]int64 `json:"start_offsets,omitempty"`
+	Created      time.Time        `json:"created"`
+}
+
+const (
+	tablePrefix = "table/"
+	viewPrefix  = "view/"
+)
+
+// Open opens the stores under cfg.DataDir, loads the catalog and starts
+// every view's query.
+func Open(cfg Config) (*Engine, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.EmitInterval <= 0 {
+		cfg.EmitInterval = 200 * time.Millisecond
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	meta, err := state.OpenMeta(filepath.Join(cfg.DataDir, "meta"), state.MetaOptions{IdempotencyWindow: cfg.IdempotencyWindow})
+	if err != nil {
+		return nil, fmt.Errorf("open meta store: %w", err)
+	}
+	store, err := state.OpenVersioned(filepath.Join(cfg.DataDir, "state"))
+	if err != nil {
+		meta.Close()
+		return nil, fmt.Errorf("open state store: %w", err)
+	}
+	e := &Engine{cfg: cfg, log: cfg.Logger, meta: meta, store: store, tables: map[string]*plan.TableDef{}, views: map[string]*View{}}
+	if err := e.load(); err != nil {
+		e.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+// OpenWith runs an engine on given stores (benchmarks, tests).
+func OpenWith(cfg Config, meta *state.Meta, store state.Versioned) (*Engine, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.EmitInterval <= 0 {
+		cfg.EmitInterval = 200 * time.Millisecond
+	}
+	e := &Engine{cfg: cfg, log: cfg.Logger, meta: meta, store: store, tables: map[string]*plan.TableDef{}, views: map[string]*View{}}
+	return e, e.load()
+}
+
+func (e *Engine) load() error {
+	kvs, err := e.meta.ListCatalog(tablePrefix)
+	if err != nil {
+		return fmt.Errorf("load tables: %w", err)
+	}
+	for _, kv := range kvs {
+		var def plan.TableDef
+		if err := json.Unmarshal(kv.Value, &def); err != nil {
+			return fmt.Errorf("catalog %s: %w", kv.Key, err)
+		}
+		e.tables[def.Name] = &def
+	}
+	kvs, err = e.meta.ListCatalog(viewPrefix)
+	if err != nil {
+		return fmt.Errorf("load views: %w", err)
+	}
+	for _, kv := range kvs {
+		var rec viewRecord
+		if err := json.Unmarshal(kv.Value, &rec); err != nil {
+			return fmt.Errorf("catalog %s: %w", kv.Key, err)
+		}
+		v, err := e.startView(rec)
+		if err != nil {
+			// Keep the definition visible with its error rather than refuse to start.
+			e.log.Error("view did not start", "view", rec.Name, "err", err)
+			v = &View{Record: rec}
+		}
+		e.views[rec.Name] = v
+	}
+	return nil
+}
+
+// Close stops every query and closes the stores.
+func (e *Engine) Close() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, v := range e.views {
+		if v.Job != nil {
+			v.Job.Stop()
+		}
+	}
+	if e.store != nil {
+		e.store.Close()
+	}
+	if e.meta != nil {
+		e.meta.Close()
+	}
+}
+
+// defaults are the query options before SET and hints.
+func (e *Engine) defaults() plan.Options {
+	return plan.Options{
+		Parallelism:        1,
+		CheckpointInterval: e.cfg.CheckpointInterval.Milliseconds(),
+		EmitInterval:       e.cfg.EmitInterval.Milliseconds(),
+	}
+}
+
+// catalog adapts the engine's maps for the planner (caller holds e.mu).
+type catalog struct{ e *Engine }
+
+func (c catalog) Table(name string) (*plan.TableDef, bool) {
+	t, ok := c.e.tables[name]
+	return t, ok
+}
+
+func (c catalog) View(name string) (*plan.ViewDef, bool) {
+	v, ok := c.e.views[name]
+	if !ok || v.Graph == nil {
+		return nil, ok
+	}
+	return &plan.ViewDef{Name: name, Out: v.Graph.Out}, true
+}
+
+// planView plans a view from its record.
+func (e *Engine) planView(rec viewRecord) (*plan.Graph, error) {
+	stmts, err := parser.Parse(rec.SQL)
+	if err != nil {
+		return nil, err
+	}
+	cv, ok := stmts[0].Stmt.(*parser.CreateView)
+	if !ok {
+		return nil, fmt.Errorf("view %s: stored statement is not CREATE VIEW", rec.Name)
+	}
+	opts := e.defaults()
+	if err := planner.ApplyOptions(&opts, rec.Set, "SET"); err != nil {
+		return nil, err
+	}
+	return planner.Query(cv.Select, catalog{e}, opts, rec.Name, plan.SinkResults)
+}
+
+func (e *Engine) startView(rec viewRecord) (*View, error) {
+	g, err := e.planView(rec)
+	if err != nil {
+		return nil, err
+	}
+	res := runtime.NewResults(e.store, rec.ID)
+	job, err := runtime.Start(g, e.deps(), runtime.StartOptions{QueryID: rec.ID, Name: rec.Name, StartOffsets: rec.StartOffsets, Results: res})
+	if err != nil {
+		return nil, err
+	}
+	return &View{Record: rec, Graph: g, Job: job, Results: res}, nil
+}
+
+func (e *Engine) deps() runtime.Deps {
+	return runtime.Deps{Store: e.store, Log: e.meta.Log, Logger: e.log}
+}
+
+// Error is a failed statement or request, with what the API needs to
+// answer it (problem+json).
+type Error struct {
+	Status    int
+	Title     string
+	Detail    string
+	Statement int // -1: not about a statement
+	Line      int
+	Column    int
+}
+
+func (e *Error) Error() string { return e.Detail }
+
+func stmtErr(status int, st *parser.Statement, format string, args ...any) *Error {
+	return &Error{Status: status, Title: statusTitle(status), Detail: fmt.Sprintf(format, args...), Statement: st.Pos.Index, Line: st.Pos.Line, Column: st.Pos.Column}
+}
+
+func statusTitle(status int) string {
+	switch status {
+	case 400:
+		return "malformed request"
+	case 404:
+		return "not found"
+	case 409:
+		return "conflict"
+	case 413:
+		return "request too large"
+	case 422:
+		return "cannot run this SQL"
+	}
+	return "error"
+}
+
+// Result is one statement's outcome.
+type Result struct {
+	Statement int              `json:"statement"`
+	Kind      string           `json:"kind"`
+	Name      string           `json:"name,omitempty"`
+	Columns   []string         `json:"columns,omitempty"`
+	Rows      []map[string]any `json:"rows,omitempty"`
+}
+
+// Exec runs the statements of sql in order, stopping at the first failure:
+// earlier statements stay applied. It returns the results so far and, on
+// failure, an *Error naming the failing statement.
+func (e *Engine) Exec(ctx context.Context, sql string) ([]Result, error) {
+	stmts, perr := parser.Parse(sql)
+	var results []Result
+	var set []parser.SetVar
+	for i := range stmts {
+		st := &stmts[i]
+		r, err := e.exec(ctx, st, &set)
+		if err != nil {
+			return results, e.wrap(st, err)
+		}
+		r.Statement = st.Pos.Index
+		results = append(results, r)
+	}
+	if perr != nil {
+		var pe *parser.Error
+		if errors.As(perr, &pe) {
+			status := 400
+			if pe.Kind == parser.Unsupported {
+				status = 422
+			}
+			return results, &Error{Status: status, Title: statusTitle(status), Detail: pe.Msg, Statement: pe.Statement, Line: pe.Line, Column: pe.Column}
+		}
+		return results, &Error{Status: 400, Title: statusTitle(400), Detail: perr.Error(), Statement: len(stmts)}
+	}
+	return results, nil
+}
+
+// wrap turns a planner or engine error into an *Error positioned at the
+// name it is about.
+func (e *Engine) wrap(st *parser.Statement, err error) error {
+	var qe *Error
+	if errors.As(err, &qe) {
+		return qe
+	}
+	var pe *planner.Error
+	if errors.As(err, &pe) {
+		out := stmtErr(pe.Status, st, "%s", pe.Msg)
+		if pe.Name != "" {
+			if l, c := parser.LineColAt(st.Text, pe.Name); l > 0 {
+				out.Line = st.Pos.Line + l - 1
+				if l == 1 {
+					out.Column = st.Pos.Column + c - 1
+				} else {
+					out.Column = c
+				}
+			}
+		}
+		return out
+	}
+	var parseErr *parser.Error
+	if errors.As(err, &parseErr) {
+		return stmtErr(422, st, "%s", parseErr.Msg)
+	}
+	return stmtErr(500, st, "%v", err)
+}
+
+func (e *Engine) exec(ctx context.Context, st *parser.Statement, set *[]parser.SetVar) (Result, error) {
+	switch s := st.Stmt.(type) {
+	case *parser.CreateTable:
+		return e.createTable(s, st)
+	case *parser.CreateView:
+		return e.createView(s, st, *set)
+	case *parser.Insert:
+		return Result{}, stmtErr(422, st, "INSERT INTO %s: INSERT ... SELECT feeds a sink table (ENGINE=postgres or kafka), which this release does not have; use CREATE VIEW", s.Table)
+	case *parser.Drop:
+		return e.drop(s, st)
+	case *parser.Set:
+		opts := e.defaults()
+		if err := planner.ApplyOptions(&opts, s.Vars, "SET"); err != nil {
+			return Result{}, err
+		}
+		*set = append(*set, s.Vars...)
+		return Result{Kind: "set"}, nil
+	case *parser.Show:
+		return e.show(s, st)
+	case *parser.Describe:
+		return e.describe(s, st)
+	case *parser.Explain:
+		return e.explain(s, st, *set)
+	case *parser.Select:
+		return e.pull(s, st)
+	}
+	return Result{}, stmtErr(422, st, "unsupported statement")
+}
+
+func (e *Engine) createTable(s *parser.CreateTable, st *parser.Statement) (Result, error) {
+	def, err := planner.Table(s, st.Text)
+	if err != nil {
+		return Result{}, err
+	}
+	if def.Engine == "nexmark" {
+		kind, err := nexmark.ParseKind(def.Attrs["kind"])
+		if err != nil {
+			return Result{}, stmtErr(400, st, "ENGINE_ATTRIBUTE kind: %v", err)
+		}
+		if _, err := runtime.NexmarkColumns(kind, def.Columns); err != nil {
+			return Result{}, &planner.Error{Status: 422, Msg: err.Error()}
+		}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, ok := e.tables[def.Name]; ok {
+		if s.IfNotExists {
+			return Result{Kind: "create_table", Name: def.Name}, nil
+		}
+		return Result{}, stmtErr(409, st, "table %s already exists", def.Name)
+	}
+	if _, ok := e.views[def.Name]; ok {
+		return Result{}, stmtErr(409, st, "%s is already a view", def.Name)
+	}
+	id, err := e.meta.NextSeq("table")
+	if err != nil {
+		return Result{}, err
+	}
+	def.ID = id
+	b, _ := json.Marshal(def)
+	if err := e.meta.PutCatalog(tablePrefix+def.Name, b); err != nil {
+		return Result{}, err
+	}
+	e.tables[def.Name] = def
+	return Result{Kind: "create_table", Name: def.Name}, nil
+}
+
+func (e *Engine) createView(s *parser.CreateView, st *parser.Statement, set []parser.SetVar) (Result, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, ok := e.tables[s.Name]; ok {
+		return Result{}, stmtErr(409, st, "%s is already a table", s.Name)
+	}
+	old, exists := e.views[s.Name]
+	if exists && !s.OrReplace {
+		return Result{}, stmtErr(409, st, "view %s already exists (use CREATE OR REPLACE VIEW to start it over)", s.Name)
+	}
+	rec := viewRecord{Name: s.Name, SQL: st.Text, Set: set, Created: time.Now().UTC(), StartOffsets: map[string]int64{}}
+	// Plan before anything changes, so a bad query leaves the old one running.
+	g, err := e.planView(rec)
+	if err != nil {
+		return Result{}, err
+	}
+	for _, v := range g.Vertices {
+		for _, op := range v.Ops {
+			if src, ok := op.(*plan.Source); ok && src.StartLatest && src.Engine == "http" {
+				l, err := e.meta.Log(src.TableID)
+				if err != nil {
+					return Result{}, err
+				}
+				rec.StartOffsets[src.Table] = l.End()
+			}
+		}
+	}
+	id, err := e.meta.NextSeq("query")
+	if err != nil {
+		return Result{}, err
+	}
+	rec.ID = id
+	if exists {
+		e.dropView(old)
+	}
+	b, _ := json.Marshal(rec)
+	if err := e.meta.PutCatalog(viewPrefix+rec.Name, b); err != nil {
+		return Result{}, err
+	}
+	v, err := e.startView(rec)
+	if err != nil {
+		e.meta.DeleteCatalog(viewPrefix + rec.Name)
+		return Result{}, err
+	}
+	e.views[rec.Name] = v
+	return Result{Kind: "create_view", Name: rec.Name}, nil
+}
+
+// dropView stops a view and deletes its state and results (caller holds mu).
+func (e *Engine) dropView(v *View) {
+	if v.Job != nil {
+		v.Job.Stop()
+	}
+	if err := e.store.DropPrefix(runtime.QueryPrefix(v.Record.ID)); err != nil {
+		e.log.Error("drop view state", "view", v.Record.Name, "err", err)
+	}
+	delete(e.views, v.Record.Name)
+}
+
+func (e *Engine) drop(s *parser.Drop, st *parser.Statement) (Result, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	kind := "drop_table"
+	if s.View {
+		kind = "drop_view"
+	}
+	for _, name := range s.Names {
+		if s.View {
+			v, ok := e.views[name]
+			if !ok {
+				if s.IfExists {
+					continue
+				}
+				return Result{}, stmtErr(404, st, "unknown view %s", name)
+			}
+			if err := e.meta.DeleteCatalog(viewPrefix + name); err != nil {
+				return Result{}, err
+			}
+			e.dropView(v)
+			continue
+		}
+		def, ok := e.tables[name]
+		if !ok {
+			if _, isView := e.views[name]; isView {
+				return Result{}, stmtErr(409, st, "%s is a view: use DROP VIEW", name)
+			}
+			if s.IfExists {
+				continue
+			}
+			return Result{}, stmtErr(404, st, "unknown table %s", name)
+		}
+		if users := e.readers(name); len(users) > 0 {
+			return Result{}, stmtErr(409, st, "table %s is read by %s; drop them first", name, strings.Join(users, ", "))
+		}
+		if err := e.meta.DeleteCatalog(tablePrefix + name); err != nil {
+			return Result{}, err
+		}
+		if def.Engine == "http" {
+			if l, err := e.meta.Log(def.ID); err == nil {
+				if err := l.Drop(); err != nil {
+					e.log.Error("drop table log", "table", name, "err", err)
+				}
+			}
+		}
+		delete(e.tables, name)
+	}
+	return Result{Kind: kind, Name: strings.Join(s.Names, ",")}, nil
+}
+
+// readers lists the views that read table (caller holds mu).
+func (e *Engine) readers(table string) []string {
+	var out []string
+	for name, v := range e.views {
+		if v.Graph == nil {
+			if strings.Contains(strings.ToLower(v.Record.SQL), strings.ToLower(table)) {
+				out = append(out, name)
+			}
+			continue
+		}
+		for _, vx := range v.Graph.Vertices {
+			for _, op := range vx.Ops {
+				if src, ok := op.(*plan.Source); ok && src.Table == table {
+					out = append(out, name)
+				}
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (e *Engine) show(s *parser.Show, st *parser.Statement) (Result, error) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	switch s.Kind {
+	case parser.ShowTables:
+		var rows []map[string]any
+		for n, t := range e.tables {
+			rows = append(rows, map[string]any{"name": n, "type": "table", "engine": t.Engine})
+		}
+		for n := range e.views {
+			rows = append(rows, map[string]any{"name": n, "type": "view", "engine": "results"})
+		}
+		sort.Slice(rows, func(i, j int) bool { return rows[i]["name"].(string) < rows[j]["name"].(string) })
+		return Result{Kind: "show", Columns: []string{"name", "type", "engine"}, Rows: rows}, nil
+	case parser.ShowCreateTable:
+		t, ok := e.tables[s.Name]
+		if !ok {
+			return Result{}, stmtErr(404, st, "unknown table %s", s.Name)
+		}
+		return Result{Kind: "show", Name: s.Name, Columns: []string{"name", "sql"}, Rows: []map[string]any{{"name": s.Name, "sql": t.SQL}}}, nil
+	default:
+		v, ok := e.views[s.Name]
+		if !ok {
+			return Result{}, stmtErr(404, st, "unknown view %s", s.Name)
+		}
+		return Result{Kind: "show", Name: s.Name, Columns: []string{"name", "sql"}, Rows: []map[string]any{{"name": s.Name, "sql": v.Record.SQL}}}, nil
+	}
+}
+
+func (e *Engine) describe(s *parser.Describe, st *parser.Statement) (Result, error) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	var cols plan.Schema
+	var pk []string
+	if t, ok := e.tables[s.Name]; ok {
+		cols, pk = t.Columns, t.PrimaryKey
+	} else if v, ok := e.views[s.Name]; ok && v.Graph != nil {
+		cols = v.Graph.Out
+	} else {
+		return Result{}, stmtErr(404, st, "unknown table or view %s", s.Name)
+	}
+	rows := make([]map[string]any, len(cols))
+	for i, c := range cols {
+		key := ""
+		for _, k := range pk {
+			if strings.EqualFold(k, c.Name) {
+				key = "PRI"
+			}
+		}
+		rows[i] = map[string]any{"name": c.Name, "type": c.Type.String(), "nullable": !c.NotNull, "key": key}
+	}
+	return Result{Kind: "describe", Name: s.Name, Columns: []string{"name", "type", "nullable", "key"}, Rows: rows}, nil
+}
+
+func (e *Engine) explain(s *parser.Explain, st *parser.Statement, set []parser.SetVar) (Result, error) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	var text string
+	if s.Select.From != nil && e.views[s.Select.From.Name] != nil {
+		v := e.views[s.Select.From.Name]
+		if v.Graph == nil {
+			return Result{}, stmtErr(422, st, "view %s is not running", v.Record.Name)
+		}
+		q, err := planner.Pull(s.Select, &plan.ViewDef{Name: v.Record.Name, Out: v.Graph.Out})
+		if err != nil {
+			return Result{}, err
+		}
+		text = q.Explain()
+	} else {
+		opts := e.defaults()
+		if err := planner.ApplyOptions(&opts, set, "SET"); err != nil {
+			return Result{}, err
+		}
+		g, err := planner.Query(s.Select, catalog{e}, opts, "explain", plan.SinkResults)
+		if err != nil {
+			return Result{}, err
+		}
+		text = g.Explain()
+	}
+	return Result{Kind: "explain", Columns: []string{"plan"}, Rows: []map[string]any{{"plan": text}}}, nil
+}
+
+// pull runs SELECT over a view's results.
+func (e *Engine) pull(s *parser.Select, st *parser.Statement) (Result, error) {
+	e.mu.RLock()
+	name := ""
+	if s.From != nil {
+		name = s.From.Name
+	}
+	v, isView := e.views[name]
+	_, isTable := e.tables[name]
+	e.mu.RUnlock()
+	switch {
+	case isTable:
+		return Result{}, stmtErr(422, st, "%s is a table: a SELECT over a stream runs continuously; CREATE VIEW name AS SELECT ... and read its results", name)
+	case !isView:
+		return Result{}, stmtErr(404, st, "unknown view %s", name)
+	case v.Graph == nil:
+		return Result{}, stmtErr(422, st, "view %s is not running", name)
+	}
+	q, err := planner.Pull(s, &plan.ViewDef{Name: name, Out: v.Graph.Out})
+	if err != nil {
+		return Result{}, err
+	}
+	rows, err := v.Results.Rows(v.Graph.Options.CheckpointInterval > 0)
+	if err != nil {
+		return Result{}, err
+	}
+	out, err := runPull(q, rows)
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{Kind: "select", Name: name, Columns: columnNames(q.Out), Rows: rowMaps(q.Out, out)}, nil
+}
+
+func columnNames(s plan.Schema) []string {
+	n := make([]string, len(s))
+	for i, c := range s {
+		n[i] = c.Name
+	}
+	return n
+}
+
+func rowMaps(s plan.Schema, rows []plan.Row) []map[string]any {
+	out := make([]map[string]any, len(rows))
+	for i, r := range rows {
+		m := make(map[string]any, len(s))
+		for j, c := range s {
+			m[c.Name] = JSONValue(r[j])
+		}
+		out[i] = m
+	}
+	return out
+}

@@ -1,0 +1,2 @@
+-- Nexmark q0: pass-through.
+SELECT auction, bidder, price, date_time, extra FROM bid

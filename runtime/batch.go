@@ -1,0 +1,77 @@
+package runtime
+
+import "github.com/streamsql/streamsql/planner/plan"
+
+// Op is what a row means to the operator that receives it.
+type Op uint8
+
+const (
+	// Insert: a row of an insert-only stream.
+	Insert Op = iota
+	// Upsert: set the result row for Meta.Key.
+	Upsert
+	// Delete: remove the result row for Meta.Key.
+	Delete
+)
+
+// RowMeta travels with each row.
+type RowMeta struct {
+	// Offset is the source offset of the input row it derives from; with the
+	// source it makes the deterministic row id of append-only results.
+	Offset int64
+	// WM is the source watermark before this row in log order: the
+	// watermark lateness is judged against (SPEC "Late rows").
+	WM int64
+	// Key is the encoded group key (set by a hash exchange) or, on changes,
+	// the encoded upsert key.
+	Key string
+	Op  Op
+}
+
+// Batch is a group of rows moving between operators and tasks. Once
+// emitted a batch belongs to the receiver.
+type Batch struct {
+	Rows []plan.Row
+	Meta []RowMeta
+}
+
+// Len is the number of rows.
+func (b *Batch) Len() int { return len(b.Rows) }
+
+// Append adds one row.
+func (b *Batch) Append(r plan.Row, m RowMeta) {
+	b.Rows = append(b.Rows, r)
+	b.Meta = append(b.Meta, m)
+}
+
+// Barrier separates epochs. Every barrier ends an emit interval (changes
+// are emitted); a barrier with a CheckpointID is also a checkpoint.
+type Barrier struct {
+	Epoch        uint64
+	CheckpointID uint64 // 0: not a checkpoint
+	// Flush: sources read everything acknowledged before forwarding it
+	// (POST /v1/checkpoints).
+	Flush bool
+	// Restoring: some source had not yet caught up with what it had to
+	// replay; sinks do not publish and the checkpoint is skipped.
+	Restoring bool
+}
+
+// MsgKind is the kind of a message between tasks.
+type MsgKind uint8
+
+const (
+	MsgData MsgKind = iota
+	MsgWatermark
+	MsgBarrier
+	// MsgEnd: the input has ended (a bounded source is exhausted).
+	MsgEnd
+)
+
+// Message is what flows on a queue between tasks.
+type Message struct {
+	Kind      MsgKind
+	Batch     *Batch
+	Watermark int64
+	Barrier   Barrier
+}

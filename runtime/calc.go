@@ -1,0 +1,60 @@
+package runtime
+
+import "github.com/streamsql/streamsql/planner/plan"
+
+// calc filters and projects (plan.Calc).
+type calc struct {
+	noState
+	filter  Eval
+	project []Eval
+}
+
+var _ Operator = (*calc)(nil)
+
+func newCalc(spec *plan.Calc, env *Env) (*calc, error) {
+	c := &calc{}
+	if spec.Filter != nil {
+		f, err := Compile(spec.Filter, env)
+		if err != nil {
+			return nil, err
+		}
+		c.filter = f
+	}
+	if spec.Project != nil {
+		p, err := CompileAll(spec.Project, env)
+		if err != nil {
+			return nil, err
+		}
+		c.project = p
+	}
+	return c, nil
+}
+
+func (c *calc) Process(b *Batch, out Emitter) error {
+	res := &Batch{Rows: make([]plan.Row, 0, len(b.Rows)), Meta: make([]RowMeta, 0, len(b.Rows))}
+	var vals []plan.Value
+	for i, r := range b.Rows {
+		if c.filter != nil && !c.filter(r).True() {
+			continue
+		}
+		if c.project != nil {
+			if len(vals) < len(c.project) {
+				vals = make([]plan.Value, len(c.project)*64)
+			}
+			row := plan.Row(vals[:len(c.project):len(c.project)])
+			vals = vals[len(c.project):]
+			for j, p := range c.project {
+				row[j] = p(r)
+			}
+			r = row
+		}
+		res.Append(r, b.Meta[i])
+	}
+	if res.Len() == 0 {
+		return nil
+	}
+	return out.Emit(res)
+}
+
+func (c *calc) Watermark(int64, Emitter) error { return nil }
+func (c *calc) Barrier(Barrier, Emitter) error { return nil }

@@ -1,0 +1,114 @@
+package runtime
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/streamsql/streamsql/planner/plan"
+)
+
+// The row codec: per value a kind byte, then BIGINT/TIMESTAMP/BOOLEAN as a
+// zigzag varint, DOUBLE as 8 bytes, VARCHAR as a length-prefixed string.
+// It is used for the ingest log, results, state and group keys (equal
+// values encode to equal bytes: DOUBLE -0 is written as 0).
+
+// AppendValue appends the encoding of v to buf.
+func AppendValue(buf []byte, v plan.Value) []byte {
+	buf = append(buf, byte(v.K))
+	switch v.K {
+	case plan.TypeNull:
+	case plan.TypeDouble:
+		f := v.F()
+		if f == 0 {
+			f = 0 // -0 -> 0
+		}
+		buf = binary.BigEndian.AppendUint64(buf, math.Float64bits(f))
+	case plan.TypeVarchar:
+		buf = binary.AppendUvarint(buf, uint64(len(v.S)))
+		buf = append(buf, v.S...)
+	default:
+		buf = binary.AppendVarint(buf, v.I)
+	}
+	return buf
+}
+
+// AppendRow appends the encoding of every value of r.
+func AppendRow(buf []byte, r plan.Row) []byte {
+	buf = binary.AppendUvarint(buf, uint64(len(r)))
+	for _, v := range r {
+		buf = AppendValue(buf, v)
+	}
+	return buf
+}
+
+// DecodeValue decodes one value from b, returning the rest.
+func DecodeValue(b []byte) (plan.Value, []byte, error) {
+	if len(b) == 0 {
+		return plan.Null, nil, fmt.Errorf("decode value: empty input")
+	}
+	v := plan.Value{K: plan.Type(b[0])}
+	b = b[1:]
+	switch v.K {
+	case plan.TypeNull:
+	case plan.TypeDouble:
+		if len(b) < 8 {
+			return v, nil, fmt.Errorf("decode double: short input")
+		}
+		v.I = int64(binary.BigEndian.Uint64(b))
+		b = b[8:]
+	case plan.TypeVarchar:
+		n, k := binary.Uvarint(b)
+		if k <= 0 || uint64(len(b)-k) < n {
+			return v, nil, fmt.Errorf("decode string: bad length")
+		}
+		v.S = string(b[k : k+int(n)])
+		b = b[k+int(n):]
+	case plan.TypeBigint, plan.TypeTimestamp, plan.TypeBoolean:
+		i, k := binary.Varint(b)
+		if k <= 0 {
+			return v, nil, fmt.Errorf("decode integer: bad varint")
+		}
+		v.I = i
+		b = b[k:]
+	default:
+		return v, nil, fmt.Errorf("decode value: unknown kind %d", v.K)
+	}
+	return v, b, nil
+}
+
+// DecodeRow decodes a row written by AppendRow.
+func DecodeRow(b []byte) (plan.Row, error) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(b)) {
+		return nil, fmt.Errorf("decode row: bad column count")
+	}
+	b = b[k:]
+	r := make(plan.Row, n)
+	for i := range r {
+		var err error
+		if r[i], b, err = DecodeValue(b); err != nil {
+			return nil, fmt.Errorf("decode row column %d: %w", i, err)
+		}
+	}
+	return r, nil
+}
+
+// EncodeKey encodes the values of r at cols: a group key.
+func EncodeKey(buf []byte, r plan.Row, cols []int) []byte {
+	for _, c := range cols {
+		buf = AppendValue(buf, r[c])
+	}
+	return buf
+}
+
+// HashKey is the FNV-1a hash of an encoded key: stable across processes,
+// so a key always lands on the same task.
+func HashKey(k string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(k); i++ {
+		h ^= uint64(k[i])
+		h *= 1099511628211
+	}
+	return h
+}

@@ -1,0 +1,14 @@
+// Package runtime runs continuous queries: it builds tasks from a plan
+// graph (Job.build / buildOperator, the one place specs become operators),
+// moves batches between them through bounded mailboxes, injects barriers
+// from a per-query coordinator, aligns them at tasks with several inputs,
+// and completes checkpoints by committing a marker in the versioned store.
+//
+// Threading: one goroutine per task plus one coordinator per job.
+// Operators (calc, windowAssign, hashAgg) are deterministic and run only on
+// their task's goroutine: no goroutines, no clock reads, no I/O; the task
+// loop owns channels, time (Env.ProcTime, watermarks) and barriers. Sources
+// (readers) and sinks do I/O on their task's goroutine. Results is shared
+// with API readers behind a mutex; Job's exported methods are safe for
+// concurrent use.
+package runtime

@@ -1,0 +1,134 @@
+package runtime
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/state"
+)
+
+// Key layout of a query in the versioned store (all under QueryPrefix):
+//
+//	q/<qid>/m          the checkpoint marker (value: marker JSON)
+//	q/<qid>/r/<key>    a built-in result row on its upsert key
+//	q/<qid>/s/<v>/<i>  source task (vertex v, subtask i) position
+//
+// Query ids come from a durable sequence and never repeat, so a replaced
+// or dropped query's leftovers can never be read as a new one's.
+
+// QueryPrefix is the key prefix of everything query qid stores.
+func QueryPrefix(qid uint64) []byte {
+	return binary.BigEndian.AppendUint64([]byte("q/"), qid)
+}
+
+func markerKey(qid uint64) []byte    { return append(QueryPrefix(qid), "/m"...) }
+func resultPrefix(qid uint64) []byte { return append(QueryPrefix(qid), "/r/"...) }
+func sourceKey(qid uint64, v, i int) []byte {
+	return fmt.Appendf(QueryPrefix(qid), "/s/%d/%d", v, i)
+}
+
+// Results is a view's built-in results table: the latest values in
+// memory (consistency=latest) and, in the versioned store, the values as of
+// each completed checkpoint (consistency=committed reads at the marker).
+type Results struct {
+	store  state.Versioned
+	prefix []byte
+
+	mu        sync.RWMutex
+	latest    map[string]plan.Row
+	committed uint64
+}
+
+// NewResults opens the results of query qid (empty until Load).
+func NewResults(store state.Versioned, qid uint64) *Results {
+	return &Results{store: store, prefix: resultPrefix(qid), latest: map[string]plan.Row{}}
+}
+
+// Load sets committed to checkpoint id and latest to the rows as of id.
+func (r *Results) Load(id uint64) error {
+	latest := map[string]plan.Row{}
+	if id > 0 {
+		err := r.store.Scan(r.prefix, id, func(k, v []byte) error {
+			row, err := DecodeRow(v)
+			if err != nil {
+				return fmt.Errorf("result %x: %w", k, err)
+			}
+			latest[string(k[len(r.prefix):])] = row
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("load results at %d: %w", id, err)
+		}
+	}
+	r.mu.Lock()
+	r.latest, r.committed = latest, id
+	r.mu.Unlock()
+	return nil
+}
+
+// Committed is the checkpoint id committed reads see (0: none yet).
+func (r *Results) Committed() uint64 {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.committed
+}
+
+func (r *Results) setCommitted(id uint64) {
+	r.mu.Lock()
+	r.committed = id
+	r.mu.Unlock()
+}
+
+func (r *Results) apply(changes map[string]change) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k, c := range changes {
+		if c.del {
+			delete(r.latest, k)
+		} else {
+			r.latest[k] = c.row
+		}
+	}
+}
+
+// Rows returns the rows in key order: the latest ones, or (committed) the
+// ones as of the last completed checkpoint.
+func (r *Results) Rows(committed bool) ([]plan.Row, error) {
+	if !committed {
+		r.mu.RLock()
+		keys := make([]string, 0, len(r.latest))
+		for k := range r.latest {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		rows := make([]plan.Row, len(keys))
+		for i, k := range keys {
+			rows[i] = r.latest[k]
+		}
+		r.mu.RUnlock()
+		return rows, nil
+	}
+	at := r.Committed()
+	if at == 0 {
+		return nil, nil
+	}
+	var rows []plan.Row
+	err := r.store.Scan(r.prefix, at, func(k, v []byte) error {
+		row, err := DecodeRow(v)
+		if err != nil {
+			return fmt.Errorf("result %x: %w", k, err)
+		}
+		rows = append(rows, row)
+		return nil
+	})
+	return rows, err
+}
+
+// change is one pending result change.
+type change struct {
+	row plan.Row
+	del bool
+}

@@ -1,0 +1,93 @@
+package runtime
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/state"
+)
+
+// sink ends a chain: it takes the changelog and, at barriers, does the
+// sink's I/O (publishing, pre-committing the epoch). Sinks run on their
+// task's goroutine.
+type sink interface {
+	Emitter
+	// Barrier publishes the epoch's changes and, for a checkpoint,
+	// pre-commits them as part of the checkpoint.
+	Barrier(b Barrier) error
+}
+
+// resultsSink writes the built-in results table. Changes are deduplicated
+// per key: pending since the last barrier (published to the latest view at
+// the next one) and uncommitted since the last checkpoint (written to the
+// versioned store at the checkpoint's id).
+type resultsSink struct {
+	res         *Results
+	store       state.Versioned
+	prefix      []byte
+	appendOnly  bool
+	pending     map[string]change
+	uncommitted map[string]change
+	rowsOut     *atomic.Int64
+	keyBuf      []byte
+}
+
+var _ sink = (*resultsSink)(nil)
+
+func newResultsSink(res *Results, store state.Versioned, qid uint64, key plan.KeyKind, rowsOut *atomic.Int64) *resultsSink {
+	return &resultsSink{res: res, store: store, prefix: resultPrefix(qid), appendOnly: key == plan.KeyRowID,
+		pending: map[string]change{}, uncommitted: map[string]change{}, rowsOut: rowsOut}
+}
+
+func (s *resultsSink) Emit(b *Batch) error {
+	for i, r := range b.Rows {
+		m := &b.Meta[i]
+		key := m.Key
+		if s.appendOnly {
+			// The deterministic row id: the source offset of the input row.
+			s.keyBuf = AppendValue(s.keyBuf[:0], plan.Int(m.Offset))
+			key = string(s.keyBuf)
+		}
+		c := change{row: r, del: m.Op == Delete}
+		s.pending[key] = c
+		s.uncommitted[key] = c
+	}
+	s.rowsOut.Add(int64(b.Len()))
+	return nil
+}
+
+func (s *resultsSink) Barrier(b Barrier) error {
+	if b.Restoring {
+		return nil // replaying what was already published: keep accumulating
+	}
+	if len(s.pending) > 0 {
+		s.res.apply(s.pending)
+		s.pending = map[string]change{}
+	}
+	if b.CheckpointID == 0 || len(s.uncommitted) == 0 {
+		return nil
+	}
+	kvs := make([]state.KV, 0, len(s.uncommitted))
+	for k, c := range s.uncommitted {
+		key := append(append([]byte(nil), s.prefix...), k...)
+		if c.del {
+			kvs = append(kvs, state.KV{Key: key, Delete: true})
+		} else {
+			kvs = append(kvs, state.KV{Key: key, Value: AppendRow(nil, c.row)})
+		}
+	}
+	if err := s.store.Write(b.CheckpointID, kvs); err != nil {
+		return fmt.Errorf("results pre-commit at checkpoint %d: %w", b.CheckpointID, err)
+	}
+	s.uncommitted = map[string]change{}
+	return nil
+}
+
+// discardSink counts rows and drops them (benchmarks).
+type discardSink struct{ rowsOut *atomic.Int64 }
+
+var _ sink = (*discardSink)(nil)
+
+func (d *discardSink) Emit(b *Batch) error   { d.rowsOut.Add(int64(b.Len())); return nil }
+func (d *discardSink) Barrier(Barrier) error { return nil }

@@ -1,0 +1,46 @@
+package state
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// ErrClosed is returned by operations on a closed store, Meta or Log.
+var ErrClosed = errors.New("state: closed")
+
+// badgerOptions are the options shared by both Badger databases.
+//
+// SyncWrites is on on purpose: DB.Sync only syncs the write-ahead log of the
+// active memtable, so writes that sit in a memtable rotated out since the last
+// commit (not yet flushed to an SST) would not be made durable by Sync. With
+// SyncWrites every commit is durable when it returns, and Badger groups
+// concurrent commits into one fsync. The explicit Sync calls remain as the
+// documented durability point (and fault-injection seam).
+func badgerOptions(dir, name string) badger.Options {
+	return badger.DefaultOptions(dir).
+		WithLogger(slogLogger{db: name, dir: dir}).
+		WithSyncWrites(true).
+		WithMemTableSize(16 << 20).
+		WithNumMemtables(3).
+		WithBlockCacheSize(8 << 20).
+		WithIndexCacheSize(4 << 20).
+		WithValueLogFileSize(128 << 20).
+		WithNumCompactors(2).
+		WithNumGoroutines(2).
+		WithMetricsEnabled(false).
+		WithDetectConflicts(false)
+}
+
+// slogLogger forwards Badger's errors to log/slog and drops everything else.
+type slogLogger struct{ db, dir string }
+
+func (l slogLogger) Errorf(format string, args ...any) {
+	slog.Error(strings.TrimSpace(fmt.Sprintf(format, args...)), "component", "badger", "db", l.db, "dir", l.dir)
+}
+func (slogLogger) Warningf(string, ...any) {}
+func (slogLogger) Infof(string, ...any)    {}
+func (slogLogger) Debugf(string, ...any)   {}

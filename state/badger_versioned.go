@@ -1,0 +1,402 @@
+package state
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// idFloorKey is a key reserved by BadgerVersioned. DropPrefix writes it at a
+// fresh id so that MaxVersion, and with it NextID after a restart, never goes
+// backwards when the dropped prefix held the newest versions. Scan and Repair
+// skip it.
+var idFloorKey = []byte("\xff\xffstreamsql/state/id-floor")
+
+// BadgerVersioned is the Badger implementation of Versioned: a Badger DB in
+// managed mode whose commit timestamps are checkpoint ids.
+type BadgerVersioned struct {
+	db  *badger.DB
+	dir string
+	// next is the next id NextID hands out.
+	next atomic.Uint64
+	// mu orders writes against DropPrefix and Close: Badger rejects writes
+	// with ErrBlockedWrites while a DropPrefix runs, so writers hold mu.RLock
+	// and DropPrefix/Close hold mu.Lock.
+	mu     sync.RWMutex
+	closed atomic.Bool
+}
+
+var _ Versioned = (*BadgerVersioned)(nil)
+
+// OpenVersioned opens (creating if needed) the managed-mode Badger DB in dir.
+// Ids handed out by NextID start above the largest version stored in it.
+func OpenVersioned(dir string) (*BadgerVersioned, error) {
+	db, err := badger.OpenManaged(badgerOptions(dir, "state"))
+	if err != nil {
+		return nil, fmt.Errorf("open state db %s: %w", dir, err)
+	}
+	v := &BadgerVersioned{db: db, dir: dir}
+	v.next.Store(db.MaxVersion() + 1)
+	return v, nil
+}
+
+// NextID returns a new id, larger than every version stored when the DB was
+// opened, every id handed out since and every id passed to Write. An id that
+// was handed out but never written may be handed out again after a restart:
+// nothing durable refers to it.
+func (v *BadgerVersioned) NextID() uint64 {
+	return v.next.Add(1) - 1
+}
+
+// bump makes sure NextID returns ids above id from now on.
+func (v *BadgerVersioned) bump(id uint64) {
+	for {
+		n := v.next.Load()
+		if n > id || v.next.CompareAndSwap(n, id+1) {
+			return
+		}
+	}
+}
+
+// Write stores kvs at version id, in as many Badger transactions as needed.
+// It is not atomic: a crash may leave any subset of kvs written.
+func (v *BadgerVersioned) Write(id uint64, kvs []KV) error {
+	if id == 0 {
+		return errors.New("state write: id 0 is not a valid version")
+	}
+	v.bump(id)
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	if v.closed.Load() {
+		return fmt.Errorf("state write at %d: %w", id, ErrClosed)
+	}
+	if err := v.writeLocked(id, kvs); err != nil {
+		return fmt.Errorf("state write at %d: %w", id, err)
+	}
+	return nil
+}
+
+func (v *BadgerVersioned) writeLocked(id uint64, kvs []KV) error {
+	w := txnWriter{
+		begin:  func() *badger.Txn { return v.db.NewTransactionAt(math.MaxUint64, true) },
+		commit: func(txn *badger.Txn) error { return txn.CommitAt(id, nil) },
+	}
+	defer w.discard()
+	for i := range kvs {
+		kv := &kvs[i]
+		var err error
+		if kv.Delete {
+			err = w.delete(kv.Key)
+		} else {
+			err = w.set(badger.NewEntry(kv.Key, kv.Value))
+		}
+		if err != nil {
+			return fmt.Errorf("key %q: %w", kv.Key, err)
+		}
+	}
+	return w.flush()
+}
+
+// sync calls db.Sync with context.
+func (v *BadgerVersioned) sync() error {
+	if err := v.db.Sync(); err != nil {
+		return fmt.Errorf("sync state db: %w", err)
+	}
+	return nil
+}
+
+// CommitMarker syncs, commits markerKey=value at version id, and syncs again.
+func (v *BadgerVersioned) CommitMarker(markerKey []byte, id uint64, value []byte) error {
+	if id == 0 {
+		return errors.New("state commit marker: id 0 is not a valid version")
+	}
+	v.bump(id)
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	if v.closed.Load() {
+		return fmt.Errorf("state commit marker %q at %d: %w", markerKey, id, ErrClosed)
+	}
+	if err := v.sync(); err != nil {
+		return fmt.Errorf("state commit marker %q at %d: %w", markerKey, id, err)
+	}
+	if err := v.writeLocked(id, []KV{{Key: markerKey, Value: value}}); err != nil {
+		return fmt.Errorf("state commit marker %q at %d: %w", markerKey, id, err)
+	}
+	if err := v.sync(); err != nil {
+		return fmt.Errorf("state commit marker %q at %d: %w", markerKey, id, err)
+	}
+	return nil
+}
+
+// LastMarker returns the newest version of markerKey and its value.
+func (v *BadgerVersioned) LastMarker(markerKey []byte) (uint64, []byte, bool, error) {
+	if v.closed.Load() {
+		return 0, nil, false, fmt.Errorf("state last marker %q: %w", markerKey, ErrClosed)
+	}
+	txn := v.db.NewTransactionAt(math.MaxUint64, false)
+	defer txn.Discard()
+	item, err := txn.Get(markerKey)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return 0, nil, false, nil
+	}
+	if err != nil {
+		return 0, nil, false, fmt.Errorf("state last marker %q: %w", markerKey, err)
+	}
+	val, err := item.ValueCopy(nil)
+	if err != nil {
+		return 0, nil, false, fmt.Errorf("state last marker %q: %w", markerKey, err)
+	}
+	return item.Version(), val, true, nil
+}
+
+// Get reads key as of version at. It returns ErrNotFound when the key has no
+// live version at or below at.
+func (v *BadgerVersioned) Get(key []byte, at uint64) ([]byte, error) {
+	if v.closed.Load() {
+		return nil, fmt.Errorf("state get %q at %d: %w", key, at, ErrClosed)
+	}
+	txn := v.db.NewTransactionAt(at, false)
+	defer txn.Discard()
+	item, err := txn.Get(key)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("state get %q at %d: %w", key, at, err)
+	}
+	val, err := item.ValueCopy(nil)
+	if err != nil {
+		return nil, fmt.Errorf("state get %q at %d: %w", key, at, err)
+	}
+	return val, nil
+}
+
+// Scan calls fn for each live key under prefix as of version at, in key
+// order. k and v are only valid during the call. An error from fn stops the
+// scan and is returned as is.
+func (v *BadgerVersioned) Scan(prefix []byte, at uint64, fn func(k, v []byte) error) error {
+	if v.closed.Load() {
+		return fmt.Errorf("state scan %q at %d: %w", prefix, at, ErrClosed)
+	}
+	txn := v.db.NewTransactionAt(at, false)
+	defer txn.Discard()
+	opts := badger.DefaultIteratorOptions
+	opts.Prefix = prefix
+	it := txn.NewIterator(opts)
+	defer it.Close()
+	skipReserved := bytes.HasPrefix(idFloorKey, prefix)
+	for it.Rewind(); it.Valid(); it.Next() {
+		item := it.Item()
+		k := item.Key()
+		if skipReserved && bytes.Equal(k, idFloorKey) {
+			continue
+		}
+		var fnErr error
+		err := item.Value(func(val []byte) error {
+			fnErr = fn(k, val)
+			return fnErr
+		})
+		if fnErr != nil {
+			return fnErr
+		}
+		if err != nil {
+			return fmt.Errorf("state scan %q at %d: key %q: %w", prefix, at, k, err)
+		}
+	}
+	return nil
+}
+
+// Repair rewrites every key under prefix whose newest version is above at,
+// at a fresh id, with its value as of at (or a delete). It returns that id,
+// or 0 when nothing needed repair.
+func (v *BadgerVersioned) Repair(prefix []byte, at uint64) (uint64, error) {
+	if v.closed.Load() {
+		return 0, fmt.Errorf("state repair %q to %d: %w", prefix, at, ErrClosed)
+	}
+	fixes, err := v.collectRepairs(prefix, at)
+	if err != nil {
+		return 0, fmt.Errorf("state repair %q to %d: %w", prefix, at, err)
+	}
+	if len(fixes) == 0 {
+		return 0, nil
+	}
+	id := v.NextID()
+	if err := v.Write(id, fixes); err != nil {
+		return 0, fmt.Errorf("state repair %q to %d: %w", prefix, at, err)
+	}
+	return id, nil
+}
+
+// collectRepairs lists the writes that make prefix read as of at again.
+func (v *BadgerVersioned) collectRepairs(prefix []byte, at uint64) ([]KV, error) {
+	txn := v.db.NewTransactionAt(math.MaxUint64, false)
+	defer txn.Discard()
+	opts := badger.DefaultIteratorOptions
+	opts.Prefix = prefix
+	opts.AllVersions = true
+	opts.PrefetchValues = false
+	it := txn.NewIterator(opts)
+	defer it.Close()
+
+	var fixes []KV
+	var cur []byte // key being examined
+	state := 0     // 0: newest version not seen; 1: needs fix, older version not found; 2: done with key
+	finish := func() {
+		if state == 1 {
+			fixes = append(fixes, KV{Key: cur, Delete: true})
+		}
+	}
+	for it.Rewind(); it.Valid(); it.Next() {
+		item := it.Item()
+		if cur == nil || !bytes.Equal(item.Key(), cur) {
+			finish()
+			cur = item.KeyCopy(nil)
+			state = 0
+			if bytes.Equal(cur, idFloorKey) {
+				state = 2
+				continue
+			}
+		}
+		switch state {
+		case 0: // newest version of cur
+			if item.Version() <= at {
+				state = 2
+				continue
+			}
+			state = 1
+		case 1: // looking for the newest version at or below at
+			if item.Version() > at {
+				continue
+			}
+			if item.IsDeletedOrExpired() {
+				fixes = append(fixes, KV{Key: cur, Delete: true})
+			} else {
+				val, err := item.ValueCopy(nil)
+				if err != nil {
+					return nil, fmt.Errorf("key %q version %d: %w", cur, item.Version(), err)
+				}
+				fixes = append(fixes, KV{Key: cur, Value: val})
+			}
+			state = 2
+		}
+	}
+	finish()
+	return fixes, nil
+}
+
+// DropPrefix removes every version of every key under prefix. It blocks
+// writes to the whole DB while it runs.
+func (v *BadgerVersioned) DropPrefix(prefix []byte) error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.closed.Load() {
+		return fmt.Errorf("state drop prefix %q: %w", prefix, ErrClosed)
+	}
+	// Badger only drops a prefix that has a live key at the newest version;
+	// a sentinel makes sure prefixes holding only deletes go too. The id floor
+	// keeps MaxVersion (and NextID after a restart) from going backwards.
+	id := v.NextID()
+	floor := KV{Key: idFloorKey, Value: binary.BigEndian.AppendUint64(nil, id)}
+	kvs := []KV{floor}
+	if len(prefix) > 0 {
+		kvs = append(kvs, KV{Key: prefix})
+	}
+	floorDropped := bytes.HasPrefix(idFloorKey, prefix)
+	if err := v.writeLocked(id, kvs); err != nil {
+		return fmt.Errorf("state drop prefix %q: %w", prefix, err)
+	}
+	if err := v.db.DropPrefix(prefix); err != nil {
+		return fmt.Errorf("state drop prefix %q: %w", prefix, err)
+	}
+	if floorDropped {
+		id := v.NextID()
+		floor.Value = binary.BigEndian.AppendUint64(nil, id)
+		if err := v.writeLocked(id, []KV{floor}); err != nil {
+			return fmt.Errorf("state drop prefix %q: %w", prefix, err)
+		}
+	}
+	return nil
+}
+
+// SetDiscardTs lets Badger garbage-collect versions below ts, DB-wide.
+func (v *BadgerVersioned) SetDiscardTs(ts uint64) {
+	v.db.SetDiscardTs(ts)
+}
+
+// Close closes the DB. Later calls return ErrClosed.
+func (v *BadgerVersioned) Close() error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.closed.Swap(true) {
+		return nil
+	}
+	if err := v.db.Close(); err != nil {
+		return fmt.Errorf("close state db %s: %w", v.dir, err)
+	}
+	return nil
+}
+
+// txnWriter writes entries into Badger transactions, committing and starting
+// a new one whenever the current one would exceed Badger's size limit
+// (ErrTxnTooBig). It is not atomic across transactions.
+type txnWriter struct {
+	begin  func() *badger.Txn
+	commit func(*badger.Txn) error
+	txn    *badger.Txn
+	n      int // entries in txn
+}
+
+func (w *txnWriter) apply(op func(*badger.Txn) error) error {
+	if w.txn == nil {
+		w.txn = w.begin()
+	}
+	err := op(w.txn)
+	if errors.Is(err, badger.ErrTxnTooBig) && w.n > 0 {
+		if err := w.flush(); err != nil {
+			return err
+		}
+		w.txn = w.begin()
+		err = op(w.txn)
+	}
+	if err != nil {
+		return err
+	}
+	w.n++
+	return nil
+}
+
+func (w *txnWriter) set(e *badger.Entry) error {
+	return w.apply(func(txn *badger.Txn) error { return txn.SetEntry(e) })
+}
+
+func (w *txnWriter) delete(key []byte) error {
+	return w.apply(func(txn *badger.Txn) error { return txn.Delete(key) })
+}
+
+// flush commits the current transaction, if any.
+func (w *txnWriter) flush() error {
+	txn := w.txn
+	w.txn, w.n = nil, 0
+	if txn == nil {
+		return nil
+	}
+	defer txn.Discard()
+	if err := w.commit(txn); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// discard drops an uncommitted transaction.
+func (w *txnWriter) discard() {
+	if w.txn != nil {
+		w.txn.Discard()
+		w.txn = nil
+	}
+}

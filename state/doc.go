@@ -1,0 +1,10 @@
+// Package state owns persistence. Two Badger databases live under the data
+// directory: "state" in managed mode (commit timestamp = checkpoint id) holds
+// operator state, built-in results and checkpoint markers (Versioned); "meta"
+// in normal mode holds the catalog, id sequences, HTTP-ingest logs and
+// idempotency keys (Meta). They are kept apart because managed mode is
+// per-DB. An in-memory Versioned serves tests and benchmarks.
+//
+// Threading: every exported method is safe for concurrent use. Each ingest
+// log has one appender goroutine that group-commits concurrent appends.
+package state

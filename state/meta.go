@@ -1,0 +1,236 @@
+package state
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// Key spaces of the meta DB (first byte).
+const (
+	metaSeq     = 's' // s<name> -> BE8 last value handed out
+	metaCatalog = 'c' // c<key> -> catalog value
+	metaEnd     = 'e' // e<table BE8> -> BE8 end offset of the table's log
+	metaRow     = 'l' // l<table BE8><offset BE8> -> row
+	metaIdem    = 'i' // i<table BE8><sha256(idempotency key)> -> BE8 accepted, first, last (TTL)
+)
+
+// DefaultIdempotencyWindow is how long ingest idempotency keys are
+// remembered when MetaOptions.IdempotencyWindow is zero.
+const DefaultIdempotencyWindow = 24 * time.Hour
+
+// SyncFunc makes everything committed to a DB so far durable.
+type SyncFunc func() error
+
+// MetaOptions configures OpenMeta.
+type MetaOptions struct {
+	// IdempotencyWindow is how long an ingest Idempotency-Key is remembered
+	// per table (DefaultIdempotencyWindow when zero).
+	IdempotencyWindow time.Duration
+	// WrapSync, when set, wraps the function that syncs the meta DB. Every
+	// durability point (ingest group commits, sequences, catalog writes) goes
+	// through it, so a fault-injecting wrapper can fail syncs or record what
+	// was acknowledged before a sync.
+	WrapSync func(SyncFunc) SyncFunc
+}
+
+// Meta is the normal-mode Badger DB holding the catalog, id sequences and the
+// per-table HTTP ingest logs with their idempotency keys.
+type Meta struct {
+	db     *badger.DB
+	dir    string
+	window time.Duration
+	sync   SyncFunc
+
+	// writeMu orders writes against Badger's DropPrefix (used by Log.Drop),
+	// which makes concurrent writes fail with ErrBlockedWrites: writers hold
+	// the read lock, DropPrefix the write lock.
+	writeMu sync.RWMutex
+
+	seqMu sync.Mutex // serialises NextSeq's read-modify-write
+
+	mu     sync.Mutex // guards logs and closed
+	logs   map[uint64]*Log
+	closed bool
+}
+
+// OpenMeta opens (creating if needed) the meta DB in dir.
+func OpenMeta(dir string, opts MetaOptions) (*Meta, error) {
+	db, err := badger.Open(badgerOptions(dir, "meta"))
+	if err != nil {
+		return nil, fmt.Errorf("open meta db %s: %w", dir, err)
+	}
+	m := &Meta{db: db, dir: dir, window: opts.IdempotencyWindow, logs: make(map[uint64]*Log)}
+	if m.window <= 0 {
+		m.window = DefaultIdempotencyWindow
+	}
+	m.sync = func() error { return db.Sync() }
+	if opts.WrapSync != nil {
+		m.sync = opts.WrapSync(m.sync)
+	}
+	return m, nil
+}
+
+// Close closes every open Log, then the DB.
+func (m *Meta) Close() error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	logs := m.logs
+	m.logs = nil
+	m.mu.Unlock()
+	for _, l := range logs {
+		l.Close()
+	}
+	m.writeMu.Lock()
+	defer m.writeMu.Unlock()
+	if err := m.db.Close(); err != nil {
+		return fmt.Errorf("close meta db %s: %w", m.dir, err)
+	}
+	return nil
+}
+
+func (m *Meta) isClosed() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.closed
+}
+
+// update runs fn in one read-write transaction, commits it and syncs.
+func (m *Meta) update(fn func(txn *badger.Txn) error) error {
+	m.writeMu.RLock()
+	defer m.writeMu.RUnlock()
+	if m.isClosed() {
+		return ErrClosed
+	}
+	txn := m.db.NewTransaction(true)
+	defer txn.Discard()
+	if err := fn(txn); err != nil {
+		return err
+	}
+	if err := txn.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	if err := m.sync(); err != nil {
+		return fmt.Errorf("sync: %w", err)
+	}
+	return nil
+}
+
+// NextSeq returns the next value of the named sequence: 1 first, then
+// strictly increasing, durable before it returns, never repeated across
+// restarts.
+func (m *Meta) NextSeq(name string) (uint64, error) {
+	m.seqMu.Lock()
+	defer m.seqMu.Unlock()
+	key := append([]byte{metaSeq}, name...)
+	var next uint64
+	err := m.update(func(txn *badger.Txn) error {
+		next = 1
+		item, err := txn.Get(key)
+		switch {
+		case errors.Is(err, badger.ErrKeyNotFound):
+		case err != nil:
+			return err
+		default:
+			err := item.Value(func(v []byte) error {
+				if len(v) != 8 {
+					return fmt.Errorf("corrupt value of %d bytes", len(v))
+				}
+				next = binary.BigEndian.Uint64(v) + 1
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return txn.Set(key, binary.BigEndian.AppendUint64(nil, next))
+	})
+	if err != nil {
+		return 0, fmt.Errorf("meta next seq %q: %w", name, err)
+	}
+	return next, nil
+}
+
+// PutCatalog stores a catalog entry, durably.
+func (m *Meta) PutCatalog(key string, val []byte) error {
+	err := m.update(func(txn *badger.Txn) error {
+		return txn.Set(append([]byte{metaCatalog}, key...), val)
+	})
+	if err != nil {
+		return fmt.Errorf("meta put catalog %q: %w", key, err)
+	}
+	return nil
+}
+
+// DeleteCatalog removes a catalog entry, durably. Deleting a missing key is
+// not an error.
+func (m *Meta) DeleteCatalog(key string) error {
+	err := m.update(func(txn *badger.Txn) error {
+		return txn.Delete(append([]byte{metaCatalog}, key...))
+	})
+	if err != nil {
+		return fmt.Errorf("meta delete catalog %q: %w", key, err)
+	}
+	return nil
+}
+
+// ListCatalog returns the catalog entries whose key starts with prefix,
+// sorted by key.
+func (m *Meta) ListCatalog(prefix string) ([]KV, error) {
+	if m.isClosed() {
+		return nil, fmt.Errorf("meta list catalog %q: %w", prefix, ErrClosed)
+	}
+	txn := m.db.NewTransaction(false)
+	defer txn.Discard()
+	opts := badger.DefaultIteratorOptions
+	opts.Prefix = append([]byte{metaCatalog}, prefix...)
+	it := txn.NewIterator(opts)
+	defer it.Close()
+	var out []KV
+	for it.Rewind(); it.Valid(); it.Next() {
+		item := it.Item()
+		val, err := item.ValueCopy(nil)
+		if err != nil {
+			return nil, fmt.Errorf("meta list catalog %q: %w", prefix, err)
+		}
+		out = append(out, KV{Key: item.KeyCopy(nil)[1:], Value: val})
+	}
+	return out, nil
+}
+
+// Log returns the ingest log of table tableID, opening it (and starting its
+// appender) on first use. Repeated calls return the same *Log until it is
+// closed or dropped.
+func (m *Meta) Log(tableID uint64) (*Log, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, fmt.Errorf("log %d open: %w", tableID, ErrClosed)
+	}
+	if l, ok := m.logs[tableID]; ok {
+		return l, nil
+	}
+	l, err := openLog(m, tableID)
+	if err != nil {
+		return nil, err
+	}
+	m.logs[tableID] = l
+	return l, nil
+}
+
+// forget removes l from the open logs (after Close or Drop).
+func (m *Meta) forget(l *Log) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.logs[l.id] == l {
+		delete(m.logs, l.id)
+	}
+}
