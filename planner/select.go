@@ -347,7 +347,7 @@ func aggregation(sel *parser.Select, tbl *plan.TableDef, src *plan.Source, base 
 			plan.Column{Name: "window_end", Type: plan.TypeTimestamp, NotNull: true})
 	}
 	for _, g := range groups {
-		post = append(post, plan.Column{Name: g.String(), Type: g.Type()})
+		post = append(post, plan.Column{Name: exprName(g), Type: g.Type()})
 	}
 	for _, a := range aggs {
 		post = append(post, plan.Column{Name: a.String(), Type: a.T})
@@ -385,7 +385,7 @@ func aggregation(sel *parser.Select, tbl *plan.TableDef, src *plan.Source, base 
 			return nil, false, nil
 		}
 		if i, ok := groupIdx[x.String()]; ok {
-			return &plan.ColRef{Index: wOff + i, Name: x.String(), T: x.Type()}, true, nil
+			return &plan.ColRef{Index: wOff + i, Name: exprName(x), T: x.Type()}, true, nil
 		}
 		if c, ok := e.(*parser.ColumnRef); ok {
 			return nil, true, errf(c.Name, "column %s must appear in GROUP BY or inside an aggregate", c.Name)
@@ -430,7 +430,7 @@ func aggregation(sel *parser.Select, tbl *plan.TableDef, src *plan.Source, base 
 	}
 	for _, g := range groups {
 		project = append(project, g)
-		calcOut = append(calcOut, plan.Column{Name: g.String(), Type: g.Type()})
+		calcOut = append(calcOut, plan.Column{Name: exprName(g), Type: g.Type()})
 	}
 	for _, a := range args {
 		project = append(project, a)
@@ -572,4 +572,12 @@ func Pull(sel *parser.Select, view *plan.ViewDef) (*plan.PullQuery, error) {
 		q.Order = append(q.Order, plan.SortKey{Expr: x, Desc: o.Desc})
 	}
 	return q, nil
+}
+
+// exprName names an intermediate column: a column keeps its name.
+func exprName(e plan.Expr) string {
+	if c, ok := e.(*plan.ColRef); ok {
+		return c.Name
+	}
+	return e.String()
 }

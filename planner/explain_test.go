@@ -1,0 +1,90 @@
+package planner
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/streamsql/streamsql/parser"
+	"github.com/streamsql/streamsql/planner/plan"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+type testCatalog map[string]*plan.TableDef
+
+func (c testCatalog) Table(n string) (*plan.TableDef, bool)   { t, ok := c[n]; return t, ok }
+func (c testCatalog) View(string) (*plan.ViewDef, bool)       { return nil, false }
+
+func testTables(t *testing.T) testCatalog {
+	cat := testCatalog{}
+	for _, sql := range []string{
+		`CREATE TABLE bids (auction BIGINT NOT NULL, bidder BIGINT NOT NULL, price BIGINT NOT NULL, channel VARCHAR(32), ts TIMESTAMP(3) NOT NULL)
+		 ENGINE=http ENGINE_ATTRIBUTE='{"event_time": "ts", "watermark_delay": "5s", "allowed_lateness": "1s"}'`,
+		`CREATE TABLE clicks (url VARCHAR(64), n BIGINT) ENGINE=http`,
+	} {
+		stmts, err := parser.Parse(sql)
+		if err != nil {
+			t.Fatal(err)
+		}
+		def, err := Table(stmts[0].Stmt.(*parser.CreateTable), stmts[0].Text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		def.ID = uint64(len(cat) + 1)
+		cat[def.Name] = def
+	}
+	return cat
+}
+
+// TestExplainGolden plans every testdata/*.sql query and compares EXPLAIN
+// (or the planning error) with its .golden file. Regenerate with -update.
+func TestExplainGolden(t *testing.T) {
+	cat := testTables(t)
+	files, _ := filepath.Glob("testdata/*.sql")
+	if len(files) == 0 {
+		t.Fatal("no testdata")
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			src, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got strings.Builder
+			stmts, err := parser.Parse(string(src))
+			if err != nil {
+				got.WriteString("parse error: " + err.Error() + "\n")
+			}
+			for _, st := range stmts {
+				sel, ok := st.Stmt.(*parser.Select)
+				if !ok {
+					t.Fatalf("%s: not a SELECT", f)
+				}
+				opts := plan.Options{Parallelism: 1, CheckpointInterval: 1000, EmitInterval: 200}
+				g, err := Query(sel, cat, opts, "q", plan.SinkResults)
+				if err != nil {
+					got.WriteString("error: " + err.Error() + "\n")
+					continue
+				}
+				got.WriteString(g.Explain())
+			}
+			golden := strings.TrimSuffix(f, ".sql") + ".golden"
+			if *update {
+				if err := os.WriteFile(golden, []byte(got.String()), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test ./planner -update)", err)
+			}
+			if got.String() != string(want) {
+				t.Errorf("EXPLAIN changed:\n--- got\n%s--- want\n%s", got.String(), want)
+			}
+		})
+	}
+}

@@ -1,0 +1,7 @@
+SELECT auction, bogus FROM bids;
+SELECT auction, COUNT(*) FROM bids GROUP BY TUMBLE(ts, '10s');
+SELECT /*+ SET_VAR(emit_mode=on_window_close) */ channel, COUNT(*) FROM bids GROUP BY channel;
+SELECT window_start FROM bids;
+SELECT COUNT(*) FROM clicks GROUP BY TUMBLE(n, '1s');
+SELECT COUNT(*) FROM bids GROUP BY TUMBLE(ts, 'ten seconds');
+SELECT SUM(channel) FROM bids GROUP BY auction

@@ -1,0 +1,1 @@
+SELECT window_start, COUNT(*) AS n FROM clicks GROUP BY TUMBLE(PROCTIME(), '1s')
