@@ -19,7 +19,8 @@
 //   - oracle_check_test.go: hand-computed cases for the oracle and the
 //     comparison themselves; they need no server.
 //   - harness_test.go: building, starting, killing and restarting the server,
-//     and one helper per API call.
+//     and one helper per API call. procattr_*_test.go make the kernel kill a
+//     server whose test process died without cleaning up (Linux).
 //   - engine_test.go: the main scenario (many views on one table, parallelism
 //     1 and 2, emit modes changes and on_window_close), restarts and kills.
 //   - badinput_test.go: malformed SQL and ingest requests, conflicts.

@@ -377,23 +377,37 @@ const baseTime = int64(1704067200000)
 // end and windows close); a row's ts is the clock minus up to 1.9s (bounded
 // disorder, under the 2s watermark delay: never late), some rows sit exactly
 // on a 5s boundary, and about 2% are late rows 2-32s behind the clock. About
+// 1 row in 300 starts a lateness probe: the clock jumps to B+3000 or B+2999
+// for the next multiple B of 10s, which makes the watermark B+1000 or B+999,
+// and the next row falls just before B, in windows ending at B: late exactly
+// at the boundary (end + allowed_lateness == watermark), or just not. About
 // 15% of channels are NULL.
 func genBids(seed uint64, n int) []Row {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	clock := baseTime + 500
+	probe := int64(-1) // a window end B that the next row probes
 	rows := make([]Row, 0, n)
 	for i := 0; i < n; i++ {
-		clock += rng.Int64N(41)
-		if rng.IntN(150) == 0 {
-			clock += 3000 + rng.Int64N(4000)
-		}
-		ts := clock - rng.Int64N(1900)
-		switch {
-		case i > 50 && rng.IntN(50) == 0:
-			ts = clock - 2000 - rng.Int64N(30_000)
-		case rng.IntN(60) == 0:
-			if b := clock - clock%5000; clock-b < 1900 {
-				ts = b
+		var ts int64
+		if probe >= 0 {
+			ts, probe = probe-1-rng.Int64N(2000), -1
+		} else {
+			clock += rng.Int64N(41)
+			if rng.IntN(150) == 0 {
+				clock += 3000 + rng.Int64N(4000)
+			}
+			ts = clock - rng.Int64N(1900)
+			switch {
+			case i > 50 && rng.IntN(300) == 0:
+				b := (clock/10_000 + 1) * 10_000
+				clock = b + 3000 - rng.Int64N(2)
+				ts, probe = clock, b
+			case i > 50 && rng.IntN(50) == 0:
+				ts = clock - 2000 - rng.Int64N(30_000)
+			case rng.IntN(60) == 0:
+				if b := clock - clock%5000; clock-b < 1900 {
+					ts = b
+				}
 			}
 		}
 		var ch any

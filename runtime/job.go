@@ -227,7 +227,12 @@ func (j *Job) build(deps Deps, o StartOptions, committed uint64) error {
 					if j.results == nil {
 						return fmt.Errorf("query %s: a results sink needs a results table", j.Name)
 					}
-					st.sink = newResultsSink(j.results, j.store, j.ID, s.Key, &j.rowsOut)
+					rs := newResultsSink(j.results, j.store, j.ID, s.Key, &j.rowsOut)
+					if committed > 0 {
+						// Recovery replays from the start (see resultsSink.stale).
+						rs.stale = j.results.ownedKeys(s.Key, i, v.Parallelism)
+					}
+					st.sink = rs
 				default:
 					st.sink = &discardSink{rowsOut: &j.rowsOut}
 				}

@@ -132,3 +132,32 @@ type change struct {
 	row plan.Row
 	del bool
 }
+
+// ownedKeys returns the keys of the latest rows that sink subtask i of n
+// owns: those whose group key hashes to i, as the exchange routes them.
+func (r *Results) ownedKeys(kind plan.KeyKind, i, n int) map[string]struct{} {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := map[string]struct{}{}
+	for k := range r.latest {
+		if n <= 1 || int(HashKey(groupKeyOf(k, kind))%uint64(n)) == i {
+			out[k] = struct{}{}
+		}
+	}
+	return out
+}
+
+// groupKeyOf strips window_start and window_end from a windowed upsert key.
+func groupKeyOf(k string, kind plan.KeyKind) string {
+	if kind != plan.KeyWindowGroup {
+		return k
+	}
+	b := []byte(k)
+	for range 2 {
+		var err error
+		if _, b, err = DecodeValue(b); err != nil {
+			return k
+		}
+	}
+	return string(b)
+}

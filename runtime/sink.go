@@ -31,6 +31,12 @@ type resultsSink struct {
 	uncommitted map[string]change
 	rowsOut     *atomic.Int64
 	keyBuf      []byte
+	// stale are the committed keys this sink owns when a query replays
+	// from the start: a replay's changelog may never mention a key the
+	// first run published (a session that grew between other barriers, a
+	// processing-time window), so at the first barrier after the replay
+	// every stale key the replay did not write is deleted.
+	stale map[string]struct{}
 }
 
 var _ sink = (*resultsSink)(nil)
@@ -60,6 +66,15 @@ func (s *resultsSink) Emit(b *Batch) error {
 func (s *resultsSink) Barrier(b Barrier) error {
 	if b.Restoring {
 		return nil // replaying what was already published: keep accumulating
+	}
+	if s.stale != nil {
+		for k := range s.stale {
+			if _, ok := s.pending[k]; !ok {
+				s.pending[k] = change{del: true}
+				s.uncommitted[k] = change{del: true}
+			}
+		}
+		s.stale = nil
 	}
 	if len(s.pending) > 0 {
 		s.res.apply(s.pending)

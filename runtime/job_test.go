@@ -1,0 +1,157 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/runtime/source/nexmark"
+	"github.com/streamsql/streamsql/state"
+	"github.com/streamsql/streamsql/window"
+)
+
+// bidGraph is the plan of
+//
+//	SELECT window_start, window_end, auction, COUNT(*), MAX(price), SUM(price)
+//	FROM bid GROUP BY <win>, auction
+//
+// over a bounded Nexmark bid table, written out by hand so this package's
+// test does not depend on the planner.
+func bidGraph(events int, win plan.WindowSpec, mode plan.EmitMode, par int) *plan.Graph {
+	cols := nexmark.Columns(nexmark.Bid)
+	dt := cols.Index("date_time")
+	src := &plan.Source{Table: "bid", TableID: 1, Engine: "nexmark", Schema: cols, EventTime: dt, WatermarkDelay: 0,
+		Attrs: map[string]string{"kind": "bid", "events": fmt.Sprint(events)}}
+	ts := &plan.ColRef{Index: dt, Name: "date_time", T: plan.TypeTimestamp}
+	auction := &plan.ColRef{Index: cols.Index("auction"), Name: "auction", T: plan.TypeBigint}
+	price := &plan.ColRef{Index: cols.Index("price"), Name: "price", T: plan.TypeBigint}
+	calcOut := plan.Schema{{Name: "_time", Type: plan.TypeTimestamp}, {Name: "auction", Type: plan.TypeBigint}, {Name: "price", Type: plan.TypeBigint}}
+	aggIn := plan.Schema{{Name: "window_start", Type: plan.TypeTimestamp}, {Name: "window_end", Type: plan.TypeTimestamp}, calcOut[1], calcOut[2]}
+	out := plan.Schema{aggIn[0], aggIn[1], aggIn[2], {Name: "n", Type: plan.TypeBigint}, {Name: "hi", Type: plan.TypeBigint}, {Name: "sum", Type: plan.TypeBigint}}
+	col := func(i int, t plan.Type) plan.Expr { return &plan.ColRef{Index: i, T: t} }
+	win.TimeCol = 0
+	agg := &plan.Aggregate{Windowed: true, Session: win.Kind == plan.Session, Window: win, Keys: []int{2},
+		Aggs:   []plan.Agg{{Fn: plan.AggCountStar, Arg: -1, T: plan.TypeBigint}, {Fn: plan.AggMax, Arg: 3, T: plan.TypeBigint}, {Fn: plan.AggSum, Arg: 3, T: plan.TypeBigint}},
+		Output: []plan.Expr{col(0, plan.TypeTimestamp), col(1, plan.TypeTimestamp), col(2, plan.TypeBigint), col(3, plan.TypeBigint), col(4, plan.TypeBigint), col(5, plan.TypeBigint)},
+		Out:    out, EmitMode: mode}
+	return &plan.Graph{
+		Options: plan.Options{EmitMode: mode, Parallelism: par, CheckpointInterval: 50, EmitInterval: 10},
+		Key:     plan.KeyWindowGroup, Out: out,
+		Vertices: []*plan.Vertex{
+			{ID: 0, Parallelism: 1, Ops: []plan.Op{src, &plan.Calc{Project: []plan.Expr{ts, auction, price}, Out: calcOut},
+				&plan.WindowAssign{Window: win, Out: aggIn}}},
+			{ID: 1, Parallelism: par, Inputs: []plan.Edge{{From: 0, Partition: plan.Hash, KeyCols: []int{2}}},
+				Ops: []plan.Op{agg, &plan.Sink{Kind: plan.SinkResults, Name: "t", Key: plan.KeyWindowGroup}}},
+		},
+	}
+}
+
+type aggRow struct{ n, hi, sum int64 }
+
+// naive computes the same query straight from the generator.
+func naive(events int, win plan.WindowSpec) map[string]aggRow {
+	g := nexmark.New(nexmark.Config{})
+	cols := nexmark.Columns(nexmark.Bid)
+	n := nexmark.Count(nexmark.Bid, uint64(events))
+	out := map[string]aggRow{}
+	type sess struct {
+		w        window.Window
+		n, hi, s int64
+	}
+	sessions := map[int64][]sess{}
+	for i := uint64(0); i < n; i++ {
+		r := g.Fill(nexmark.Bid, i, nil, nil)
+		ts, a, p := r[cols.Index("date_time")].I, r[cols.Index("auction")].I, r[cols.Index("price")].I
+		var wins []window.Window
+		switch win.Kind {
+		case plan.Tumble:
+			wins = []window.Window{window.Tumble(ts, win.Size)}
+		case plan.Hop:
+			wins = window.Hop(ts, win.Slide, win.Size, nil)
+		case plan.Session:
+			// Event times are monotone here, so nothing is late and no
+			// session closes before it stops growing.
+			list := sessions[a]
+			cur := sess{w: window.Window{Start: ts, End: ts + win.Gap}, n: 1, hi: p, s: p}
+			if k := len(list) - 1; k >= 0 && ts < list[k].w.End {
+				cur = list[k]
+				cur.w.End = max(cur.w.End, ts+win.Gap)
+				cur.n, cur.hi, cur.s = cur.n+1, max(cur.hi, p), cur.s+p
+				list = list[:k]
+			}
+			sessions[a] = append(list, cur)
+			continue
+		}
+		for _, w := range wins {
+			k := fmt.Sprint(w.Start, w.End, a)
+			o := out[k]
+			out[k] = aggRow{o.n + 1, max(o.hi, p), o.sum + p}
+		}
+	}
+	for a, list := range sessions {
+		for _, s := range list {
+			out[fmt.Sprint(s.w.Start, s.w.End, a)] = aggRow{s.n, s.hi, s.s}
+		}
+	}
+	return out
+}
+
+// TestJobMatchesNaive runs whole jobs (tasks, exchange, barriers,
+// checkpoints into a versioned store) over a bounded generator and compares
+// the committed results with a naive evaluation, for every window kind,
+// both emit modes and parallelism 1 and 2.
+func TestJobMatchesNaive(t *testing.T) {
+	const events = 20000
+	wins := map[string]plan.WindowSpec{
+		"tumble":  {Kind: plan.Tumble, Size: 100, Slide: 100},
+		"hop":     {Kind: plan.Hop, Size: 300, Slide: 70},
+		"session": {Kind: plan.Session, Gap: 40},
+	}
+	for name, win := range wins {
+		want := naive(events, win)
+		for _, mode := range []plan.EmitMode{plan.EmitChanges, plan.EmitOnWindowClose} {
+			for _, par := range []int{1, 2} {
+				t.Run(fmt.Sprintf("%s/%s/p%d", name, mode, par), func(t *testing.T) {
+					store := state.NewMemVersioned()
+					res := NewResults(store, 7)
+					job, err := Start(bidGraph(events, win, mode, par), Deps{Store: store}, StartOptions{QueryID: 7, Name: "t", Results: res})
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer job.Stop()
+					select {
+					case <-job.Done():
+					case <-time.After(60 * time.Second):
+						t.Fatal("job did not finish")
+					}
+					ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+					defer cancel()
+					if _, err := job.Checkpoint(ctx); err != nil {
+						t.Fatal(err)
+					}
+					rows, err := res.Rows(true)
+					if err != nil {
+						t.Fatal(err)
+					}
+					got := map[string]aggRow{}
+					for _, r := range rows {
+						got[fmt.Sprint(r[0].I, r[1].I, r[2].I)] = aggRow{r[3].I, r[4].I, r[5].I}
+					}
+					if len(got) != len(want) {
+						t.Fatalf("%d result rows, want %d", len(got), len(want))
+					}
+					for k, w := range want {
+						if got[k] != w {
+							t.Fatalf("window %s: got %+v, want %+v", k, got[k], w)
+						}
+					}
+					if st := job.Status(); st.RowsIn != int64(nexmark.Count(nexmark.Bid, events)) || st.LastCheckpoint == 0 {
+						t.Fatalf("status %+v", st)
+					}
+				})
+			}
+		}
+	}
+}
