@@ -25,6 +25,11 @@ func Query(sel *parser.Select, cat Catalog, opts plan.Options, name string, sink
 	if sel.From == nil || sel.From.Name == "" {
 		return nil, errf("", "a continuous query reads one table")
 	}
+	if opts.StateTTL > 0 {
+		// The TTL bounds the state of regular stream-stream joins; nothing
+		// this query keeps may expire by it, so refuse rather than ignore it.
+		return nil, errf("state_ttl", "state_ttl applies to regular joins of two streams; this query has none")
+	}
 	tbl, ok := cat.Table(sel.From.Name)
 	if !ok {
 		if _, isView := cat.View(sel.From.Name); isView {
@@ -114,6 +119,9 @@ func outSchema(fields []parser.Field, exprs []plan.Expr) (plan.Schema, error) {
 func appendOnly(src *plan.Source, base *scope, filter plan.Expr, fields []parser.Field, opts plan.Options, name string, sink plan.SinkKind) (*plan.Graph, error) {
 	if opts.EmitMode == plan.EmitOnWindowClose {
 		return nil, errf("emit_mode", "emit_mode=on_window_close needs a windowed aggregation")
+	}
+	if opts.ResultsRetention > 0 {
+		return nil, errf("results_retention", "results_retention drops rows of old windows; this query has no window")
 	}
 	exprs := make([]plan.Expr, len(fields))
 	for i, f := range fields {
@@ -289,6 +297,9 @@ func aggregation(sel *parser.Select, tbl *plan.TableDef, src *plan.Source, base 
 		}
 		groupIdx[x.String()] = len(groups)
 		groups = append(groups, x)
+	}
+	if win == nil && opts.ResultsRetention > 0 {
+		return nil, errf("results_retention", "results_retention drops rows of old windows; this query has no window")
 	}
 	if win == nil && opts.EmitMode == plan.EmitOnWindowClose {
 		return nil, errf("emit_mode", "emit_mode=on_window_close needs a windowed aggregation; a running aggregate (GROUP BY without a window) emits changes")

@@ -228,6 +228,7 @@ func (j *Job) build(deps Deps, o StartOptions, committed uint64) error {
 						return fmt.Errorf("query %s: a results sink needs a results table", j.Name)
 					}
 					rs := newResultsSink(j.results, j.store, j.ID, s.Key, &j.rowsOut)
+					rs.retention, rs.task, rs.tasks = g.Options.ResultsRetention, i, v.Parallelism
 					if committed > 0 {
 						// Recovery replays from the start (see resultsSink.stale).
 						rs.stale = j.results.ownedKeys(s.Key, i, v.Parallelism)

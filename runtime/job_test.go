@@ -155,3 +155,30 @@ func TestJobMatchesNaive(t *testing.T) {
 		}
 	}
 }
+
+// TestResultsRetention: once a bounded stream ends (watermark +inf), every
+// window is older than any retention, so the committed results are empty;
+// the same query without retention keeps them (TestJobMatchesNaive).
+func TestResultsRetention(t *testing.T) {
+	for _, par := range []int{1, 2} {
+		g := bidGraph(5000, plan.WindowSpec{Kind: plan.Tumble, Size: 100, Slide: 100}, plan.EmitChanges, par)
+		g.Options.ResultsRetention = 1000
+		store := state.NewMemVersioned()
+		res := NewResults(store, 9)
+		job, err := Start(g, Deps{Store: store}, StartOptions{QueryID: 9, Name: "t", Results: res})
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-job.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if _, err := job.Checkpoint(ctx); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		rows, err := res.Rows(true)
+		job.Stop()
+		if err != nil || len(rows) != 0 || job.Status().RowsOut == 0 {
+			t.Fatalf("p%d: %d rows left after retention (err %v, rows out %d)", par, len(rows), err, job.Status().RowsOut)
+		}
+	}
+}

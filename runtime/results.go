@@ -161,3 +161,22 @@ func groupKeyOf(k string, kind plan.KeyKind) string {
 	}
 	return string(b)
 }
+
+// expired returns the keys owned by sink subtask i of n whose window_end is
+// at or before cutoff (windowed results only).
+func (r *Results) expired(cutoff int64, i, n int) []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var out []string
+	for k := range r.latest {
+		b := []byte(k)
+		if _, rest, err := DecodeValue(b); err == nil {
+			if end, _, err := DecodeValue(rest); err == nil && end.I <= cutoff {
+				if n <= 1 || int(HashKey(groupKeyOf(k, plan.KeyWindowGroup))%uint64(n)) == i {
+					out = append(out, k)
+				}
+			}
+		}
+	}
+	return out
+}

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"math"
 	"sync/atomic"
 
 	"github.com/streamsql/streamsql/planner/plan"
@@ -37,13 +38,44 @@ type resultsSink struct {
 	// processing-time window), so at the first barrier after the replay
 	// every stale key the replay did not write is deleted.
 	stale map[string]struct{}
+	// retention > 0 drops result rows of windows that ended more than
+	// retention before the watermark (results_retention), at checkpoints.
+	retention   int64
+	wm          int64
+	kind        plan.KeyKind
+	task, tasks int
 }
 
 var _ sink = (*resultsSink)(nil)
 
 func newResultsSink(res *Results, store state.Versioned, qid uint64, key plan.KeyKind, rowsOut *atomic.Int64) *resultsSink {
 	return &resultsSink{res: res, store: store, prefix: resultPrefix(qid), appendOnly: key == plan.KeyRowID,
-		pending: map[string]change{}, uncommitted: map[string]change{}, rowsOut: rowsOut}
+		pending: map[string]change{}, uncommitted: map[string]change{}, rowsOut: rowsOut, kind: key, wm: math.MinInt64, tasks: 1}
+}
+
+func (s *resultsSink) watermark(wm int64) { s.wm = wm }
+
+// publish applies the pending changes to the latest results.
+func (s *resultsSink) publish() {
+	if len(s.pending) > 0 {
+		s.res.apply(s.pending)
+		s.pending = map[string]change{}
+	}
+}
+
+// expire deletes the rows this sink owns whose window ended more than the
+// retention before the watermark.
+func (s *resultsSink) expire() {
+	if s.retention <= 0 || s.kind != plan.KeyWindowGroup || s.wm == math.MinInt64 {
+		return
+	}
+	for _, k := range s.res.expired(s.wm-s.retention, s.task, s.tasks) {
+		if c, ok := s.pending[k]; ok && c.del {
+			continue
+		}
+		s.pending[k] = change{del: true}
+		s.uncommitted[k] = change{del: true}
+	}
 }
 
 func (s *resultsSink) Emit(b *Batch) error {
@@ -76,9 +108,10 @@ func (s *resultsSink) Barrier(b Barrier) error {
 		}
 		s.stale = nil
 	}
-	if len(s.pending) > 0 {
-		s.res.apply(s.pending)
-		s.pending = map[string]change{}
+	s.publish()
+	if b.CheckpointID != 0 {
+		s.expire() // over the rows just published too
+		s.publish()
 	}
 	if b.CheckpointID == 0 || len(s.uncommitted) == 0 {
 		return nil

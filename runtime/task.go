@@ -137,7 +137,12 @@ type sinkTerminal struct {
 	ended chan struct{}
 }
 
-func (s *sinkTerminal) Watermark(int64) error { return nil }
+func (s *sinkTerminal) Watermark(wm int64) error {
+	if w, ok := s.sink.(interface{ watermark(int64) }); ok {
+		w.watermark(wm)
+	}
+	return nil
+}
 func (s *sinkTerminal) End() error {
 	close(s.ended)
 	return nil

@@ -4,4 +4,7 @@ SELECT /*+ SET_VAR(emit_mode=on_window_close) */ channel, COUNT(*) FROM bids GRO
 SELECT window_start FROM bids;
 SELECT COUNT(*) FROM clicks GROUP BY TUMBLE(n, '1s');
 SELECT COUNT(*) FROM bids GROUP BY TUMBLE(ts, 'ten seconds');
-SELECT SUM(channel) FROM bids GROUP BY auction
+SELECT SUM(channel) FROM bids GROUP BY auction;
+SELECT /*+ SET_VAR(state_ttl='1h') */ channel, COUNT(*) FROM bids GROUP BY channel;
+SELECT /*+ SET_VAR(results_retention='1h') */ channel, COUNT(*) FROM bids GROUP BY channel;
+SELECT /*+ SET_VAR(parallelism=0) */ channel, COUNT(*) FROM bids GROUP BY channel
