@@ -51,8 +51,7 @@ var posRE = regexp.MustCompile(`line (\d+) column (\d+)`)
 // before the failing one (they are valid and may be executed, as SPEC says:
 // earlier statements stay applied) and an *Error naming the failing index.
 func Parse(sql string) ([]Statement, error) {
-	p := tidb.New()
-	nodes, warns, err := p.ParseSQL(sql)
+	nodes, warns, err := parseSQL(sql)
 	if err != nil {
 		perr := &Error{Kind: Syntax, Msg: cleanMsg(err.Error())}
 		if m := posRE.FindStringSubmatch(err.Error()); m != nil {
@@ -77,6 +76,19 @@ func Parse(sql string) ([]Statement, error) {
 		return out, &Error{Kind: Syntax, Statement: idx, Msg: strings.Join(msgs, "; ")}
 	}
 	return convertAll(sql, nodes)
+}
+
+// parseSQL runs the TiDB parser, turning its panics (its test driver panics
+// on some numeric literals, such as integers of more than 81 digits) into
+// syntax errors: bad SQL must never take the server down.
+func parseSQL(sql string) (nodes []ast.StmtNode, warns []error, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			nodes, warns = nil, nil
+			err = fmt.Errorf("the SQL parser could not read this text (%v); check numeric literals", r)
+		}
+	}()
+	return tidb.New().ParseSQL(sql)
 }
 
 // convertAll converts nodes, stopping at the first unsupported construct.
@@ -110,7 +122,7 @@ func parsePrefix(sql string, off int) []Statement {
 		off = len(sql)
 	}
 	for cut := strings.LastIndexByte(sql[:off], ';'); cut >= 0; cut = strings.LastIndexByte(sql[:cut], ';') {
-		nodes, warns, err := tidb.New().ParseSQL(sql[:cut+1])
+		nodes, warns, err := parseSQL(sql[:cut+1])
 		if err == nil && len(warns) == 0 {
 			out, _ := convertAll(sql, nodes)
 			if len(out) == len(nodes) {
@@ -125,7 +137,7 @@ func parsePrefix(sql string, off int) []Statement {
 // warningStatement finds the first statement that, parsed alone, warns.
 func warningStatement(sql string, nodes []ast.StmtNode) int {
 	for i, n := range nodes {
-		if _, w, err := tidb.New().ParseSQL(n.Text()); err == nil && len(w) > 0 {
+		if _, w, err := parseSQL(n.Text()); err == nil && len(w) > 0 {
 			return i
 		}
 	}

@@ -10,6 +10,10 @@ import (
 	"github.com/streamsql/streamsql/planner/plan"
 )
 
+// MaxStringLen bounds strings built by LPAD and RPAD (MySQL answers NULL
+// past max_allowed_packet; so do we, past 1 MiB).
+const MaxStringLen = 1 << 20
+
 // Eval is a compiled expression: it evaluates against one row.
 type Eval func(r plan.Row) plan.Value
 
@@ -563,7 +567,7 @@ func stringFuncs(fn string, a []Eval) (Eval, bool) {
 			rs := []rune(toString(vs[0]))
 			n := toInt(vs[1])
 			pad := []rune(toString(vs[2]))
-			if n < 0 {
+			if n < 0 || n > MaxStringLen {
 				return plan.Null
 			}
 			if n <= int64(len(rs)) {

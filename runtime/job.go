@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -155,6 +156,12 @@ func (j *Job) run(name string, fn func(context.Context) error) {
 	j.wg.Add(1)
 	go func() {
 		defer j.wg.Done()
+		defer func() {
+			// A broken invariant in one query fails that query, not the server.
+			if r := recover(); r != nil {
+				j.fail(fmt.Errorf("%s: internal error: %v\n%s", name, r, debug.Stack()))
+			}
+		}()
 		if err := fn(j.ctx); err != nil && j.ctx.Err() == nil {
 			j.fail(err)
 		}
