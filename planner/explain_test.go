@@ -15,8 +15,8 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 type testCatalog map[string]*plan.TableDef
 
-func (c testCatalog) Table(n string) (*plan.TableDef, bool)   { t, ok := c[n]; return t, ok }
-func (c testCatalog) View(string) (*plan.ViewDef, bool)       { return nil, false }
+func (c testCatalog) Table(n string) (*plan.TableDef, bool) { t, ok := c[n]; return t, ok }
+func (c testCatalog) View(string) (*plan.ViewDef, bool)     { return nil, false }
 
 func testTables(t *testing.T) testCatalog {
 	cat := testCatalog{}

@@ -251,6 +251,10 @@ func windowCall(e parser.Expr, tbl *plan.TableDef, base *scope) (*plan.WindowSpe
 		spec.Kind, spec.Size, spec.Slide = plan.Tumble, durs[0], durs[0]
 	case "hop":
 		spec.Kind, spec.Slide, spec.Size = plan.Hop, durs[0], durs[1]
+		if spec.Size/spec.Slide > MaxHopWindows {
+			return nil, errf(f.Name, "HOP of size %s sliding every %s puts each row in %d windows; at most %d are allowed",
+				window.FormatDuration(spec.Size), window.FormatDuration(spec.Slide), spec.Size/spec.Slide, MaxHopWindows)
+		}
 	default:
 		if spec.ProcTime {
 			return nil, errf(f.Name, "SESSION_WINDOW needs an event-time column, not PROCTIME()")
@@ -259,6 +263,9 @@ func windowCall(e parser.Expr, tbl *plan.TableDef, base *scope) (*plan.WindowSpe
 	}
 	return spec, nil
 }
+
+// MaxHopWindows bounds how many windows one row may fall in (size/slide).
+const MaxHopWindows = 1000
 
 type aggKey struct {
 	fn  plan.AggFn

@@ -7,4 +7,5 @@ SELECT COUNT(*) FROM bids GROUP BY TUMBLE(ts, 'ten seconds');
 SELECT SUM(channel) FROM bids GROUP BY auction;
 SELECT /*+ SET_VAR(state_ttl='1h') */ channel, COUNT(*) FROM bids GROUP BY channel;
 SELECT /*+ SET_VAR(results_retention='1h') */ channel, COUNT(*) FROM bids GROUP BY channel;
-SELECT /*+ SET_VAR(parallelism=0) */ channel, COUNT(*) FROM bids GROUP BY channel
+SELECT /*+ SET_VAR(parallelism=0) */ channel, COUNT(*) FROM bids GROUP BY channel;
+SELECT COUNT(*) FROM bids GROUP BY HOP(ts, '1ms', '1d')
