@@ -18,7 +18,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/streamsql/streamsql/planner/plan"
 	"github.com/streamsql/streamsql/queries"
 )
 
@@ -247,17 +246,17 @@ func (s *server) results(w http.ResponseWriter, r *http.Request) {
 	}
 	switch format {
 	case "json":
-		writeJSON(w, 200, map[string]any{"columns": colNames(schema), "rows": rowObjects(schema, rows)})
+		writeJSON(w, 200, map[string]any{"columns": queries.ColumnNames(schema), "rows": queries.Objects(schema, rows)})
 	case "ndjson":
 		w.Header().Set("Content-Type", "application/x-ndjson")
 		enc := json.NewEncoder(w)
-		for _, o := range rowObjects(schema, rows) {
+		for _, o := range queries.Objects(schema, rows) {
 			enc.Encode(o)
 		}
 	case "csv":
 		w.Header().Set("Content-Type", "text/csv")
 		cw := csv.NewWriter(w)
-		cw.Write(colNames(schema))
+		cw.Write(queries.ColumnNames(schema))
 		for _, r := range rows {
 			rec := make([]string, len(r))
 			for i, v := range r {
@@ -271,53 +270,6 @@ func (s *server) results(w http.ResponseWriter, r *http.Request) {
 	default:
 		problem(w, &queries.Error{Status: 400, Title: "malformed request", Detail: "format must be json, ndjson or csv, not " + format, Statement: -1})
 	}
-}
-
-// orderedRow keeps a result row's columns in schema order in JSON.
-type orderedRow struct {
-	cols []string
-	vals []any
-}
-
-func (o orderedRow) MarshalJSON() ([]byte, error) {
-	var b strings.Builder
-	b.WriteByte('{')
-	for i, c := range o.cols {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		k, _ := json.Marshal(c)
-		v, err := json.Marshal(o.vals[i])
-		if err != nil {
-			return nil, err
-		}
-		b.Write(k)
-		b.WriteByte(':')
-		b.Write(v)
-	}
-	b.WriteByte('}')
-	return []byte(b.String()), nil
-}
-
-func colNames(s plan.Schema) []string {
-	n := make([]string, len(s))
-	for i, c := range s {
-		n[i] = c.Name
-	}
-	return n
-}
-
-func rowObjects(s plan.Schema, rows []plan.Row) []orderedRow {
-	cols := colNames(s)
-	out := make([]orderedRow, len(rows))
-	for i, r := range rows {
-		vals := make([]any, len(r))
-		for j, v := range r {
-			vals[j] = queries.JSONValue(v)
-		}
-		out[i] = orderedRow{cols: cols, vals: vals}
-	}
-	return out
 }
 
 func (s *server) checkpoints(w http.ResponseWriter, r *http.Request) {

@@ -53,7 +53,7 @@ var posRE = regexp.MustCompile(`line (\d+) column (\d+)`)
 func Parse(sql string) ([]Statement, error) {
 	nodes, warns, err := parseSQL(sql)
 	if err != nil {
-		perr := &Error{Kind: Syntax, Msg: cleanMsg(err.Error())}
+		perr := &Error{Kind: Syntax, Msg: "syntax error: " + cleanMsg(err.Error())}
 		if m := posRE.FindStringSubmatch(err.Error()); m != nil {
 			perr.Line, _ = strconv.Atoi(m[1])
 			perr.Column, _ = strconv.Atoi(m[2])

@@ -249,11 +249,11 @@ func statusTitle(status int) string {
 
 // Result is one statement's outcome.
 type Result struct {
-	Statement int              `json:"statement"`
-	Kind      string           `json:"kind"`
-	Name      string           `json:"name,omitempty"`
-	Columns   []string         `json:"columns,omitempty"`
-	Rows      []map[string]any `json:"rows,omitempty"`
+	Statement int      `json:"statement"`
+	Kind      string   `json:"kind"`
+	Name      string   `json:"name,omitempty"`
+	Columns   []string `json:"columns,omitempty"`
+	Rows      []Object `json:"rows,omitempty"`
 }
 
 // Exec runs the statements of sql in order, stopping at the first failure:
@@ -518,28 +518,34 @@ func (e *Engine) show(s *parser.Show, st *parser.Statement) (Result, error) {
 	defer e.mu.RUnlock()
 	switch s.Kind {
 	case parser.ShowTables:
-		var rows []map[string]any
+		cols := []string{"name", "type", "engine"}
+		var rows []Object
 		for n, t := range e.tables {
-			rows = append(rows, map[string]any{"name": n, "type": "table", "engine": t.Engine})
+			rows = append(rows, Object{cols, []any{n, "table", t.Engine}})
 		}
 		for n := range e.views {
-			rows = append(rows, map[string]any{"name": n, "type": "view", "engine": "results"})
+			rows = append(rows, Object{cols, []any{n, "view", "results"}})
 		}
-		sort.Slice(rows, func(i, j int) bool { return rows[i]["name"].(string) < rows[j]["name"].(string) })
-		return Result{Kind: "show", Columns: []string{"name", "type", "engine"}, Rows: rows}, nil
+		sort.Slice(rows, func(i, j int) bool { return rows[i].Vals[0].(string) < rows[j].Vals[0].(string) })
+		return Result{Kind: "show", Columns: cols, Rows: rows}, nil
 	case parser.ShowCreateTable:
 		t, ok := e.tables[s.Name]
 		if !ok {
 			return Result{}, stmtErr(404, st, "unknown table %s", s.Name)
 		}
-		return Result{Kind: "show", Name: s.Name, Columns: []string{"name", "sql"}, Rows: []map[string]any{{"name": s.Name, "sql": t.SQL}}}, nil
+		return showCreate(s.Name, t.SQL), nil
 	default:
 		v, ok := e.views[s.Name]
 		if !ok {
 			return Result{}, stmtErr(404, st, "unknown view %s", s.Name)
 		}
-		return Result{Kind: "show", Name: s.Name, Columns: []string{"name", "sql"}, Rows: []map[string]any{{"name": s.Name, "sql": v.Record.SQL}}}, nil
+		return showCreate(s.Name, v.Record.SQL), nil
 	}
+}
+
+func showCreate(name, sql string) Result {
+	cols := []string{"name", "sql"}
+	return Result{Kind: "show", Name: name, Columns: cols, Rows: []Object{{cols, []any{name, sql}}}}
 }
 
 func (e *Engine) describe(s *parser.Describe, st *parser.Statement) (Result, error) {
@@ -554,7 +560,8 @@ func (e *Engine) describe(s *parser.Describe, st *parser.Statement) (Result, err
 	} else {
 		return Result{}, stmtErr(404, st, "unknown table or view %s", s.Name)
 	}
-	rows := make([]map[string]any, len(cols))
+	names := []string{"name", "type", "nullable", "key"}
+	rows := make([]Object, len(cols))
 	for i, c := range cols {
 		key := ""
 		for _, k := range pk {
@@ -562,9 +569,9 @@ func (e *Engine) describe(s *parser.Describe, st *parser.Statement) (Result, err
 				key = "PRI"
 			}
 		}
-		rows[i] = map[string]any{"name": c.Name, "type": c.Type.String(), "nullable": !c.NotNull, "key": key}
+		rows[i] = Object{names, []any{c.Name, c.Type.String(), !c.NotNull, key}}
 	}
-	return Result{Kind: "describe", Name: s.Name, Columns: []string{"name", "type", "nullable", "key"}, Rows: rows}, nil
+	return Result{Kind: "describe", Name: s.Name, Columns: names, Rows: rows}, nil
 }
 
 func (e *Engine) explain(s *parser.Explain, st *parser.Statement, set []parser.SetVar) (Result, error) {
@@ -592,7 +599,8 @@ func (e *Engine) explain(s *parser.Explain, st *parser.Statement, set []parser.S
 		}
 		text = g.Explain()
 	}
-	return Result{Kind: "explain", Columns: []string{"plan"}, Rows: []map[string]any{{"plan": text}}}, nil
+	cols := []string{"plan"}
+	return Result{Kind: "explain", Columns: cols, Rows: []Object{{cols, []any{text}}}}, nil
 }
 
 // pull runs SELECT over a view's results.
@@ -625,25 +633,5 @@ func (e *Engine) pull(s *parser.Select, st *parser.Statement) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	return Result{Kind: "select", Name: name, Columns: columnNames(q.Out), Rows: rowMaps(q.Out, out)}, nil
-}
-
-func columnNames(s plan.Schema) []string {
-	n := make([]string, len(s))
-	for i, c := range s {
-		n[i] = c.Name
-	}
-	return n
-}
-
-func rowMaps(s plan.Schema, rows []plan.Row) []map[string]any {
-	out := make([]map[string]any, len(rows))
-	for i, r := range rows {
-		m := make(map[string]any, len(s))
-		for j, c := range s {
-			m[c.Name] = JSONValue(r[j])
-		}
-		out[i] = m
-	}
-	return out
+	return Result{Kind: "select", Name: name, Columns: ColumnNames(q.Out), Rows: Objects(q.Out, out)}, nil
 }
