@@ -271,11 +271,7 @@ func (e *Engine) Query(name string) (QueryInfo, error) {
 	qi.LastCheckpoint = st.LastCheckpoint
 	qi.Counters = map[string]int64{"rows_in": st.RowsIn, "rows_out": st.RowsOut, "late_rows": st.LateRows}
 	for _, r := range st.RecentLate {
-		vals := make([]any, len(r))
-		for i, x := range r {
-			vals[i] = JSONValue(x)
-		}
-		qi.RecentLateRows = append(qi.RecentLateRows, vals)
+		qi.RecentLateRows = append(qi.RecentLateRows, map[string]any{"offset": r.Offset, "event_time": plan.FormatTime(r.EventTime)})
 	}
 	qi.Sinks["results"] = map[string]any{"committed_checkpoint": v.Results.Committed()}
 	return qi, nil

@@ -143,8 +143,7 @@ func (a *hashAgg) sessionGroup(r plan.Row, m *RowMeta, res *Batch) *group {
 	list := a.sessions[m.Key]
 	next, merged, absorbed := window.InsertSession(list, ts, a.spec.Window.Gap)
 	if window.Late(merged, a.spec.AllowedLateness, a.wm) {
-		a.counters.LateRows++
-		a.counters.Late = append(a.counters.Late, r)
+		a.counters.late(m, ts)
 		return nil
 	}
 	wk := winKey{merged.Start, merged.End, m.Key}

@@ -73,7 +73,7 @@ type Job struct {
 	mu       sync.Mutex
 	state    string
 	err      error
-	lateKeep []plan.Row
+	lateKeep []LateRow
 }
 
 // MaxLateSamples is how many recent late rows a job keeps for inspection.
@@ -183,7 +183,7 @@ func (j *Job) setState(s string, err error) {
 	j.state, j.err = s, err
 }
 
-func (j *Job) addLate(n int64, rows []plan.Row) {
+func (j *Job) addLate(n int64, rows []LateRow) {
 	j.lateRows.Add(n)
 	j.mu.Lock()
 	j.lateKeep = append(j.lateKeep, rows...)
@@ -522,7 +522,7 @@ type Status struct {
 	RowsIn         int64
 	RowsOut        int64
 	LateRows       int64
-	RecentLate     []plan.Row
+	RecentLate     []LateRow
 	LastCheckpoint uint64
 	Watermark      int64
 	Offsets        map[string]int64
@@ -531,7 +531,7 @@ type Status struct {
 // Status reports the job's state and counters.
 func (j *Job) Status() Status {
 	j.mu.Lock()
-	s := Status{State: j.state, Err: j.err, RecentLate: append([]plan.Row(nil), j.lateKeep...)}
+	s := Status{State: j.state, Err: j.err, RecentLate: append([]LateRow(nil), j.lateKeep...)}
 	j.mu.Unlock()
 	s.RowsIn, s.RowsOut, s.LateRows = j.rowsIn.Load(), j.rowsOut.Load(), j.lateRows.Load()
 	s.LastCheckpoint = j.lastCheckpoint.Load()

@@ -1,7 +1,5 @@
 package runtime
 
-import "github.com/streamsql/streamsql/planner/plan"
-
 // Emitter receives what an operator produces: the next operator of the
 // chain, or the task's output (an exchange or a sink).
 type Emitter interface {
@@ -40,8 +38,23 @@ type StateReader interface {
 // Counters are an operator's counts, published by its task.
 type Counters struct {
 	LateRows int64
-	// Late holds the most recent late rows (bounded by the task).
-	Late []plan.Row
+	// Late holds the most recent late rows (at most MaxLateSamples).
+	Late []LateRow
+}
+
+// LateRow identifies a row dropped as late: its source offset and event time.
+type LateRow struct {
+	Offset    int64
+	EventTime int64
+}
+
+// late counts one late row.
+func (c *Counters) late(m *RowMeta, ts int64) {
+	c.LateRows++
+	if len(c.Late) == MaxLateSamples {
+		c.Late = append(c.Late[:0], c.Late[1:]...)
+	}
+	c.Late = append(c.Late, LateRow{Offset: m.Offset, EventTime: ts})
 }
 
 // noState is embedded by operators whose checkpoint is not written yet.

@@ -22,6 +22,7 @@ var _ Operator = (*windowAssign)(nil)
 
 func (w *windowAssign) Process(b *Batch, out Emitter) error {
 	res := &Batch{Rows: make([]plan.Row, 0, len(b.Rows)), Meta: make([]RowMeta, 0, len(b.Rows))}
+	var slab []plan.Value // output rows are carved from one allocation per batch
 	for i, r := range b.Rows {
 		ts := r[0]
 		if ts.IsNull() {
@@ -46,14 +47,17 @@ func (w *windowAssign) Process(b *Batch, out Emitter) error {
 				late = true
 				continue
 			}
-			row := make(plan.Row, len(r)+1)
+			if len(slab) < len(r)+1 {
+				slab = make([]plan.Value, (len(r)+1)*max(len(b.Rows), 64))
+			}
+			row := plan.Row(slab[: len(r)+1 : len(r)+1])
+			slab = slab[len(r)+1:]
 			row[0], row[1] = plan.Time(win.Start), plan.Time(win.End)
 			copy(row[2:], r[1:])
 			res.Append(row, m)
 		}
 		if late {
-			w.counters.LateRows++
-			w.counters.Late = append(w.counters.Late, r)
+			w.counters.late(&m, ts.I)
 		}
 	}
 	if res.Len() == 0 {
