@@ -31,6 +31,8 @@ type Deps struct {
 	// Log opens an HTTP-ingest table's log by table id.
 	Log    func(tableID uint64) (*state.Log, error)
 	Logger *slog.Logger
+	// openReader, when set, replaces the engine readers (tests).
+	openReader func(src *plan.Source, from int64) (reader, error)
 }
 
 // StartOptions say which query this is and where its sources start.
@@ -332,6 +334,9 @@ func (j *Job) output(vid, subtask int, boxes map[int][]*mailbox, inputBase map[[
 
 func (j *Job) reader(src *plan.Source, deps Deps, o StartOptions) (reader, error) {
 	from := o.StartOffsets[src.Table]
+	if deps.openReader != nil {
+		return deps.openReader(src, from)
+	}
 	switch src.Engine {
 	case "http":
 		l, err := deps.Log(src.TableID)
