@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,6 +35,9 @@ type server struct {
 	opts Options
 	log  *slog.Logger
 	reg  *prometheus.Registry
+
+	ingestRows    *prometheus.CounterVec
+	ingestSeconds *prometheus.HistogramVec
 }
 
 // New returns the API's handler.
@@ -45,7 +49,11 @@ func New(e *queries.Engine, opts Options) http.Handler {
 		opts.Logger = slog.Default()
 	}
 	s := &server{e: e, opts: opts, log: opts.Logger, reg: prometheus.NewRegistry()}
-	s.reg.MustRegister(newCollector(e), prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	s.ingestRows = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamsql_ingest_rows_total",
+		Help: "Rows acknowledged (durable) by POST /v1/tables/{table}/rows."}, []string{"table"})
+	s.ingestSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "streamsql_ingest_request_seconds",
+		Help: "Time from an ingest request's arrival to its answer, by status code.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}, []string{"code"})
+	s.reg.MustRegister(newCollector(e), s.ingestRows, s.ingestSeconds, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	r := chi.NewRouter()
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
 	r.Group(func(r chi.Router) {
@@ -86,8 +94,8 @@ func (s *server) auth(next http.Handler) http.Handler {
 	})
 }
 
-// problem writes an error as application/problem+json.
-func problem(w http.ResponseWriter, err error) {
+// problem writes an error as application/problem+json and returns its status.
+func problem(w http.ResponseWriter, err error) int {
 	var qe *queries.Error
 	if !errors.As(err, &qe) {
 		qe = &queries.Error{Status: 500, Title: "internal error", Detail: err.Error(), Statement: -1}
@@ -105,6 +113,7 @@ func problem(w http.ResponseWriter, err error) {
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(qe.Status)
 	json.NewEncoder(w).Encode(body)
+	return qe.Status
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -165,15 +174,22 @@ func (s *server) sql(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) ingest(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	code := 200
+	defer func() { s.ingestSeconds.WithLabelValues(strconv.Itoa(code)).Observe(time.Since(start).Seconds()) }()
 	body, err := s.readBody(w, r)
 	if err != nil {
-		problem(w, err)
+		code = problem(w, err)
 		return
 	}
-	res, err := s.e.Ingest(r.Context(), chi.URLParam(r, "table"), body, r.Header.Get("Idempotency-Key"))
+	table := chi.URLParam(r, "table")
+	res, err := s.e.Ingest(r.Context(), table, body, r.Header.Get("Idempotency-Key"))
 	if err != nil {
-		problem(w, err)
+		code = problem(w, err)
 		return
+	}
+	if !res.Duplicate {
+		s.ingestRows.WithLabelValues(table).Add(float64(res.Accepted))
 	}
 	out := map[string]any{"accepted": res.Accepted, "first_offset": res.First, "last_offset": res.Last}
 	if res.Duplicate {
