@@ -258,7 +258,17 @@ func (e *Engine) Query(name string) (QueryInfo, error) {
 			"checkpoint_interval": window.FormatDuration(o.CheckpointInterval), "emit_interval": window.FormatDuration(o.EmitInterval)}
 	}
 	if v.Job == nil {
-		qi.Error = "the query could not be started; see the server log"
+		switch {
+		case v.Record.Stopped:
+			qi.State = runtime.StateStopped
+		case v.StartErr != nil:
+			qi.Error = v.StartErr.Error()
+		default:
+			qi.Error = "the query could not be started; see the server log"
+		}
+		if v.Results != nil {
+			qi.LastCheckpoint = v.Results.Committed()
+		}
 		return qi, nil
 	}
 	st := v.Job.Status()
@@ -285,7 +295,7 @@ func (e *Engine) Results(name string, committed bool) (plan.Schema, []plan.Row, 
 	if !ok {
 		return nil, nil, notFound("query", name)
 	}
-	if v.Graph == nil {
+	if v.Graph == nil || v.Results == nil {
 		return nil, nil, &Error{Status: 409, Title: statusTitle(409), Detail: fmt.Sprintf("query %s is not running", name), Statement: -1}
 	}
 	rows, err := v.Results.Rows(committed)
@@ -306,7 +316,7 @@ func (e *Engine) Checkpoint(ctx context.Context, only string) ([]CheckpointInfo,
 	e.mu.RLock()
 	var views []*View
 	for n, v := range e.views {
-		if only == "" || n == only {
+		if (only == "" && !v.Record.Stopped) || n == only {
 			views = append(views, v)
 		}
 	}
@@ -326,6 +336,13 @@ func (e *Engine) Checkpoint(ctx context.Context, only string) ([]CheckpointInfo,
 		go func(v *View, ch chan res) {
 			if v.Job == nil {
 				ch <- res{err: errors.New("query is not running")}
+				return
+			}
+			if v.Graph.Options.CheckpointInterval == 0 {
+				// Checkpoints are off for this query: the flush barrier still
+				// publishes every acknowledged row to the latest results.
+				_, err := v.Job.Checkpoint(ctx)
+				ch <- res{err: err}
 				return
 			}
 			id, err := v.Job.Checkpoint(ctx)
@@ -360,4 +377,83 @@ func (e *Engine) DropQuery(name string) error {
 	}
 	e.dropView(v)
 	return nil
+}
+
+// StopQuery takes a final checkpoint of a query and stops it; it stays
+// stopped (across restarts too) until ResumeQuery.
+func (e *Engine) StopQuery(ctx context.Context, name string) (QueryInfo, error) {
+	e.mu.Lock()
+	v, ok := e.views[name]
+	if !ok {
+		e.mu.Unlock()
+		return QueryInfo{}, notFound("query", name)
+	}
+	if v.Record.Stopped {
+		e.mu.Unlock()
+		return e.Query(name)
+	}
+	if v.Job == nil {
+		e.mu.Unlock()
+		return QueryInfo{}, &Error{Status: 409, Title: statusTitle(409), Detail: fmt.Sprintf("query %s is not running", name), Statement: -1}
+	}
+	job := v.Job
+	e.mu.Unlock()
+	if err := job.StopWithCheckpoint(ctx); err != nil {
+		return QueryInfo{}, fmt.Errorf("stop %s: final checkpoint: %w", name, err)
+	}
+	e.mu.Lock()
+	v.Record.Stopped = true
+	v.Job = nil
+	err := e.putView(v.Record)
+	e.mu.Unlock()
+	if err != nil {
+		return QueryInfo{}, err
+	}
+	return e.Query(name)
+}
+
+// ResumeQuery starts a stopped query again from its last checkpoint.
+func (e *Engine) ResumeQuery(name string) (QueryInfo, error) {
+	e.mu.Lock()
+	v, ok := e.views[name]
+	if !ok {
+		e.mu.Unlock()
+		return QueryInfo{}, notFound("query", name)
+	}
+	if v.Job != nil {
+		e.mu.Unlock()
+		return e.Query(name)
+	}
+	rec := v.Record
+	rec.Stopped = false
+	nv, err := e.startView(rec)
+	if err == nil {
+		err = e.putView(rec)
+	}
+	if err == nil {
+		e.views[name] = nv
+	}
+	e.mu.Unlock()
+	if err != nil {
+		return QueryInfo{}, err
+	}
+	return e.Query(name)
+}
+
+// Checkpoints returns a query's recent checkpoints, newest first.
+func (e *Engine) Checkpoints(name string) ([]runtime.CheckpointStat, error) {
+	e.mu.RLock()
+	v, ok := e.views[name]
+	e.mu.RUnlock()
+	if !ok {
+		return nil, notFound("query", name)
+	}
+	if v.Job == nil {
+		return []runtime.CheckpointStat{}, nil
+	}
+	h := v.Job.History()
+	for i, j := 0, len(h)-1; i < j; i, j = i+1, j-1 {
+		h[i], h[j] = h[j], h[i]
+	}
+	return h, nil
 }

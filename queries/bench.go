@@ -88,7 +88,7 @@ func Bench(ctx context.Context, cfg BenchConfig) (BenchResult, error) {
 	if err != nil {
 		return BenchResult{}, err
 	}
-	defer e.Close()
+	defer e.Close(ctx)
 	if _, err := e.Exec(ctx, BenchTable(cfg.Events)); err != nil {
 		return BenchResult{}, err
 	}

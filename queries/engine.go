@@ -40,14 +40,18 @@ type Engine struct {
 	mu     sync.RWMutex
 	tables map[string]*plan.TableDef
 	views  map[string]*View
+
+	stopBg func() // stops the maintenance loop
 }
 
 // View is a continuous query whose results live in the results table.
 type View struct {
 	Record  viewRecord
 	Graph   *plan.Graph
-	Job     *runtime.Job
+	Job     *runtime.Job // nil when stopped or not startable
 	Results *runtime.Results
+	// StartErr says why the view could not be started at boot.
+	StartErr error
 }
 
 // viewRecord is a view as stored in the catalog: enough to plan it again.
@@ -58,6 +62,9 @@ type viewRecord struct {
 	Set          []parser.SetVar  `json:"set,omitempty"`
 	StartOffsets map[string]int64 `json:"start_offsets,omitempty"`
 	Created      time.Time        `json:"created"`
+	// Stopped: POST /v1/queries/{name}/stop took a final checkpoint; the
+	// query stays stopped across restarts until resumed.
+	Stopped bool `json:"stopped,omitempty"`
 }
 
 const (
@@ -88,9 +95,10 @@ func Open(cfg Config) (*Engine, error) {
 	}
 	e := &Engine{cfg: cfg, log: cfg.Logger, meta: meta, store: store, tables: map[string]*plan.TableDef{}, views: map[string]*View{}}
 	if err := e.load(); err != nil {
-		e.Close()
+		e.Close(context.Background())
 		return nil, err
 	}
+	e.startMaintenance()
 	return e, nil
 }
 
@@ -127,11 +135,20 @@ func (e *Engine) load() error {
 		if err := json.Unmarshal(kv.Value, &rec); err != nil {
 			return fmt.Errorf("catalog %s: %w", kv.Key, err)
 		}
-		v, err := e.startView(rec)
+		var v *View
+		if rec.Stopped {
+			v = &View{Record: rec}
+			v.Graph, err = e.planView(rec)
+			if err == nil {
+				v.Results, err = runtime.OpenResults(e.store, rec.ID)
+			}
+		} else {
+			v, err = e.startView(rec)
+		}
 		if err != nil {
 			// Keep the definition visible with its error rather than refuse to start.
 			e.log.Error("view did not start", "view", rec.Name, "err", err)
-			v = &View{Record: rec}
+			v = &View{Record: rec, StartErr: err}
 		}
 		e.views[rec.Name] = v
 	}
@@ -139,13 +156,26 @@ func (e *Engine) load() error {
 }
 
 // Close stops every query and closes the stores.
-func (e *Engine) Close() {
+// Every running query first takes a final checkpoint (bounded by ctx), so
+// the next start resumes without replaying anything.
+func (e *Engine) Close(ctx context.Context) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	var wg sync.WaitGroup
 	for _, v := range e.views {
 		if v.Job != nil {
-			v.Job.Stop()
+			wg.Add(1)
+			go func(v *View) {
+				defer wg.Done()
+				if err := v.Job.StopWithCheckpoint(ctx); err != nil {
+					e.log.Warn("final checkpoint", "query", v.Record.Name, "err", err)
+				}
+			}(v)
 		}
+	}
+	wg.Wait()
+	if e.stopBg != nil {
+		e.stopBg()
 	}
 	if e.store != nil {
 		e.store.Close()
@@ -417,8 +447,7 @@ func (e *Engine) createView(s *parser.CreateView, st *parser.Statement, set []pa
 	if exists {
 		e.dropView(old)
 	}
-	b, _ := json.Marshal(rec)
-	if err := e.meta.PutCatalog(viewPrefix+rec.Name, b); err != nil {
+	if err := e.putView(rec); err != nil {
 		return Result{}, err
 	}
 	v, err := e.startView(rec)
@@ -428,6 +457,15 @@ func (e *Engine) createView(s *parser.CreateView, st *parser.Statement, set []pa
 	}
 	e.views[rec.Name] = v
 	return Result{Kind: "create_view", Name: rec.Name}, nil
+}
+
+// putView persists a view's record (caller holds mu).
+func (e *Engine) putView(rec viewRecord) error {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	return e.meta.PutCatalog(viewPrefix+rec.Name, b)
 }
 
 // dropView stops a view and deletes its state and results (caller holds mu).

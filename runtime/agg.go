@@ -19,7 +19,6 @@ import (
 // in on_window_close mode, one final row per window when the watermark
 // passes window_end + allowed_lateness. Closed windows are purged.
 type hashAgg struct {
-	noState
 	spec     *plan.Aggregate
 	nkeys    int
 	wOff     int
@@ -33,6 +32,10 @@ type hashAgg struct {
 	counters *Counters
 	keyBuf   []byte
 	post     plan.Row
+	// Since the last snapshot: groups changed, and keys of groups removed
+	// (closed, or absorbed by a session merge).
+	changed map[winKey]*group
+	removed []winKey
 }
 
 var _ Operator = (*hashAgg)(nil)
@@ -52,7 +55,8 @@ type group struct {
 }
 
 func newHashAgg(spec *plan.Aggregate, env *Env, c *Counters) (*hashAgg, error) {
-	a := &hashAgg{spec: spec, nkeys: len(spec.Keys), groups: map[winKey]*group{}, sessions: map[string][]window.Window{}, wm: window.NoWatermark, counters: c}
+	a := &hashAgg{spec: spec, nkeys: len(spec.Keys), groups: map[winKey]*group{}, sessions: map[string][]window.Window{},
+		wm: window.NoWatermark, counters: c, changed: map[winKey]*group{}}
 	if spec.Windowed {
 		a.wOff = 2
 	}
@@ -127,6 +131,7 @@ func (a *hashAgg) newGroup(wk winKey, r plan.Row) *group {
 }
 
 func (a *hashAgg) markDirty(g *group) {
+	a.changed[g.wk] = g
 	if !g.dirty {
 		g.dirty = true
 		if a.spec.EmitMode == plan.EmitChanges {
@@ -169,6 +174,7 @@ func (a *hashAgg) sessionGroup(r plan.Row, m *RowMeta, res *Batch) *group {
 		}
 		og.dead = true
 		delete(a.groups, ok)
+		a.removed = append(a.removed, ok)
 	}
 	a.sessions[m.Key] = next
 	return g
@@ -197,6 +203,7 @@ func (a *hashAgg) advance(wm int64, res *Batch) error {
 		}
 		g.dead = true
 		delete(a.groups, top.wk)
+		a.removed = append(a.removed, top.wk)
 		if a.spec.Session {
 			a.dropSession(top.wk)
 		}
@@ -245,6 +252,7 @@ func (a *hashAgg) emit(g *group, res *Batch, final bool) {
 		if g.emitted && !final {
 			res.Append(nil, RowMeta{Key: a.upsertKey(g), Op: Delete, WM: a.wm})
 			g.emitted = false
+			a.changed[g.wk] = g
 		}
 		return
 	}
@@ -253,7 +261,10 @@ func (a *hashAgg) emit(g *group, res *Batch, final bool) {
 		row[i] = o(p)
 	}
 	res.Append(row, RowMeta{Key: a.upsertKey(g), Op: Upsert, WM: a.wm})
-	g.emitted = true
+	if !g.emitted {
+		g.emitted = true
+		a.changed[g.wk] = g
+	}
 }
 
 func (a *hashAgg) Watermark(wm int64, out Emitter) error {

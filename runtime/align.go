@@ -33,7 +33,6 @@ func (a *aligner) Arrive(in int, b Barrier) (Barrier, bool, error) {
 	} else if b.Epoch != a.pending.Epoch {
 		return Barrier{}, false, fmt.Errorf("barrier %d on input %d while aligning barrier %d", b.Epoch, in, a.pending.Epoch)
 	}
-	a.pending.Restoring = a.pending.Restoring || b.Restoring
 	a.pending.Flush = a.pending.Flush || b.Flush
 	a.blocked[in] = true
 	a.arrived++

@@ -13,8 +13,8 @@ func TestAlignerTwoInputs(t *testing.T) {
 	if !a.Blocked(0) || a.Blocked(1) {
 		t.Fatal("input 0 must block, input 1 must not")
 	}
-	b, done, err := a.Arrive(1, Barrier{Epoch: 1, Restoring: true})
-	if err != nil || !done || b.Epoch != 1 || !b.Restoring {
+	b, done, err := a.Arrive(1, Barrier{Epoch: 1, Flush: true})
+	if err != nil || !done || b.Epoch != 1 || !b.Flush {
 		t.Fatalf("got %+v %v %v", b, done, err)
 	}
 	if a.Blocked(0) || a.Blocked(1) {

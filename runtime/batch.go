@@ -52,9 +52,6 @@ type Barrier struct {
 	// Flush: sources read everything acknowledged before forwarding it
 	// (POST /v1/checkpoints).
 	Flush bool
-	// Restoring: some source had not yet caught up with what it had to
-	// replay; sinks do not publish and the checkpoint is skipped.
-	Restoring bool
 }
 
 // MsgKind is the kind of a message between tasks.

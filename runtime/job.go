@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -39,8 +38,9 @@ type Deps struct {
 type StartOptions struct {
 	QueryID uint64
 	Name    string
-	// StartOffsets: per source table name, the first offset to read (a
-	// start=latest table's end when the query was created).
+	// StartOffsets: per source table name, the first offset to read when
+	// the query has no checkpoint yet (a start=latest table's end when the
+	// query was created).
 	StartOffsets map[string]int64
 	// Results receives a view's results (nil for a discard sink).
 	Results *Results
@@ -70,25 +70,55 @@ type Job struct {
 
 	rowsIn, rowsOut, lateRows atomic.Int64
 	lastCheckpoint            atomic.Uint64
-	restoring                 atomic.Bool
+	toRestore                 atomic.Int64 // tasks still restoring state
 
 	mu       sync.Mutex
 	state    string
 	err      error
 	lateKeep []LateRow
+	history  []CheckpointStat
+	// marker is the last completed checkpoint's marker.
+	marker markerValue
 }
 
 // MaxLateSamples is how many recent late rows a job keeps for inspection.
 const MaxLateSamples = 20
+
+// MaxHistory is how many checkpoints a job remembers for the API.
+const MaxHistory = 50
 
 type checkpointResult struct {
 	id  uint64
 	err error
 }
 
-// Start builds the job's tasks from its graph and starts them. The query's
-// committed results are loaded and anything an unfinished checkpoint left
-// above the last marker is repaired first.
+// CheckpointStat is one checkpoint in a query's history.
+type CheckpointStat struct {
+	ID       uint64           `json:"id"`
+	Status   string           `json:"status"` // in_progress, completed, failed
+	Error    string           `json:"error,omitempty"`
+	Started  time.Time        `json:"started"`
+	Duration int64            `json:"duration_ms"`
+	Bytes    int64            `json:"bytes"`
+	Offsets  map[string]int64 `json:"offsets"`
+}
+
+// markerValue is the JSON of a checkpoint marker: the counters and source
+// offsets as of the checkpoint.
+type markerValue struct {
+	ID      uint64           `json:"id"`
+	Time    int64            `json:"time_ms"`
+	RowsIn  int64            `json:"rows_in"`
+	RowsOut int64            `json:"rows_out"`
+	Late    int64            `json:"late_rows"`
+	Offsets map[string]int64 `json:"offsets,omitempty"`
+}
+
+// Start builds the job's tasks from its graph and starts them. Anything an
+// unfinished checkpoint left above the last marker is repaired first; then
+// every task restores its state as of that checkpoint (on its own
+// goroutine, state "restoring") and the sources resume from the offsets
+// recorded there.
 func Start(g *plan.Graph, deps Deps, o StartOptions) (*Job, error) {
 	j := &Job{ID: o.QueryID, Name: o.Name, Graph: g, store: deps.Store, logger: deps.Logger, results: o.Results,
 		acks: make(chan ack, 64), force: make(chan chan checkpointResult, 16), state: StateStarting}
@@ -104,10 +134,12 @@ func Start(g *plan.Graph, deps Deps, o StartOptions) (*Job, error) {
 		j.cancel()
 		return nil, err
 	}
-	if j.restoring.Load() {
-		j.setState(StateRestoring, nil)
-	} else {
+	j.toRestore.Store(int64(len(j.tasks)))
+	switch {
+	case len(j.tasks) == 0:
 		j.setState(StateRunning, nil)
+	case committed > 0:
+		j.setState(StateRestoring, nil)
 	}
 	for _, s := range j.sources {
 		j.run(s.name, s.run)
@@ -123,8 +155,16 @@ func Start(g *plan.Graph, deps Deps, o StartOptions) (*Job, error) {
 	return j, nil
 }
 
-// recover repairs the store above the last completed checkpoint and loads
-// the committed results. It returns that checkpoint's id (0: none).
+// taskRestored is called by each non-source task once its state is loaded.
+func (j *Job) taskRestored() {
+	if j.toRestore.Add(-1) == 0 {
+		j.setState(StateRunning, nil)
+	}
+}
+
+// recover repairs the store above the last completed checkpoint, loads the
+// committed results and the checkpoint's counters. It returns that
+// checkpoint's id (0: none).
 func (j *Job) recover() (uint64, error) {
 	id, val, ok, err := j.store.LastMarker(markerKey(j.ID))
 	if err != nil {
@@ -144,6 +184,14 @@ func (j *Job) recover() (uint64, error) {
 			return 0, fmt.Errorf("query %s: marker after repair: %w", j.Name, err)
 		}
 		id = rid
+	}
+	if ok {
+		if err := json.Unmarshal(val, &j.marker); err != nil {
+			return 0, fmt.Errorf("query %s: marker of checkpoint %d: %w", j.Name, id, err)
+		}
+		j.rowsIn.Store(j.marker.RowsIn)
+		j.rowsOut.Store(j.marker.RowsOut)
+		j.lateRows.Store(j.marker.Late)
 	}
 	if j.results != nil {
 		if err := j.results.Load(id); err != nil {
@@ -195,6 +243,12 @@ func (j *Job) addLate(n int64, rows []LateRow) {
 	j.mu.Unlock()
 }
 
+// opPrefix is where operator op of vertex v keeps its state (shared by the
+// vertex's tasks: state is keyed by group, so parallelism may change).
+func opPrefix(qid uint64, v, op int) []byte {
+	return fmt.Appendf(QueryPrefix(qid), "/o/%d/%d/", v, op)
+}
+
 // build creates every task from the graph: the one place where plan specs
 // become operators.
 func (j *Job) build(deps Deps, o StartOptions, committed uint64) error {
@@ -236,15 +290,11 @@ func (j *Job) build(deps Deps, o StartOptions, committed uint64) error {
 					if j.results == nil {
 						return fmt.Errorf("query %s: a results sink needs a results table", j.Name)
 					}
-					rs := newResultsSink(j.results, j.store, j.ID, s.Key, &j.rowsOut)
+					rs := newResultsSink(j.results, j.store, j.ID, s.Key, counters)
 					rs.retention, rs.task, rs.tasks = g.Options.ResultsRetention, i, v.Parallelism
-					if committed > 0 {
-						// Recovery replays from the start (see resultsSink.stale).
-						rs.stale = j.results.ownedKeys(s.Key, i, v.Parallelism)
-					}
 					st.sink = rs
 				default:
-					st.sink = &discardSink{rowsOut: &j.rowsOut}
+					st.sink = &discardSink{counters: counters}
 				}
 				j.sinks = append(j.sinks, st)
 				term = st
@@ -256,38 +306,29 @@ func (j *Job) build(deps Deps, o StartOptions, committed uint64) error {
 				term = out
 			}
 			built := make([]Operator, 0, len(ops))
-			for _, spec := range ops {
+			prefixes := make([][]byte, 0, len(ops))
+			for k, spec := range ops {
 				op, err := buildOperator(spec, env, counters)
 				if err != nil {
 					return fmt.Errorf("query %s: %s: %w", j.Name, spec.OpName(), err)
 				}
 				built = append(built, op)
+				prefixes = append(prefixes, opPrefix(j.ID, v.ID, k))
 			}
-			base := taskBase{job: j, name: name, chain: newChain(built, term), counters: counters, env: env}
+			base := taskBase{job: j, name: name, chain: newChain(built, term), counters: counters, env: env,
+				opPrefix: prefixes, subtask: i, parallel: v.Parallelism}
 			j.ntasks++
 			if src != nil {
-				rd, err := j.reader(src, deps, o)
+				st, err := j.sourceTask(base, src, v.ID, i, deps, o, committed, tick)
 				if err != nil {
-					return fmt.Errorf("query %s: source %s: %w", j.Name, src.Table, err)
+					return err
 				}
-				st := &sourceTask{taskBase: base, spec: src, vertex: v.ID, subtask: i, reader: rd, inject: make(chan Barrier, 1),
-					tracker: window.NewTracker(src.WatermarkDelay), floor: window.NoWatermark, wm: window.NoWatermark, tick: tick}
-				if committed > 0 {
-					// Recovery replays the log from the start: until the
-					// source is back where it was, the query is restoring.
-					st.replayTo = rd.Available(time.Now().UnixMilli())
-					if st.replayTo > rd.Offset() {
-						j.restoring.Store(true)
-					}
-				}
-				st.offset.Store(rd.Offset())
-				st.published.Store(window.NoWatermark)
 				j.sources = append(j.sources, st)
 				continue
 			}
 			mb := boxes[v.ID][i]
 			t := &task{taskBase: base, mb: mb, align: newAligner(len(mb.queues)), inWM: make([]int64, len(mb.queues)),
-				ended: make([]bool, len(mb.queues)), wm: window.NoWatermark}
+				ended: make([]bool, len(mb.queues)), wm: window.NoWatermark, restoreAt: committed}
 			for k := range t.inWM {
 				t.inWM[k] = window.NoWatermark
 			}
@@ -295,6 +336,40 @@ func (j *Job) build(deps Deps, o StartOptions, committed uint64) error {
 		}
 	}
 	return nil
+}
+
+// sourceTask builds a source task at the position recorded by checkpoint
+// committed, or at its start offset when there is none.
+func (j *Job) sourceTask(base taskBase, src *plan.Source, v, i int, deps Deps, o StartOptions, committed uint64, tick time.Duration) (*sourceTask, error) {
+	if len(base.chain.ops) > 0 && committed > 0 {
+		// Operators chained to a source (calc, window assignment) are
+		// stateless today; restore them all the same.
+		if err := base.restore(committed); err != nil {
+			return nil, err
+		}
+	}
+	pos := sourcePos{Offset: o.StartOffsets[src.Table], MaxEventTime: window.NoWatermark, Floor: window.NoWatermark}
+	if committed > 0 {
+		raw, err := j.store.Get(sourceKey(j.ID, v, i), committed)
+		if err != nil {
+			return nil, fmt.Errorf("query %s: source %s position at checkpoint %d: %w", j.Name, src.Table, committed, err)
+		}
+		if err := json.Unmarshal(raw, &pos); err != nil {
+			return nil, fmt.Errorf("query %s: source %s position: %w", j.Name, src.Table, err)
+		}
+	}
+	rd, err := j.reader(src, deps, pos.Offset)
+	if err != nil {
+		return nil, fmt.Errorf("query %s: source %s: %w", j.Name, src.Table, err)
+	}
+	st := &sourceTask{taskBase: base, spec: src, vertex: v, subtask: i, reader: rd, inject: make(chan Barrier, 1),
+		tracker: window.NewTracker(src.WatermarkDelay), floor: pos.Floor, wm: window.NoWatermark, tick: tick}
+	if pos.MaxEventTime != window.NoWatermark {
+		st.tracker.Observe(pos.MaxEventTime)
+	}
+	st.offset.Store(rd.Offset())
+	st.published.Store(window.NoWatermark)
+	return st, nil
 }
 
 // buildOperator makes the operator of one spec.
@@ -332,8 +407,7 @@ func (j *Job) output(vid, subtask int, boxes map[int][]*mailbox, inputBase map[[
 	return nil, fmt.Errorf("stage %d has no consumer", vid)
 }
 
-func (j *Job) reader(src *plan.Source, deps Deps, o StartOptions) (reader, error) {
-	from := o.StartOffsets[src.Table]
+func (j *Job) reader(src *plan.Source, deps Deps, from int64) (reader, error) {
 	if deps.openReader != nil {
 		return deps.openReader(src, from)
 	}
@@ -348,205 +422,4 @@ func (j *Job) reader(src *plan.Source, deps Deps, o StartOptions) (reader, error
 		return newNexmarkReader(src, from, time.Now().UnixMilli())
 	}
 	return nil, fmt.Errorf("no reader for ENGINE=%s", src.Engine)
-}
-
-// markerValue is the JSON of a checkpoint marker.
-type markerValue struct {
-	ID      uint64 `json:"id"`
-	Time    int64  `json:"time_ms"`
-	RowsIn  int64  `json:"rows_in"`
-	RowsOut int64  `json:"rows_out"`
-	Late    int64  `json:"late_rows"`
-}
-
-// coordinate is the checkpoint coordinator: it injects a barrier at every
-// source each emit interval (a checkpoint when the checkpoint interval has
-// come, or on request), waits for every task's ack, and completes the
-// checkpoint by committing its marker. One barrier is in flight at a time.
-func (j *Job) coordinate() {
-	opts := j.Graph.Options
-	emit := time.Duration(opts.EmitInterval) * time.Millisecond
-	if emit <= 0 {
-		emit = 200 * time.Millisecond
-	}
-	ticker := time.NewTicker(emit)
-	defer ticker.Stop()
-	var (
-		epoch     uint64
-		inFlight  bool
-		cur       Barrier
-		acked     int
-		restoring bool
-		failed    error
-		waiting   []chan checkpointResult // asked before the barrier in flight
-		queued    []chan checkpointResult // asked while it was in flight
-		lastCkpt  = time.Now()
-		ckptEvery = time.Duration(opts.CheckpointInterval) * time.Millisecond
-	)
-	inject := func(force bool) {
-		epoch++
-		cur = Barrier{Epoch: epoch, Flush: force}
-		if ckptEvery > 0 && (force || time.Since(lastCkpt) >= ckptEvery) {
-			cur.CheckpointID = j.store.NextID()
-			lastCkpt = time.Now()
-		}
-		inFlight, acked, restoring, failed = true, 0, false, nil
-		waiting, queued = queued, nil
-		for _, s := range j.sources {
-			select {
-			case s.inject <- cur:
-			case <-j.ctx.Done():
-				return
-			}
-		}
-	}
-	complete := func() {
-		inFlight = false
-		res := checkpointResult{}
-		switch {
-		case failed != nil:
-			res.err = failed
-		case cur.CheckpointID == 0:
-		case restoring:
-			res.err = errors.New("checkpoint skipped: the query is still restoring")
-		default:
-			val, _ := json.Marshal(markerValue{ID: cur.CheckpointID, Time: time.Now().UnixMilli(),
-				RowsIn: j.rowsIn.Load(), RowsOut: j.rowsOut.Load(), Late: j.lateRows.Load()})
-			if err := j.store.CommitMarker(markerKey(j.ID), cur.CheckpointID, val); err != nil {
-				res.err = fmt.Errorf("checkpoint %d: commit marker: %w", cur.CheckpointID, err)
-				j.fail(res.err)
-				break
-			}
-			if j.results != nil {
-				j.results.setCommitted(cur.CheckpointID)
-			}
-			j.lastCheckpoint.Store(cur.CheckpointID)
-			res.id = cur.CheckpointID
-		}
-		if !restoring && j.restoring.Load() {
-			j.restoring.Store(false)
-			j.setState(StateRunning, nil)
-		}
-		for _, w := range waiting {
-			w <- res
-		}
-		waiting = nil
-		if len(queued) > 0 {
-			inject(true)
-		}
-	}
-	for {
-		select {
-		case <-j.ctx.Done():
-			for _, w := range append(waiting, queued...) {
-				w <- checkpointResult{err: errors.New("query stopped")}
-			}
-			return
-		case <-ticker.C:
-			if !inFlight {
-				inject(false)
-			}
-		case w := <-j.force:
-			queued = append(queued, w)
-			if !inFlight {
-				inject(true)
-			}
-		case a := <-j.acks:
-			if a.epoch != cur.Epoch {
-				continue
-			}
-			acked++
-			restoring = restoring || a.restoring
-			if a.err != nil && failed == nil {
-				failed = a.err
-			}
-			if acked == j.ntasks {
-				complete()
-			}
-		}
-	}
-}
-
-// Checkpoint takes a checkpoint now: every source first reads every row
-// available (acknowledged) when the barrier reaches it. It returns the
-// completed checkpoint's id (0 when checkpoints are off: the barrier still
-// publishes the latest results).
-func (j *Job) Checkpoint(ctx context.Context) (uint64, error) {
-	w := make(chan checkpointResult, 1)
-	select {
-	case j.force <- w:
-	case <-j.ctx.Done():
-		return 0, j.stoppedErr()
-	case <-ctx.Done():
-		return 0, ctx.Err()
-	}
-	select {
-	case r := <-w:
-		return r.id, r.err
-	case <-ctx.Done():
-		return 0, ctx.Err()
-	}
-}
-
-func (j *Job) stoppedErr() error {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if j.err != nil {
-		return j.err
-	}
-	return errors.New("query stopped")
-}
-
-// Stop stops every task and waits for them.
-func (j *Job) Stop() {
-	j.setState(StateStopped, nil)
-	j.cancel()
-	j.wg.Wait()
-}
-
-// Done is closed once every sink has seen the end of its input (bounded
-// sources only).
-func (j *Job) Done() <-chan struct{} {
-	done := make(chan struct{})
-	go func() {
-		for _, s := range j.sinks {
-			select {
-			case <-s.ended:
-			case <-j.ctx.Done():
-			}
-		}
-		close(done)
-	}()
-	return done
-}
-
-// Status is a snapshot of a job for the API.
-type Status struct {
-	State          string
-	Err            error
-	RowsIn         int64
-	RowsOut        int64
-	LateRows       int64
-	RecentLate     []LateRow
-	LastCheckpoint uint64
-	Watermark      int64
-	Offsets        map[string]int64
-}
-
-// Status reports the job's state and counters.
-func (j *Job) Status() Status {
-	j.mu.Lock()
-	s := Status{State: j.state, Err: j.err, RecentLate: append([]LateRow(nil), j.lateKeep...)}
-	j.mu.Unlock()
-	s.RowsIn, s.RowsOut, s.LateRows = j.rowsIn.Load(), j.rowsOut.Load(), j.lateRows.Load()
-	s.LastCheckpoint = j.lastCheckpoint.Load()
-	s.Watermark = window.NoWatermark
-	s.Offsets = map[string]int64{}
-	for _, src := range j.sources {
-		s.Offsets[src.spec.Table] = src.offset.Load()
-		if w := src.published.Load(); w > s.Watermark {
-			s.Watermark = w
-		}
-	}
-	return s
 }

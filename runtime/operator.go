@@ -17,26 +17,33 @@ type Operator interface {
 	// Barrier is called at every barrier, before the task forwards it:
 	// changes accumulated in the epoch are emitted here.
 	Barrier(b Barrier, out Emitter) error
-	// Snapshot writes what changed since the last checkpoint; Restore
-	// reads it back (filled in by the checkpoint-restore work; recovery
-	// currently replays the source logs).
+	// Snapshot writes what changed since the last checkpoint (it runs on
+	// the task's goroutine, after Barrier); Restore reads the state back as
+	// of the restored checkpoint, before the first row.
 	Snapshot(w StateWriter) error
 	Restore(r StateReader) error
 }
 
-// StateWriter takes an operator's checkpoint writes.
+// StateWriter takes an operator's checkpoint writes. Keys are the
+// operator's own; the task prefixes them with the operator's place.
 type StateWriter interface {
 	Put(key, value []byte)
 	Delete(key []byte)
 }
 
 // StateReader reads an operator's state as of the restored checkpoint.
+// State is written per group key, not per task, so a query may restart at
+// another parallelism: a task keeps the groups it Owns.
 type StateReader interface {
-	Scan(prefix []byte, fn func(k, v []byte) error) error
+	Scan(fn func(k, v []byte) error) error
+	// Owns reports whether this task owns the encoded group key (the hash
+	// exchange routes that key to it).
+	Owns(groupKey string) bool
 }
 
 // Counters are an operator's counts, published by its task.
 type Counters struct {
+	RowsOut  int64 // sinks
 	LateRows int64
 	// Late holds the most recent late rows (at most MaxLateSamples).
 	Late []LateRow
@@ -57,7 +64,7 @@ func (c *Counters) late(m *RowMeta, ts int64) {
 	c.Late = append(c.Late, LateRow{Offset: m.Offset, EventTime: ts})
 }
 
-// noState is embedded by operators whose checkpoint is not written yet.
+// noState is embedded by stateless operators.
 type noState struct{}
 
 func (noState) Snapshot(StateWriter) error { return nil }

@@ -69,6 +69,20 @@ func (r *Results) Load(id uint64) error {
 	return nil
 }
 
+// OpenResults opens query qid's results as of its last completed
+// checkpoint, for a query that is not running (stopped).
+func OpenResults(store state.Versioned, qid uint64) (*Results, error) {
+	r := NewResults(store, qid)
+	id, _, ok, err := store.LastMarker(markerKey(qid))
+	if err != nil {
+		return nil, fmt.Errorf("results of query %d: %w", qid, err)
+	}
+	if ok {
+		err = r.Load(id)
+	}
+	return r, err
+}
+
 // Committed is the checkpoint id committed reads see (0: none yet).
 func (r *Results) Committed() uint64 {
 	r.mu.RLock()
@@ -131,20 +145,6 @@ func (r *Results) Rows(committed bool) ([]plan.Row, error) {
 type change struct {
 	row plan.Row
 	del bool
-}
-
-// ownedKeys returns the keys of the latest rows that sink subtask i of n
-// owns: those whose group key hashes to i, as the exchange routes them.
-func (r *Results) ownedKeys(kind plan.KeyKind, i, n int) map[string]struct{} {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	out := map[string]struct{}{}
-	for k := range r.latest {
-		if n <= 1 || int(HashKey(groupKeyOf(k, kind))%uint64(n)) == i {
-			out[k] = struct{}{}
-		}
-	}
-	return out
 }
 
 // groupKeyOf strips window_start and window_end from a windowed upsert key.

@@ -3,7 +3,6 @@ package runtime
 import (
 	"fmt"
 	"math"
-	"sync/atomic"
 
 	"github.com/streamsql/streamsql/planner/plan"
 	"github.com/streamsql/streamsql/state"
@@ -30,14 +29,8 @@ type resultsSink struct {
 	appendOnly  bool
 	pending     map[string]change
 	uncommitted map[string]change
-	rowsOut     *atomic.Int64
+	counters    *Counters
 	keyBuf      []byte
-	// stale are the committed keys this sink owns when a query replays
-	// from the start: a replay's changelog may never mention a key the
-	// first run published (a session that grew between other barriers, a
-	// processing-time window), so at the first barrier after the replay
-	// every stale key the replay did not write is deleted.
-	stale map[string]struct{}
 	// retention > 0 drops result rows of windows that ended more than
 	// retention before the watermark (results_retention), at checkpoints.
 	retention   int64
@@ -48,9 +41,9 @@ type resultsSink struct {
 
 var _ sink = (*resultsSink)(nil)
 
-func newResultsSink(res *Results, store state.Versioned, qid uint64, key plan.KeyKind, rowsOut *atomic.Int64) *resultsSink {
+func newResultsSink(res *Results, store state.Versioned, qid uint64, key plan.KeyKind, c *Counters) *resultsSink {
 	return &resultsSink{res: res, store: store, prefix: resultPrefix(qid), appendOnly: key == plan.KeyRowID,
-		pending: map[string]change{}, uncommitted: map[string]change{}, rowsOut: rowsOut, kind: key, wm: math.MinInt64, tasks: 1}
+		pending: map[string]change{}, uncommitted: map[string]change{}, counters: c, kind: key, wm: math.MinInt64, tasks: 1}
 }
 
 func (s *resultsSink) watermark(wm int64) { s.wm = wm }
@@ -91,23 +84,11 @@ func (s *resultsSink) Emit(b *Batch) error {
 		s.pending[key] = c
 		s.uncommitted[key] = c
 	}
-	s.rowsOut.Add(int64(b.Len()))
+	s.counters.RowsOut += int64(b.Len())
 	return nil
 }
 
 func (s *resultsSink) Barrier(b Barrier) error {
-	if b.Restoring {
-		return nil // replaying what was already published: keep accumulating
-	}
-	if s.stale != nil {
-		for k := range s.stale {
-			if _, ok := s.pending[k]; !ok {
-				s.pending[k] = change{del: true}
-				s.uncommitted[k] = change{del: true}
-			}
-		}
-		s.stale = nil
-	}
 	s.publish()
 	if b.CheckpointID != 0 {
 		s.expire() // over the rows just published too
@@ -133,9 +114,9 @@ func (s *resultsSink) Barrier(b Barrier) error {
 }
 
 // discardSink counts rows and drops them (benchmarks).
-type discardSink struct{ rowsOut *atomic.Int64 }
+type discardSink struct{ counters *Counters }
 
 var _ sink = (*discardSink)(nil)
 
-func (d *discardSink) Emit(b *Batch) error   { d.rowsOut.Add(int64(b.Len())); return nil }
+func (d *discardSink) Emit(b *Batch) error   { d.counters.RowsOut += int64(b.Len()); return nil }
 func (d *discardSink) Barrier(Barrier) error { return nil }

@@ -4,174 +4,149 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"sync/atomic"
 	"time"
 
-	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/internal/fault"
 	"github.com/streamsql/streamsql/state"
-	"github.com/streamsql/streamsql/window"
 )
 
-// BatchSize is the most rows a source reads into one batch.
-const BatchSize = 1024
-
-// terminal is where a chain ends: an exchange to the next tasks or a sink.
-type terminal interface {
-	Emitter
-	Watermark(wm int64) error
-	Barrier(b Barrier) error
-	End() error
-}
-
-// chain runs a task's operators in order; what operator i emits goes
-// straight into operator i+1, and what the last emits into the terminal.
-type chain struct {
-	ops   []Operator
-	links []Emitter
-	term  terminal
-}
-
-type link struct {
-	next Operator
-	out  Emitter
-}
-
-func (l link) Emit(b *Batch) error { return l.next.Process(b, l.out) }
-
-func newChain(ops []Operator, term terminal) *chain {
-	c := &chain{ops: ops, links: make([]Emitter, len(ops)), term: term}
-	var out Emitter = term
-	for i := len(ops) - 1; i >= 0; i-- {
-		c.links[i] = out
-		out = link{next: ops[i], out: out}
-	}
-	return c
-}
-
-func (c *chain) process(b *Batch) error {
-	if len(c.ops) == 0 {
-		return c.term.Emit(b)
-	}
-	return c.ops[0].Process(b, c.links[0])
-}
-
-func (c *chain) watermark(wm int64) error {
-	for i, op := range c.ops {
-		if err := op.Watermark(wm, c.links[i]); err != nil {
-			return err
-		}
-	}
-	return c.term.Watermark(wm)
-}
-
-func (c *chain) barrier(b Barrier) error {
-	for i, op := range c.ops {
-		if err := op.Barrier(b, c.links[i]); err != nil {
-			return err
-		}
-	}
-	return c.term.Barrier(b)
-}
-
-// output is the exchange at the end of a chain: it routes rows to the
-// consumer tasks (by hash of the encoded key, or forward) and broadcasts
-// watermarks, barriers and the end of input.
-type output struct {
-	ctx       context.Context
-	targets   []inbox
-	partition plan.Partition
-	keyCols   []int
-	keyBuf    []byte
-}
-
-var _ terminal = (*output)(nil)
-
-func (o *output) Emit(b *Batch) error {
-	if o.partition != plan.Hash {
-		return o.targets[0].Send(o.ctx, Message{Kind: MsgData, Batch: b})
-	}
-	n := len(o.targets)
-	parts := make([]*Batch, n)
-	for i, r := range b.Rows {
-		// The group key is encoded once, here, and travels with the row.
-		o.keyBuf = EncodeKey(o.keyBuf[:0], r, o.keyCols)
-		m := b.Meta[i]
-		m.Key = string(o.keyBuf)
-		t := 0
-		if n > 1 {
-			t = int(HashKey(m.Key) % uint64(n))
-		}
-		if parts[t] == nil {
-			parts[t] = &Batch{Rows: make([]plan.Row, 0, len(b.Rows)/n+1), Meta: make([]RowMeta, 0, len(b.Rows)/n+1)}
-		}
-		parts[t].Append(r, m)
-	}
-	for t, p := range parts {
-		if p != nil {
-			if err := o.targets[t].Send(o.ctx, Message{Kind: MsgData, Batch: p}); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-func (o *output) broadcast(m Message) error {
-	for _, t := range o.targets {
-		if err := t.Send(o.ctx, m); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (o *output) Watermark(wm int64) error {
-	return o.broadcast(Message{Kind: MsgWatermark, Watermark: wm})
-}
-func (o *output) Barrier(b Barrier) error { return o.broadcast(Message{Kind: MsgBarrier, Barrier: b}) }
-func (o *output) End() error              { return o.broadcast(Message{Kind: MsgEnd}) }
-
-// sinkTerminal ends a chain in a sink.
-type sinkTerminal struct {
-	sink
-	ended chan struct{}
-}
-
-func (s *sinkTerminal) Watermark(wm int64) error {
-	if w, ok := s.sink.(interface{ watermark(int64) }); ok {
-		w.watermark(wm)
-	}
-	return nil
-}
-func (s *sinkTerminal) End() error {
-	close(s.ended)
-	return nil
-}
-
-// ack is a task's report that it has handled a barrier.
+// ack is a task's report that it has handled a barrier. For a checkpoint
+// it carries the task's counters since its previous checkpoint barrier, so
+// the marker records counts consistent with the checkpoint's positions.
 type ack struct {
-	epoch     uint64
-	restoring bool
-	err       error
+	epoch   uint64
+	ckpt    uint64
+	err     error // the checkpoint failed at this task (not fatal)
+	bytes   int
+	offsets map[string]int64 // a source task's positions
+	deltas  counts
 }
 
-// taskBase is what source and non-source tasks share.
+// counts are a task's counters.
+type counts struct{ rowsIn, rowsOut, late int64 }
+
+func (c *counts) add(o counts) { c.rowsIn += o.rowsIn; c.rowsOut += o.rowsOut; c.late += o.late }
+
+// taskBase is what source and non-source tasks share: the chain, the
+// operators' state prefixes, and the checkpoint step of a barrier.
 type taskBase struct {
 	job      *Job
 	name     string
 	chain    *chain
 	counters *Counters
 	env      *Env
+	// opPrefix[i] is where operator i keeps its state.
+	opPrefix [][]byte
+	subtask  int
+	parallel int
+	// unwritten holds state writes of a checkpoint whose write failed:
+	// they go out with the next checkpoint (snapshots are incremental).
+	unwritten []state.KV
+	// sinceCkpt: counters since the last checkpoint barrier.
+	sinceCkpt counts
 }
 
-// afterBarrier reports the barrier to the coordinator.
-func (t *taskBase) ack(ctx context.Context, b Barrier, err error) error {
-	select {
-	case t.job.acks <- ack{epoch: b.Epoch, restoring: b.Restoring, err: err}:
+// stateWriter collects an operator's snapshot under its prefix.
+type stateWriter struct {
+	prefix []byte
+	kvs    []state.KV
+	bytes  int
+}
+
+func (w *stateWriter) key(k []byte) []byte {
+	return append(append(make([]byte, 0, len(w.prefix)+len(k)), w.prefix...), k...)
+}
+
+func (w *stateWriter) Put(k, v []byte) {
+	w.kvs = append(w.kvs, state.KV{Key: w.key(k), Value: v})
+	w.bytes += len(w.prefix) + len(k) + len(v)
+}
+
+func (w *stateWriter) Delete(k []byte) {
+	w.kvs = append(w.kvs, state.KV{Key: w.key(k), Delete: true})
+	w.bytes += len(w.prefix) + len(k)
+}
+
+// stateReader reads an operator's state at the restored checkpoint.
+type stateReader struct {
+	store    state.Versioned
+	prefix   []byte
+	at       uint64
+	subtask  int
+	parallel int
+}
+
+func (r stateReader) Scan(fn func(k, v []byte) error) error {
+	return r.store.Scan(r.prefix, r.at, func(k, v []byte) error { return fn(k[len(r.prefix):], v) })
+}
+
+func (r stateReader) Owns(groupKey string) bool {
+	return r.parallel <= 1 || int(HashKey(groupKey)%uint64(r.parallel)) == r.subtask
+}
+
+// restore loads every operator's state as of checkpoint at.
+func (t *taskBase) restore(at uint64) error {
+	if at == 0 {
 		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
+	for i, op := range t.chain.ops {
+		fault.Point("restore.during")
+		r := stateReader{store: t.job.store, prefix: t.opPrefix[i], at: at, subtask: t.subtask, parallel: t.parallel}
+		if err := op.Restore(r); err != nil {
+			return fmt.Errorf("%s: restore operator %d at checkpoint %d: %w", t.name, i, at, err)
+		}
+	}
+	return nil
+}
+
+// barrier runs barrier b through the task: the operators emit the epoch's
+// changes; for a checkpoint, their state (and extra, a source's position)
+// is written at the checkpoint id; then the terminal takes the barrier (a
+// sink pre-commits, an exchange forwards it). It acks the coordinator. A
+// failed write fails the checkpoint, not the query; an operator error is
+// fatal and returned.
+func (t *taskBase) barrier(ctx context.Context, b Barrier, extra []state.KV, offsets map[string]int64) error {
+	if err := t.chain.barrier(b); err != nil {
+		return fmt.Errorf("%s: barrier %d: %w", t.name, b.Epoch, err)
+	}
+	a := ack{epoch: b.Epoch, ckpt: b.CheckpointID, offsets: offsets}
+	if b.CheckpointID != 0 {
+		kvs := append(t.unwritten, extra...)
+		for i, op := range t.chain.ops {
+			w := &stateWriter{prefix: t.opPrefix[i]}
+			if err := op.Snapshot(w); err != nil {
+				return fmt.Errorf("%s: snapshot at checkpoint %d: %w", t.name, b.CheckpointID, err)
+			}
+			kvs = append(kvs, w.kvs...)
+			a.bytes += w.bytes
+		}
+		t.unwritten = nil
+		if len(kvs) > 0 {
+			if err := t.job.store.Write(b.CheckpointID, kvs); err != nil {
+				a.err = fmt.Errorf("%s: write state: %w", t.name, err)
+				t.unwritten = kvs
+			}
+		}
+		fault.Point("checkpoint.after_state")
+	}
+	if err := t.chain.term.Barrier(b); err != nil {
+		if _, isSink := t.chain.term.(*sinkTerminal); !isSink {
+			return nil // the exchange only fails when the query stops
+		}
+		if a.err == nil {
+			a.err = fmt.Errorf("%s: %w", t.name, err)
+		}
+	}
+	t.publish()
+	if b.CheckpointID != 0 {
+		a.deltas = t.sinceCkpt
+		t.sinceCkpt = counts{}
+	}
+	select {
+	case t.job.acks <- a:
+	case <-ctx.Done():
+	}
+	return nil
 }
 
 // publish moves the operators' counters to the job.
@@ -179,7 +154,13 @@ func (t *taskBase) publish() {
 	c := t.counters
 	if c.LateRows != 0 || len(c.Late) > 0 {
 		t.job.addLate(c.LateRows, c.Late)
+		t.sinceCkpt.late += c.LateRows
 		c.LateRows, c.Late = 0, c.Late[:0]
+	}
+	if c.RowsOut != 0 {
+		t.job.rowsOut.Add(c.RowsOut)
+		t.sinceCkpt.rowsOut += c.RowsOut
+		c.RowsOut = 0
 	}
 }
 
@@ -187,15 +168,20 @@ func (t *taskBase) publish() {
 // barriers across its inputs and drives its chain.
 type task struct {
 	taskBase
-	mb      *mailbox
-	align   *aligner
-	inWM    []int64
-	ended   []bool
-	wm      int64
-	endSent bool
+	mb        *mailbox
+	align     *aligner
+	inWM      []int64
+	ended     []bool
+	wm        int64
+	endSent   bool
+	restoreAt uint64
 }
 
 func (t *task) run(ctx context.Context) error {
+	if err := t.restore(t.restoreAt); err != nil {
+		return err
+	}
+	t.job.taskRestored()
 	for {
 		msg, in, err := t.mb.Next(ctx, t.align.Blocked)
 		if err != nil {
@@ -223,11 +209,7 @@ func (t *task) run(ctx context.Context) error {
 				return fmt.Errorf("%s: %w", t.name, aerr)
 			}
 			if done {
-				berr := t.chain.barrier(b)
-				if aerr := t.ack(ctx, b, berr); aerr != nil {
-					return nil
-				}
-				err = berr
+				err = t.barrier(ctx, b, nil, nil)
 			}
 		case MsgEnd:
 			t.ended[in] = true
@@ -247,184 +229,4 @@ func (t *task) run(ctx context.Context) error {
 			return fmt.Errorf("%s: %w", t.name, err)
 		}
 	}
-}
-
-// sourceTask reads a source and drives its chain. Barriers come from the
-// coordinator on inject; the task records its position and forwards them
-// in-band. It owns the source's watermark: per row, the watermark before
-// that row in log order.
-type sourceTask struct {
-	taskBase
-	spec     *plan.Source
-	vertex   int
-	subtask  int
-	reader   reader
-	inject   chan Barrier
-	tracker  window.Tracker
-	floor    int64 // the all-idle wall-clock advance
-	wm       int64 // last watermark forwarded
-	lastRow  int64 // wall ms of the last row read
-	replayTo int64 // rows below this offset are a replay (restoring)
-	tick     time.Duration
-	endSent  bool
-	// Published for Status (read by other goroutines).
-	offset    atomic.Int64
-	published atomic.Int64
-}
-
-func (s *sourceTask) run(ctx context.Context) error {
-	ticker := time.NewTicker(s.tick)
-	defer ticker.Stop()
-	s.lastRow = time.Now().UnixMilli()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case b := <-s.inject:
-			if err := s.barrier(ctx, b); err != nil {
-				return err
-			}
-			continue
-		default:
-		}
-		now := time.Now().UnixMilli()
-		n, err := s.poll(now)
-		if err != nil {
-			return err
-		}
-		if n > 0 {
-			continue
-		}
-		if s.reader.Done() && !s.endSent {
-			s.endSent = true
-			if err := s.chain.watermark(math.MaxInt64); err != nil {
-				return err
-			}
-			if err := s.chain.term.End(); err != nil {
-				return nil
-			}
-		}
-		if err := s.idle(now); err != nil {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case b := <-s.inject:
-			if err := s.barrier(ctx, b); err != nil {
-				return err
-			}
-		case <-s.reader.Ready():
-		case <-ticker.C:
-		}
-	}
-}
-
-// currentWM is the source's watermark now.
-func (s *sourceTask) currentWM(now int64) int64 {
-	if s.spec.ProcTime {
-		return now
-	}
-	return max(s.tracker.Watermark(), s.floor)
-}
-
-// poll reads one batch and sends it down the chain.
-func (s *sourceTask) poll(now int64) (int, error) {
-	b := &Batch{}
-	n, err := s.reader.Poll(now, BatchSize, b)
-	if err != nil {
-		return 0, fmt.Errorf("%s: read: %w", s.name, err)
-	}
-	if n == 0 {
-		return 0, nil
-	}
-	s.lastRow = now
-	s.env.ProcTime = now
-	et := s.spec.EventTime
-	for i := range b.Rows {
-		b.Meta[i].WM = s.currentWM(now)
-		if et >= 0 && !s.spec.ProcTime {
-			if ts := b.Rows[i][et]; !ts.IsNull() {
-				s.tracker.Observe(ts.I)
-			}
-		}
-	}
-	s.job.rowsIn.Add(int64(n))
-	s.offset.Store(s.reader.Offset())
-	if err := s.chain.process(b); err != nil {
-		return 0, fmt.Errorf("%s: %w", s.name, err)
-	}
-	s.publish()
-	if wm := s.currentWM(now); wm > s.wm {
-		s.wm = wm
-		s.published.Store(wm)
-		if err := s.chain.watermark(wm); err != nil {
-			return 0, fmt.Errorf("%s: %w", s.name, err)
-		}
-	}
-	return n, nil
-}
-
-// idle advances the watermark with the wall clock when the source has been
-// idle past its idle_timeout (it is the query's only input, so all inputs
-// are idle), and keeps a processing-time watermark moving.
-func (s *sourceTask) idle(now int64) error {
-	wm := s.wm
-	switch {
-	case s.spec.ProcTime:
-		wm = now
-	case s.spec.IdleTimeout > 0 && window.Idle(s.lastRow, now, s.spec.IdleTimeout):
-		from := s.tracker.Watermark()
-		if from == window.NoWatermark {
-			return nil
-		}
-		s.floor = max(s.floor, window.IdleAdvance(from, s.lastRow+s.spec.IdleTimeout, now))
-		wm = s.floor
-	}
-	if wm > s.wm {
-		s.wm = wm
-		s.published.Store(wm)
-		s.env.ProcTime = now
-		if err := s.chain.watermark(wm); err != nil {
-			return fmt.Errorf("%s: %w", s.name, err)
-		}
-		s.publish()
-	}
-	return nil
-}
-
-// barrier handles barrier b from the coordinator: Flush first reads every
-// row available now; then the position is recorded for a checkpoint and the
-// barrier goes down the chain.
-func (s *sourceTask) barrier(ctx context.Context, b Barrier) error {
-	if b.Flush {
-		now := time.Now().UnixMilli()
-		end := s.reader.Available(now)
-		for s.reader.Offset() < end {
-			n, err := s.poll(now)
-			if err != nil {
-				return err
-			}
-			if n == 0 {
-				break
-			}
-		}
-	}
-	b.Restoring = b.Restoring || s.reader.Offset() < s.replayTo
-	var err error
-	if b.CheckpointID != 0 && !b.Restoring {
-		pos := fmt.Appendf(nil, `{"offset":%d,"max_event_time":%d,"floor":%d}`, s.reader.Offset(), s.tracker.MaxEventTime(), s.floor)
-		err = s.job.store.Write(b.CheckpointID, []state.KV{{Key: sourceKey(s.job.ID, s.vertex, s.subtask), Value: pos}})
-	}
-	if err == nil {
-		err = s.chain.barrier(b)
-	}
-	s.publish()
-	if aerr := s.ack(ctx, b, err); aerr != nil {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("%s: barrier %d: %w", s.name, b.Epoch, err)
-	}
-	return nil
 }

@@ -113,7 +113,14 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
-	defer eng.Close()
+	defer func() {
+		// SIGTERM: every query takes a final checkpoint, so the next start
+		// resumes without replaying anything.
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		eng.Close(ctx)
+		logger.Info("stopped")
+	}()
 	if *demo {
 		if _, err := eng.Exec(context.Background(), queries.DemoSQL); err != nil {
 			logger.Warn("demo setup", "err", err)

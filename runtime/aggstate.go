@@ -1,0 +1,179 @@
+package runtime
+
+import (
+	"container/heap"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/window"
+)
+
+// hashAgg's checkpointed state: one record per group, keyed by
+//
+//	AppendValue(start) AppendValue(end) groupKey
+//
+// (start = end = 0 for running aggregates), valued
+//
+//	flags(1: emitted) keys-row accumulators...
+//
+// where an accumulator is n, i (varints), f (8 bytes), v (a value) and the
+// COUNT(DISTINCT) set (count, then length-prefixed members, sorted so the
+// encoding is deterministic). Sessions, the close-order heap and dirty
+// lists are derived on Restore.
+
+func encodeWinKey(buf []byte, wk winKey) []byte {
+	buf = AppendValue(buf, plan.Int(wk.start))
+	buf = AppendValue(buf, plan.Int(wk.end))
+	return append(buf, wk.key...)
+}
+
+func decodeWinKey(b []byte) (winKey, error) {
+	s, rest, err := DecodeValue(b)
+	if err != nil {
+		return winKey{}, err
+	}
+	e, rest, err := DecodeValue(rest)
+	if err != nil {
+		return winKey{}, err
+	}
+	return winKey{start: s.I, end: e.I, key: string(rest)}, nil
+}
+
+func (a *hashAgg) encodeGroup(g *group) []byte {
+	var buf []byte
+	flags := byte(0)
+	if g.emitted {
+		flags = 1
+	}
+	buf = append(buf, flags)
+	buf = AppendRow(buf, g.keys)
+	for i := range g.accs {
+		c := &g.accs[i]
+		buf = binary.AppendVarint(buf, c.n)
+		buf = binary.AppendVarint(buf, c.i)
+		buf = binary.BigEndian.AppendUint64(buf, math.Float64bits(c.f))
+		buf = AppendValue(buf, c.v)
+		members := make([]string, 0, len(c.seen))
+		for m := range c.seen {
+			members = append(members, m)
+		}
+		sort.Strings(members)
+		buf = binary.AppendUvarint(buf, uint64(len(members)))
+		for _, m := range members {
+			buf = binary.AppendUvarint(buf, uint64(len(m)))
+			buf = append(buf, m...)
+		}
+	}
+	return buf
+}
+
+func (a *hashAgg) decodeGroup(wk winKey, b []byte) (*group, error) {
+	if len(b) < 1 {
+		return nil, fmt.Errorf("empty group record")
+	}
+	g := &group{wk: wk, emitted: b[0]&1 != 0, accs: make([]acc, len(a.spec.Aggs))}
+	b = b[1:]
+	n, k := binary.Uvarint(b)
+	if k <= 0 {
+		return nil, fmt.Errorf("group keys: bad length")
+	}
+	// AppendRow wrote a count then values: decode in place.
+	keys := make(plan.Row, n)
+	b = b[k:]
+	var err error
+	for i := range keys {
+		if keys[i], b, err = DecodeValue(b); err != nil {
+			return nil, fmt.Errorf("group key %d: %w", i, err)
+		}
+	}
+	g.keys = keys
+	for i := range g.accs {
+		c := &g.accs[i]
+		var k int
+		if c.n, k = binary.Varint(b); k <= 0 {
+			return nil, fmt.Errorf("accumulator %d: bad count", i)
+		}
+		b = b[k:]
+		if c.i, k = binary.Varint(b); k <= 0 {
+			return nil, fmt.Errorf("accumulator %d: bad sum", i)
+		}
+		b = b[k:]
+		if len(b) < 8 {
+			return nil, fmt.Errorf("accumulator %d: short", i)
+		}
+		c.f = math.Float64frombits(binary.BigEndian.Uint64(b))
+		b = b[8:]
+		if c.v, b, err = DecodeValue(b); err != nil {
+			return nil, fmt.Errorf("accumulator %d: %w", i, err)
+		}
+		m, k := binary.Uvarint(b)
+		if k <= 0 {
+			return nil, fmt.Errorf("accumulator %d: bad set size", i)
+		}
+		b = b[k:]
+		if m > 0 {
+			c.seen = make(map[string]struct{}, m)
+		}
+		for j := uint64(0); j < m; j++ {
+			l, k := binary.Uvarint(b)
+			if k <= 0 || uint64(len(b)-k) < l {
+				return nil, fmt.Errorf("accumulator %d: bad set member", i)
+			}
+			c.seen[string(b[k:k+int(l)])] = struct{}{}
+			b = b[k+int(l):]
+		}
+	}
+	return g, nil
+}
+
+// Snapshot writes the groups changed and deletes the groups removed since
+// the last snapshot. Dirty groups were emitted by Barrier just before.
+func (a *hashAgg) Snapshot(w StateWriter) error {
+	var kb []byte
+	for _, wk := range a.removed {
+		kb = encodeWinKey(kb[:0], wk)
+		w.Delete(append([]byte(nil), kb...))
+	}
+	a.removed = a.removed[:0]
+	for wk, g := range a.changed {
+		if g.dead {
+			continue
+		}
+		kb = encodeWinKey(kb[:0], wk)
+		w.Put(append([]byte(nil), kb...), a.encodeGroup(g))
+	}
+	clear(a.changed)
+	return nil
+}
+
+// Restore loads the groups this task owns and rebuilds sessions and the
+// close-order heap from them.
+func (a *hashAgg) Restore(r StateReader) error {
+	return r.Scan(func(k, v []byte) error {
+		wk, err := decodeWinKey(k)
+		if err != nil {
+			return fmt.Errorf("aggregation state key %x: %w", k, err)
+		}
+		if !r.Owns(wk.key) {
+			return nil
+		}
+		g, err := a.decodeGroup(wk, v)
+		if err != nil {
+			return fmt.Errorf("aggregation state of %x: %w", k, err)
+		}
+		a.groups[wk] = g
+		if a.spec.Windowed {
+			heap.Push(&a.ends, endItem{wk.end, wk})
+		}
+		if a.spec.Session {
+			list := a.sessions[wk.key]
+			list = append(list, window.Window{Start: wk.start, End: wk.end})
+			sort.Slice(list, func(i, j int) bool { return list[i].Start < list[j].Start })
+			a.sessions[wk.key] = list
+		}
+		return nil
+	})
+}

@@ -1,0 +1,141 @@
+package runtime
+
+import (
+	"context"
+
+	"github.com/streamsql/streamsql/planner/plan"
+)
+
+// terminal is where a chain ends: an exchange to the next tasks or a sink.
+type terminal interface {
+	Emitter
+	Watermark(wm int64) error
+	Barrier(b Barrier) error
+	End() error
+}
+
+// chain runs a task's operators in order; what operator i emits goes
+// straight into operator i+1, and what the last emits into the terminal.
+type chain struct {
+	ops   []Operator
+	links []Emitter
+	term  terminal
+}
+
+type link struct {
+	next Operator
+	out  Emitter
+}
+
+func (l link) Emit(b *Batch) error { return l.next.Process(b, l.out) }
+
+func newChain(ops []Operator, term terminal) *chain {
+	c := &chain{ops: ops, links: make([]Emitter, len(ops)), term: term}
+	var out Emitter = term
+	for i := len(ops) - 1; i >= 0; i-- {
+		c.links[i] = out
+		out = link{next: ops[i], out: out}
+	}
+	return c
+}
+
+func (c *chain) process(b *Batch) error {
+	if len(c.ops) == 0 {
+		return c.term.Emit(b)
+	}
+	return c.ops[0].Process(b, c.links[0])
+}
+
+func (c *chain) watermark(wm int64) error {
+	for i, op := range c.ops {
+		if err := op.Watermark(wm, c.links[i]); err != nil {
+			return err
+		}
+	}
+	return c.term.Watermark(wm)
+}
+
+// barrier lets every operator emit what the epoch changed.
+func (c *chain) barrier(b Barrier) error {
+	for i, op := range c.ops {
+		if err := op.Barrier(b, c.links[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// output is the exchange at the end of a chain: it routes rows to the
+// consumer tasks (by hash of the encoded key, or forward) and broadcasts
+// watermarks, barriers and the end of input.
+type output struct {
+	ctx       context.Context
+	targets   []inbox
+	partition plan.Partition
+	keyCols   []int
+	keyBuf    []byte
+}
+
+var _ terminal = (*output)(nil)
+
+func (o *output) Emit(b *Batch) error {
+	if o.partition != plan.Hash {
+		return o.targets[0].Send(o.ctx, Message{Kind: MsgData, Batch: b})
+	}
+	n := len(o.targets)
+	parts := make([]*Batch, n)
+	for i, r := range b.Rows {
+		// The group key is encoded once, here, and travels with the row.
+		o.keyBuf = EncodeKey(o.keyBuf[:0], r, o.keyCols)
+		m := b.Meta[i]
+		m.Key = string(o.keyBuf)
+		t := 0
+		if n > 1 {
+			t = int(HashKey(m.Key) % uint64(n))
+		}
+		if parts[t] == nil {
+			parts[t] = &Batch{Rows: make([]plan.Row, 0, len(b.Rows)/n+1), Meta: make([]RowMeta, 0, len(b.Rows)/n+1)}
+		}
+		parts[t].Append(r, m)
+	}
+	for t, p := range parts {
+		if p != nil {
+			if err := o.targets[t].Send(o.ctx, Message{Kind: MsgData, Batch: p}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (o *output) broadcast(m Message) error {
+	for _, t := range o.targets {
+		if err := t.Send(o.ctx, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (o *output) Watermark(wm int64) error {
+	return o.broadcast(Message{Kind: MsgWatermark, Watermark: wm})
+}
+func (o *output) Barrier(b Barrier) error { return o.broadcast(Message{Kind: MsgBarrier, Barrier: b}) }
+func (o *output) End() error              { return o.broadcast(Message{Kind: MsgEnd}) }
+
+// sinkTerminal ends a chain in a sink.
+type sinkTerminal struct {
+	sink
+	ended chan struct{}
+}
+
+func (s *sinkTerminal) Watermark(wm int64) error {
+	if w, ok := s.sink.(interface{ watermark(int64) }); ok {
+		w.watermark(wm)
+	}
+	return nil
+}
+func (s *sinkTerminal) End() error {
+	close(s.ended)
+	return nil
+}

@@ -1,0 +1,291 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/streamsql/streamsql/internal/fault"
+	"github.com/streamsql/streamsql/window"
+)
+
+// CheckpointTimeout bounds how long a checkpoint may take before it is
+// recorded as failed and the next one goes on (at least this, or ten
+// checkpoint intervals).
+const CheckpointTimeout = 30 * time.Second
+
+// coordinate is the checkpoint coordinator: it injects a barrier at every
+// source each emit interval (a checkpoint when the checkpoint interval has
+// come, or on request), collects every task's ack, and completes the
+// checkpoint by committing its marker. One barrier is in flight at a time,
+// unless a checkpoint times out: then it is recorded as failed and the
+// next barrier follows it down the same channels.
+func (j *Job) coordinate() {
+	opts := j.Graph.Options
+	emit := time.Duration(opts.EmitInterval) * time.Millisecond
+	if emit <= 0 {
+		emit = 200 * time.Millisecond
+	}
+	ckptEvery := time.Duration(opts.CheckpointInterval) * time.Millisecond
+	timeout := max(CheckpointTimeout, 10*ckptEvery)
+	ticker := time.NewTicker(emit)
+	defer ticker.Stop()
+	var (
+		epoch    uint64
+		inFlight bool
+		cur      Barrier
+		acked    int
+		failed   error
+		bytes    int64
+		offsets  map[string]int64
+		started  time.Time
+		waiting  []chan checkpointResult // asked before the barrier in flight
+		queued   []chan checkpointResult // asked while it was in flight
+		lastCkpt = time.Now()
+		totals   = counts{j.marker.RowsIn, j.marker.RowsOut, j.marker.Late}
+	)
+	inject := func(force bool) {
+		epoch++
+		cur = Barrier{Epoch: epoch, Flush: force}
+		if ckptEvery > 0 && (force || time.Since(lastCkpt) >= ckptEvery) {
+			cur.CheckpointID = j.store.NextID()
+			lastCkpt = time.Now()
+			j.recordStart(cur.CheckpointID)
+		}
+		inFlight, acked, failed, bytes, offsets, started = true, 0, nil, 0, map[string]int64{}, time.Now()
+		waiting, queued = queued, nil
+		for _, s := range j.sources {
+			select {
+			case s.inject <- cur:
+			case <-j.ctx.Done():
+				return
+			}
+		}
+	}
+	finish := func(res checkpointResult) {
+		inFlight = false
+		for _, w := range waiting {
+			w <- res
+		}
+		waiting = nil
+		if len(queued) > 0 {
+			inject(true)
+		}
+	}
+	complete := func() {
+		res := checkpointResult{}
+		switch {
+		case cur.CheckpointID == 0:
+		case failed != nil:
+			res.err = failed
+			j.recordEnd(cur.CheckpointID, "failed", failed, bytes, offsets, started)
+		default:
+			fault.Point("checkpoint.before_marker")
+			m := markerValue{ID: cur.CheckpointID, Time: time.Now().UnixMilli(), RowsIn: totals.rowsIn, RowsOut: totals.rowsOut, Late: totals.late, Offsets: offsets}
+			val, _ := json.Marshal(m)
+			if err := j.store.CommitMarker(markerKey(j.ID), cur.CheckpointID, val); err != nil {
+				res.err = fmt.Errorf("checkpoint %d: commit marker: %w", cur.CheckpointID, err)
+				j.recordEnd(cur.CheckpointID, "failed", res.err, bytes, offsets, started)
+				break
+			}
+			fault.Point("checkpoint.after_marker")
+			if j.results != nil {
+				j.results.setCommitted(cur.CheckpointID)
+			}
+			j.mu.Lock()
+			j.marker = m
+			j.mu.Unlock()
+			j.lastCheckpoint.Store(cur.CheckpointID)
+			j.recordEnd(cur.CheckpointID, "completed", nil, bytes, offsets, started)
+			res.id = cur.CheckpointID
+		}
+		finish(res)
+	}
+	for {
+		select {
+		case <-j.ctx.Done():
+			for _, w := range append(waiting, queued...) {
+				w <- checkpointResult{err: j.stoppedErr()}
+			}
+			return
+		case <-ticker.C:
+			if inFlight && cur.CheckpointID != 0 && time.Since(started) > timeout {
+				err := fmt.Errorf("checkpoint %d timed out after %s", cur.CheckpointID, timeout)
+				j.recordEnd(cur.CheckpointID, "failed", err, bytes, offsets, started)
+				finish(checkpointResult{err: err})
+			}
+			if !inFlight {
+				inject(false)
+			}
+		case w := <-j.force:
+			queued = append(queued, w)
+			if !inFlight {
+				inject(true)
+			}
+		case a := <-j.acks:
+			if a.ckpt != 0 {
+				// Every checkpoint's counts add up, even one that failed or
+				// timed out: its state writes are in the store, and a later
+				// marker covers them.
+				totals.add(a.deltas)
+			}
+			if !inFlight || a.epoch != cur.Epoch {
+				continue
+			}
+			acked++
+			bytes += int64(a.bytes)
+			for t, off := range a.offsets {
+				offsets[t] = off
+			}
+			if a.err != nil && failed == nil {
+				failed = a.err
+			}
+			if acked == j.ntasks {
+				complete()
+			}
+		}
+	}
+}
+
+func (j *Job) recordStart(id uint64) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.history = append(j.history, CheckpointStat{ID: id, Status: "in_progress", Started: time.Now().UTC()})
+	if len(j.history) > MaxHistory {
+		j.history = append(j.history[:0:0], j.history[len(j.history)-MaxHistory:]...)
+	}
+}
+
+func (j *Job) recordEnd(id uint64, status string, err error, bytes int64, offsets map[string]int64, started time.Time) {
+	if err != nil {
+		j.logger.Warn("checkpoint failed", "query", j.Name, "id", id, "err", err)
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for i := len(j.history) - 1; i >= 0; i-- {
+		if h := &j.history[i]; h.ID == id {
+			h.Status, h.Bytes, h.Offsets = status, bytes, offsets
+			h.Duration = time.Since(started).Milliseconds()
+			if err != nil {
+				h.Error = err.Error()
+			}
+			return
+		}
+	}
+}
+
+// History returns the recent checkpoints, oldest first.
+func (j *Job) History() []CheckpointStat {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return append([]CheckpointStat(nil), j.history...)
+}
+
+// Checkpoint takes a checkpoint now: every source first reads every row
+// available (acknowledged) when the barrier reaches it. It returns the
+// completed checkpoint's id (0 when checkpoints are off: the barrier still
+// publishes the latest results).
+func (j *Job) Checkpoint(ctx context.Context) (uint64, error) {
+	w := make(chan checkpointResult, 1)
+	select {
+	case j.force <- w:
+	case <-j.ctx.Done():
+		return 0, j.stoppedErr()
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	select {
+	case r := <-w:
+		return r.id, r.err
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+func (j *Job) stoppedErr() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.err != nil {
+		return j.err
+	}
+	return errors.New("query stopped")
+}
+
+// Stop stops every task and waits for them, without a checkpoint.
+func (j *Job) Stop() {
+	j.setState(StateStopped, nil)
+	j.cancel()
+	j.wg.Wait()
+}
+
+// StopWithCheckpoint takes a final checkpoint, then stops: a restart
+// resumes from it without replaying anything.
+func (j *Job) StopWithCheckpoint(ctx context.Context) error {
+	var err error
+	if j.Graph.Options.CheckpointInterval > 0 {
+		_, err = j.Checkpoint(ctx)
+	}
+	j.Stop()
+	return err
+}
+
+// Done is closed once every sink has seen the end of its input (bounded
+// sources only), or the job stops.
+func (j *Job) Done() <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		for _, s := range j.sinks {
+			select {
+			case <-s.ended:
+			case <-j.ctx.Done():
+			}
+		}
+		close(done)
+	}()
+	return done
+}
+
+// Status is a snapshot of a job for the API.
+type Status struct {
+	State          string
+	Err            error
+	RowsIn         int64
+	RowsOut        int64
+	LateRows       int64
+	RecentLate     []LateRow
+	LastCheckpoint uint64
+	Watermark      int64
+	Offsets        map[string]int64
+}
+
+// Status reports the job's state and counters.
+func (j *Job) Status() Status {
+	j.mu.Lock()
+	s := Status{State: j.state, Err: j.err, RecentLate: append([]LateRow(nil), j.lateKeep...)}
+	j.mu.Unlock()
+	s.RowsIn, s.RowsOut, s.LateRows = j.rowsIn.Load(), j.rowsOut.Load(), j.lateRows.Load()
+	s.LastCheckpoint = j.lastCheckpoint.Load()
+	s.Watermark = window.NoWatermark
+	s.Offsets = map[string]int64{}
+	for _, src := range j.sources {
+		s.Offsets[src.spec.Table] = src.offset.Load()
+		if w := src.published.Load(); w > s.Watermark {
+			s.Watermark = w
+		}
+	}
+	return s
+}
+
+// CheckpointOffsets returns the source offsets recorded by the last
+// completed checkpoint: what a restart resumes from.
+func (j *Job) CheckpointOffsets() map[string]int64 {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	out := map[string]int64{}
+	for k, v := range j.marker.Offsets {
+		out[k] = v
+	}
+	return out
+}

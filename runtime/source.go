@@ -1,0 +1,196 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sync/atomic"
+	"time"
+
+	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/state"
+	"github.com/streamsql/streamsql/window"
+)
+
+// BatchSize is the most rows a source reads into one batch.
+const BatchSize = 1024
+
+// sourceTask reads a source and drives its chain. Barriers come from the
+// coordinator on inject; the task records its position and forwards them
+// in-band. It owns the source's watermark: per row, the watermark before
+// that row in log order.
+type sourceTask struct {
+	taskBase
+	spec    *plan.Source
+	vertex  int
+	subtask int
+	reader  reader
+	inject  chan Barrier
+	tracker window.Tracker
+	floor   int64 // the all-idle wall-clock advance
+	wm      int64 // last watermark forwarded
+	lastRow int64 // wall ms of the last row read
+	tick    time.Duration
+	endSent bool
+	// Published for Status (read by other goroutines).
+	offset    atomic.Int64
+	published atomic.Int64
+}
+
+func (s *sourceTask) run(ctx context.Context) error {
+	ticker := time.NewTicker(s.tick)
+	defer ticker.Stop()
+	s.lastRow = time.Now().UnixMilli()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case b := <-s.inject:
+			if err := s.onBarrier(ctx, b); err != nil {
+				return err
+			}
+			continue
+		default:
+		}
+		now := time.Now().UnixMilli()
+		n, err := s.poll(now)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			continue
+		}
+		if s.reader.Done() && !s.endSent {
+			s.endSent = true
+			if err := s.chain.watermark(math.MaxInt64); err != nil {
+				return err
+			}
+			if err := s.chain.term.End(); err != nil {
+				return nil
+			}
+		}
+		if err := s.idle(now); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case b := <-s.inject:
+			if err := s.onBarrier(ctx, b); err != nil {
+				return err
+			}
+		case <-s.reader.Ready():
+		case <-ticker.C:
+		}
+	}
+}
+
+// currentWM is the source's watermark now.
+func (s *sourceTask) currentWM(now int64) int64 {
+	if s.spec.ProcTime {
+		return now
+	}
+	return max(s.tracker.Watermark(), s.floor)
+}
+
+// poll reads one batch and sends it down the chain.
+func (s *sourceTask) poll(now int64) (int, error) {
+	b := &Batch{}
+	n, err := s.reader.Poll(now, BatchSize, b)
+	if err != nil {
+		return 0, fmt.Errorf("%s: read: %w", s.name, err)
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	s.lastRow = now
+	s.env.ProcTime = now
+	et := s.spec.EventTime
+	for i := range b.Rows {
+		b.Meta[i].WM = s.currentWM(now)
+		if et >= 0 && !s.spec.ProcTime {
+			if ts := b.Rows[i][et]; !ts.IsNull() {
+				s.tracker.Observe(ts.I)
+			}
+		}
+	}
+	s.job.rowsIn.Add(int64(n))
+	s.sinceCkpt.rowsIn += int64(n)
+	s.offset.Store(s.reader.Offset())
+	if err := s.chain.process(b); err != nil {
+		return 0, fmt.Errorf("%s: %w", s.name, err)
+	}
+	s.publish()
+	if wm := s.currentWM(now); wm > s.wm {
+		s.wm = wm
+		s.published.Store(wm)
+		if err := s.chain.watermark(wm); err != nil {
+			return 0, fmt.Errorf("%s: %w", s.name, err)
+		}
+	}
+	return n, nil
+}
+
+// idle advances the watermark with the wall clock when the source has been
+// idle past its idle_timeout (it is the query's only input, so all inputs
+// are idle), and keeps a processing-time watermark moving.
+func (s *sourceTask) idle(now int64) error {
+	wm := s.wm
+	switch {
+	case s.spec.ProcTime:
+		wm = now
+	case s.spec.IdleTimeout > 0 && window.Idle(s.lastRow, now, s.spec.IdleTimeout):
+		from := s.tracker.Watermark()
+		if from == window.NoWatermark {
+			return nil
+		}
+		s.floor = max(s.floor, window.IdleAdvance(from, s.lastRow+s.spec.IdleTimeout, now))
+		wm = s.floor
+	}
+	if wm > s.wm {
+		s.wm = wm
+		s.published.Store(wm)
+		s.env.ProcTime = now
+		if err := s.chain.watermark(wm); err != nil {
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+		s.publish()
+	}
+	return nil
+}
+
+// barrier handles barrier b from the coordinator: Flush first reads every
+// row available now; then the position is recorded for a checkpoint and the
+// barrier goes down the chain.
+func (s *sourceTask) onBarrier(ctx context.Context, b Barrier) error {
+	if b.Flush {
+		now := time.Now().UnixMilli()
+		end := s.reader.Available(now)
+		for s.reader.Offset() < end {
+			n, err := s.poll(now)
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				break
+			}
+		}
+	}
+	var pos []state.KV
+	var offsets map[string]int64
+	if b.CheckpointID != 0 {
+		p := sourcePos{Offset: s.reader.Offset(), MaxEventTime: s.tracker.MaxEventTime(), Floor: s.floor}
+		val, _ := json.Marshal(p)
+		pos = []state.KV{{Key: sourceKey(s.job.ID, s.vertex, s.subtask), Value: val}}
+		offsets = map[string]int64{s.spec.Table: p.Offset}
+	}
+	return s.barrier(ctx, b, pos, offsets)
+}
+
+// sourcePos is a source task's checkpointed position.
+type sourcePos struct {
+	Offset       int64 `json:"offset"`
+	MaxEventTime int64 `json:"max_event_time"`
+	Floor        int64 `json:"floor"`
+}
