@@ -6,6 +6,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -63,7 +64,9 @@ func start(t *testing.T, c config) *env {
 	e.close = func() {
 		once.Do(func() {
 			srv.Close()
-			eng.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			eng.Close(ctx)
 		})
 	}
 	t.Cleanup(e.close)
@@ -562,14 +565,18 @@ func TestSQLCatalogStatements(t *testing.T) {
 		t.Errorf("DESCRIBE bids = %v, want %v", got, wantCols)
 	}
 	r = e.sql("DESCRIBE v")[0]
-	got = nil
+	var names, types []string
 	for _, row := range objs(t, r["rows"]) {
-		got = append(got, col{row["name"].(string), row["type"].(string), row["nullable"].(bool)})
+		names = append(names, row["name"].(string))
+		types = append(types, row["type"].(string))
 	}
-	wantCols = []col{{"window_start", "TIMESTAMP(3)", false}, {"window_end", "TIMESTAMP(3)", false}, {"auction", "BIGINT", false}, {"bids", "BIGINT", false}}
-	if !reflect.DeepEqual(got, wantCols) {
-		t.Errorf("DESCRIBE v = %v, want %v", got, wantCols)
+	if want := []string{"window_start", "window_end", "auction", "bids"}; !reflect.DeepEqual(names, want) {
+		t.Errorf("DESCRIBE v names %v, want %v", names, want)
 	}
+	if want := []string{"TIMESTAMP(3)", "TIMESTAMP(3)", "BIGINT", "BIGINT"}; !reflect.DeepEqual(types, want) {
+		t.Errorf("DESCRIBE v types %v, want %v", types, want)
+	}
+	// (nullability of view columns: TestDescribeViewNullability)
 	e.sqlErr("DESCRIBE nope", 404, "nope")
 
 	// EXPLAIN is deterministic.
@@ -616,6 +623,37 @@ func TestSQLCatalogStatements(t *testing.T) {
 	e.problem(e.do("POST", "/v1/tables/bids/rows", "application/x-ndjson", `{"auction": 1}`), 404, "bids")
 	e.sqlErr("DROP TABLE bids", 404, "bids")
 	e.sql("DROP TABLE IF EXISTS bids; DROP VIEW IF EXISTS v")
+	// A table created again under a dropped name starts with an empty log.
+	e.sql(tableText)
+	if n := integer(t, e.ok(e.get("/v1/tables/bids"))["end_offset"]); n != 0 {
+		t.Errorf("re-created table end_offset %d, want 0", n)
+	}
+}
+
+// TestDropSeveralNamesIsAtomic: DROP VIEW a, b / DROP TABLE a, b apply
+// the names one by one, so a statement that fails on its second name has
+// already dropped the first (for a table: its log, i.e. its rows). A failed
+// statement must change nothing (as in MySQL 8's atomic DDL); SPEC: a
+// request stops at the first failure, with earlier *statements* applied.
+func TestDropSeveralNamesIsAtomic(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	withAgg(t, e)
+	e.sql("CREATE TABLE t1 (x BIGINT) ENGINE=http; CREATE VIEW v1 AS SELECT auction, COUNT(*) AS n FROM bids GROUP BY auction")
+	e.ingest("t1", `{"x": 1}`)
+
+	e.sqlErr("DROP VIEW v1, nope", 404, "nope")
+	if r := e.get("/v1/queries/v1"); r.status != 200 {
+		t.Errorf("DROP VIEW v1, nope failed (404) but dropped v1: GET /v1/queries/v1 = %d", r.status)
+	}
+	e.sqlErr("DROP TABLE t1, bids", 409, "bids", "agg")
+	r := e.get("/v1/tables/t1")
+	if r.status != 200 {
+		t.Fatalf("DROP TABLE t1, bids failed (409) but dropped t1 and its rows: GET /v1/tables/t1 = %s", r)
+	}
+	if n := integer(t, decode(t, r.body)["end_offset"]); n != 1 {
+		t.Errorf("t1 end_offset %d after the refused DROP, want 1", n)
+	}
 }
 
 func TestSQLCreateOrReplaceViewStartsOver(t *testing.T) {
@@ -916,8 +954,8 @@ func TestPullQueries(t *testing.T) {
 	check := func(sql string, cols []string, want []map[string]any) {
 		t.Helper()
 		r := e.sql(sql)[0]
-		if r["kind"] != "select" {
-			t.Errorf("%s: kind %v", sql, r["kind"])
+		if r["kind"] != "select" || r["name"] != "agg" || num(t, r["statement"]) != "0" {
+			t.Errorf("%s: statement %v kind %v name %v", sql, r["statement"], r["kind"], r["name"])
 		}
 		if got := strs(t, r["columns"]); !reflect.DeepEqual(got, cols) {
 			t.Errorf("%s: columns %v, want %v", sql, got, cols)
@@ -946,10 +984,10 @@ func TestPullQueries(t *testing.T) {
 	e.sqlErr("SELECT nosuch FROM agg", 422, "nosuch")
 }
 
-// TestBugEmptyPullResultOmitsRows: SPEC 3 says a SELECT/SHOW result has
+// TestEmptyResultsHaveRows: SPEC 3 says a SELECT/SHOW result has
 // "columns" and "rows"; a SELECT matching nothing (or SHOW TABLES on an
 // empty catalog) must answer "rows": [], not leave the member out.
-func TestBugEmptyPullResultOmitsRows(t *testing.T) {
+func TestEmptyResultsHaveRows(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	r := e.sql("SHOW TABLES")[0]
@@ -963,6 +1001,27 @@ func TestBugEmptyPullResultOmitsRows(t *testing.T) {
 	}
 	if rows, ok := r["rows"].([]any); !ok || len(rows) != 0 {
 		t.Errorf(`empty SELECT: "rows" = %#v, want []`, r["rows"])
+	}
+}
+
+// TestDescribeViewNullability: DESCRIBE of a view reports every
+// column as nullable, even window_start, window_end and COUNT(*), which can
+// never be NULL (the planner's output schema drops nullability).
+func TestDescribeViewNullability(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.sql(bidsDDL + ";\n" + aggView)
+	nullable := map[string]bool{}
+	for _, row := range objs(t, e.sql("DESCRIBE agg")[0]["rows"]) {
+		nullable[row["name"].(string)] = row["nullable"].(bool)
+	}
+	for _, c := range []string{"window_start", "window_end", "bids"} {
+		if nullable[c] {
+			t.Errorf("DESCRIBE agg: %s nullable = true, want false (it can never be NULL)", c)
+		}
+	}
+	if !nullable["top_channel"] {
+		t.Errorf("DESCRIBE agg: top_channel (MAX of a nullable column) nullable = false, want true")
 	}
 }
 
@@ -1197,8 +1256,11 @@ func TestRestartKeepsCatalogAndResults(t *testing.T) {
 	dir := t.TempDir()
 	e := start(t, config{dir: dir, checkpoint: time.Second})
 	withAgg(t, e)
-	e.sql("CREATE VIEW cnt AS SELECT channel, COUNT(*) AS n FROM bids GROUP BY channel")
-	e.ingest("bids", `{"auction": 3, "price": 9, "channel": "web", "ts": "2024-01-01T00:00:21Z"}`)
+	// cnt is replaced and gone is dropped before the restart.
+	e.sql("CREATE VIEW cnt AS SELECT auction, COUNT(*) AS n FROM bids GROUP BY auction")
+	e.sql("CREATE VIEW gone AS SELECT auction, COUNT(*) AS n FROM bids GROUP BY auction")
+	e.sql("CREATE OR REPLACE VIEW cnt AS SELECT channel, COUNT(*) AS n FROM bids GROUP BY channel; DROP VIEW gone")
+	idem := e.ingest("bids", `{"auction": 3, "price": 9, "channel": "web", "ts": "2024-01-01T00:00:21Z"}`, "Idempotency-Key", "r1")
 	e.checkpoint()
 	snapshot := func(e *env) map[string]string {
 		out := map[string]string{}
@@ -1232,6 +1294,11 @@ func TestRestartKeepsCatalogAndResults(t *testing.T) {
 		if after[k] != want {
 			t.Errorf("%s after restart:\n got %s\nwant %s", k, after[k], want)
 		}
+	}
+	e2.problem(e2.get("/v1/queries/gone"), 404, "gone")
+	// The idempotency key survives the restart.
+	if again := e2.ingest("bids", `{"auction": 3, "price": 9, "channel": "web", "ts": "2024-01-01T00:00:21Z"}`, "Idempotency-Key", "r1"); !reflect.DeepEqual(again, idem) {
+		t.Errorf("repeat after restart answered %v, want %v", again, idem)
 	}
 	q := e2.ok(e2.get("/v1/queries/agg"))
 	if q["state"] != "running" {

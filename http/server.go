@@ -84,8 +84,11 @@ func New(e *queries.Engine, opts Options) http.Handler {
 func (s *server) auth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.opts.Token != "" {
-			got := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if subtle.ConstantTimeCompare([]byte(got), []byte(s.opts.Token)) != 1 {
+			// "Bearer <token>"; the scheme is case-insensitive (RFC 7235). A
+			// bare token or another scheme is refused.
+			scheme, got, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+			if !ok || !strings.EqualFold(scheme, "Bearer") ||
+				subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(s.opts.Token)) != 1 {
 				problem(w, &queries.Error{Status: 401, Title: "unauthorized", Detail: "missing or wrong bearer token (Authorization: Bearer <token>)", Statement: -1})
 				return
 			}

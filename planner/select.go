@@ -89,6 +89,18 @@ func expandStar(fields []parser.Field, cols plan.Schema) ([]parser.Field, error)
 	return out, nil
 }
 
+// notNull reports whether e can never be NULL: a NOT NULL column, or a
+// non-NULL constant. (Anything else is conservatively nullable.)
+func notNull(e plan.Expr, in plan.Schema) bool {
+	switch e := e.(type) {
+	case *plan.ColRef:
+		return e.Index < len(in) && in[e.Index].NotNull
+	case *plan.Const:
+		return !e.V.IsNull()
+	}
+	return false
+}
+
 // outputName is a result column's name: its alias, else its column name
 // without the qualifier, else its text.
 func outputName(f parser.Field) string {
@@ -101,14 +113,15 @@ func outputName(f parser.Field) string {
 	return f.Text
 }
 
-func outSchema(fields []parser.Field, exprs []plan.Expr) (plan.Schema, error) {
+// outSchema names and types the result columns of exprs bound over in.
+func outSchema(fields []parser.Field, exprs []plan.Expr, in plan.Schema) (plan.Schema, error) {
 	out := make(plan.Schema, len(fields))
 	for i, f := range fields {
 		n := outputName(f)
 		if out[:i].Index(n) >= 0 {
 			return nil, errf(n, "duplicate output column %s; give it an alias with AS", n)
 		}
-		out[i] = plan.Column{Name: n, Type: exprs[i].Type()}
+		out[i] = plan.Column{Name: n, Type: exprs[i].Type(), NotNull: notNull(exprs[i], in)}
 		if out[i].Type == plan.TypeNull {
 			out[i].Type = plan.TypeBigint
 		}
@@ -134,7 +147,7 @@ func appendOnly(src *plan.Source, base *scope, filter plan.Expr, fields []parser
 		}
 		exprs[i] = e
 	}
-	out, err := outSchema(fields, exprs)
+	out, err := outSchema(fields, exprs, base.cols)
 	if err != nil {
 		return nil, err
 	}
@@ -365,10 +378,11 @@ func aggregation(sel *parser.Select, tbl *plan.TableDef, src *plan.Source, base 
 			plan.Column{Name: "window_end", Type: plan.TypeTimestamp, NotNull: true})
 	}
 	for _, g := range groups {
-		post = append(post, plan.Column{Name: exprName(g), Type: g.Type()})
+		post = append(post, plan.Column{Name: exprName(g), Type: g.Type(), NotNull: notNull(g, base.cols)})
 	}
 	for _, a := range aggs {
-		post = append(post, plan.Column{Name: a.String(), Type: a.T})
+		counts := a.Fn == plan.AggCountStar || a.Fn == plan.AggCount || a.Fn == plan.AggCountDistinct
+		post = append(post, plan.Column{Name: a.String(), Type: a.T, NotNull: counts})
 	}
 	postScope := &scope{table: base.table, cols: base.cols}
 	postScope.rewrite = func(e parser.Expr) (plan.Expr, bool, error) {
@@ -421,7 +435,7 @@ func aggregation(sel *parser.Select, tbl *plan.TableDef, src *plan.Source, base 
 		}
 		output[i] = x
 	}
-	out, err := outSchema(fields, output)
+	out, err := outSchema(fields, output, post)
 	if err != nil {
 		return nil, err
 	}
@@ -574,7 +588,7 @@ func Pull(sel *parser.Select, view *plan.ViewDef) (*plan.PullQuery, error) {
 		}
 		q.Project = append(q.Project, x)
 	}
-	if q.Out, err = outSchema(fields, q.Project); err != nil {
+	if q.Out, err = outSchema(fields, q.Project, view.Out); err != nil {
 		return nil, err
 	}
 	for _, o := range sel.OrderBy {

@@ -277,13 +277,36 @@ func statusTitle(status int) string {
 	return "error"
 }
 
-// Result is one statement's outcome.
+// Result is one statement's outcome. Statements that answer with rows
+// (SELECT, SHOW, DESCRIBE, EXPLAIN) set Columns; their JSON then always has
+// "columns" and "rows", even when there are none.
 type Result struct {
-	Statement int      `json:"statement"`
-	Kind      string   `json:"kind"`
-	Name      string   `json:"name,omitempty"`
-	Columns   []string `json:"columns,omitempty"`
-	Rows      []Object `json:"rows,omitempty"`
+	Statement int
+	Kind      string
+	Name      string
+	Columns   []string
+	Rows      []Object
+}
+
+// MarshalJSON writes {"statement", "kind", "name"[, "columns", "rows"]}.
+func (r Result) MarshalJSON() ([]byte, error) {
+	type base struct {
+		Statement int    `json:"statement"`
+		Kind      string `json:"kind"`
+		Name      string `json:"name,omitempty"`
+	}
+	if r.Columns == nil {
+		return json.Marshal(base{r.Statement, r.Kind, r.Name})
+	}
+	rows := r.Rows
+	if rows == nil {
+		rows = []Object{}
+	}
+	return json.Marshal(struct {
+		base
+		Columns []string `json:"columns"`
+		Rows    []Object `json:"rows"`
+	}{base{r.Statement, r.Kind, r.Name}, r.Columns, rows})
 }
 
 // Exec runs the statements of sql in order, stopping at the first failure:
@@ -486,23 +509,23 @@ func (e *Engine) drop(s *parser.Drop, st *parser.Statement) (Result, error) {
 	if s.View {
 		kind = "drop_view"
 	}
+	// Check every name before dropping anything: the statement is all or nothing.
+	var drop []string
 	for _, name := range s.Names {
 		if s.View {
-			v, ok := e.views[name]
-			if !ok {
+			if _, ok := e.views[name]; !ok {
+				if _, isTable := e.tables[name]; isTable {
+					return Result{}, stmtErr(409, st, "%s is a table: use DROP TABLE", name)
+				}
 				if s.IfExists {
 					continue
 				}
 				return Result{}, stmtErr(404, st, "unknown view %s", name)
 			}
-			if err := e.meta.DeleteCatalog(viewPrefix + name); err != nil {
-				return Result{}, err
-			}
-			e.dropView(v)
+			drop = append(drop, name)
 			continue
 		}
-		def, ok := e.tables[name]
-		if !ok {
+		if _, ok := e.tables[name]; !ok {
 			if _, isView := e.views[name]; isView {
 				return Result{}, stmtErr(409, st, "%s is a view: use DROP VIEW", name)
 			}
@@ -514,6 +537,17 @@ func (e *Engine) drop(s *parser.Drop, st *parser.Statement) (Result, error) {
 		if users := e.readers(name); len(users) > 0 {
 			return Result{}, stmtErr(409, st, "table %s is read by %s; drop them first", name, strings.Join(users, ", "))
 		}
+		drop = append(drop, name)
+	}
+	for _, name := range drop {
+		if s.View {
+			if err := e.meta.DeleteCatalog(viewPrefix + name); err != nil {
+				return Result{}, err
+			}
+			e.dropView(e.views[name])
+			continue
+		}
+		def := e.tables[name]
 		if err := e.meta.DeleteCatalog(tablePrefix + name); err != nil {
 			return Result{}, err
 		}
