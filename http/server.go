@@ -65,6 +65,9 @@ func New(e *queries.Engine, opts Options) http.Handler {
 		r.Get("/v1/queries", s.queries)
 		r.Get("/v1/queries/{name}", s.query)
 		r.Delete("/v1/queries/{name}", s.dropQuery)
+		r.Post("/v1/queries/{name}/stop", s.stopQuery)
+		r.Post("/v1/queries/{name}/resume", s.resumeQuery)
+		r.Get("/v1/queries/{name}/checkpoints", s.queryCheckpoints)
 		r.Get("/v1/queries/{name}/results", s.results)
 		r.Post("/v1/checkpoints", s.checkpoints)
 		r.Handle("/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
@@ -225,6 +228,35 @@ func (s *server) query(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, 200, q)
+}
+
+func (s *server) stopQuery(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 60*time.Second)
+	defer cancel()
+	q, err := s.e.StopQuery(ctx, chi.URLParam(r, "name"))
+	if err != nil {
+		problem(w, err)
+		return
+	}
+	writeJSON(w, 200, q)
+}
+
+func (s *server) resumeQuery(w http.ResponseWriter, r *http.Request) {
+	q, err := s.e.ResumeQuery(chi.URLParam(r, "name"))
+	if err != nil {
+		problem(w, err)
+		return
+	}
+	writeJSON(w, 200, q)
+}
+
+func (s *server) queryCheckpoints(w http.ResponseWriter, r *http.Request) {
+	h, err := s.e.Checkpoints(chi.URLParam(r, "name"))
+	if err != nil {
+		problem(w, err)
+		return
+	}
+	writeJSON(w, 200, map[string]any{"checkpoints": h})
 }
 
 func (s *server) dropQuery(w http.ResponseWriter, r *http.Request) {
