@@ -21,8 +21,9 @@ var idFloorKey = []byte("\xff\xffstreamsql/state/id-floor")
 // BadgerVersioned is the Badger implementation of Versioned: a Badger DB in
 // managed mode whose commit timestamps are checkpoint ids.
 type BadgerVersioned struct {
-	db  *badger.DB
-	dir string
+	db     *badger.DB
+	dir    string
+	syncFn SyncFunc // syncs the DB; wrapped by VersionedOptions.WrapSync
 	// next is the next id NextID hands out.
 	next atomic.Uint64
 	// mu orders writes against DropPrefix and Close: Badger rejects writes
@@ -34,14 +35,32 @@ type BadgerVersioned struct {
 
 var _ Versioned = (*BadgerVersioned)(nil)
 
+// VersionedOptions configures OpenVersionedWith.
+type VersionedOptions struct {
+	// WrapSync, when set, wraps the function that syncs the state DB.
+	// CommitMarker's two syncs (of the state written before the marker, and
+	// of the marker) go through it, so a test wrapper can fail syncs or
+	// record what was visible around them.
+	WrapSync func(SyncFunc) SyncFunc
+}
+
 // OpenVersioned opens (creating if needed) the managed-mode Badger DB in dir.
 // Ids handed out by NextID start above the largest version stored in it.
 func OpenVersioned(dir string) (*BadgerVersioned, error) {
+	return OpenVersionedWith(dir, VersionedOptions{})
+}
+
+// OpenVersionedWith is OpenVersioned with options.
+func OpenVersionedWith(dir string, opts VersionedOptions) (*BadgerVersioned, error) {
 	db, err := badger.OpenManaged(badgerOptions(dir, "state"))
 	if err != nil {
 		return nil, fmt.Errorf("open state db %s: %w", dir, err)
 	}
 	v := &BadgerVersioned{db: db, dir: dir}
+	v.syncFn = func() error { return db.Sync() }
+	if opts.WrapSync != nil {
+		v.syncFn = opts.WrapSync(v.syncFn)
+	}
 	v.next.Store(db.MaxVersion() + 1)
 	return v, nil
 }
@@ -103,15 +122,19 @@ func (v *BadgerVersioned) writeLocked(id uint64, kvs []KV) error {
 	return w.flush()
 }
 
-// sync calls db.Sync with context.
+// sync syncs the DB (through VersionedOptions.WrapSync), with context.
 func (v *BadgerVersioned) sync() error {
-	if err := v.db.Sync(); err != nil {
+	if err := v.syncFn(); err != nil {
 		return fmt.Errorf("sync state db: %w", err)
 	}
 	return nil
 }
 
 // CommitMarker syncs, commits markerKey=value at version id, and syncs again.
+// When the first sync fails, the marker is not written and the previous one
+// stays the last. When the second fails, the marker is committed (LastMarker
+// returns it) but may not be durable: the caller must treat the checkpoint as
+// failed, and recovery after a restart decides from what is on disk.
 func (v *BadgerVersioned) CommitMarker(markerKey []byte, id uint64, value []byte) error {
 	if id == 0 {
 		return errors.New("state commit marker: id 0 is not a valid version")

@@ -8,8 +8,11 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
+
+	"github.com/streamsql/streamsql/internal/fault"
 )
 
 // MaxRowBytes is the largest row Log.Append accepts.
@@ -18,6 +21,13 @@ const MaxRowBytes = 128 << 20
 // maxGroup caps how many Append requests one group commit takes, which keeps
 // the final transaction (end offset plus idempotency keys) small.
 const maxGroup = 1024
+
+// ErrTruncated is returned (wrapped) by Log.Read from an offset below
+// Log.Start: those rows were deleted by Truncate.
+var ErrTruncated = errors.New("state: log truncated")
+
+// truncateChunk is how many keys Truncate deletes per transaction.
+const truncateChunk = 4096
 
 // AppendResult is the answer to Log.Append. Offsets are inclusive; for zero
 // rows First is the end offset at the time and Last = First-1.
@@ -39,12 +49,22 @@ type AppendResult struct {
 // After a failed commit of the end offset or a failed sync the log refuses
 // further appends (its on-disk state is no longer known); reopening the Meta
 // recovers from what is on disk.
+//
+// Retention: each group commit that appends rows also records, with the end
+// offset, an append-time index entry (the millisecond of the commit -> the
+// group's first offset; only the first group of a millisecond gets one).
+// OffsetBefore reads it. Truncate deletes a prefix of the log: it persists
+// the new Start first, then deletes rows below it in chunks, so a crash part
+// way leaves rows below Start, which are never read and are deleted by the
+// next Truncate.
 type Log struct {
 	m          *Meta
 	id         uint64
 	endKey     []byte
+	startKey   []byte
 	rowPrefix  []byte
 	idemPrefix []byte
+	timePrefix []byte
 
 	reqs      chan *appendReq // unbuffered: waiting senders are the queue
 	quit      chan struct{}
@@ -54,10 +74,23 @@ type Log struct {
 	queued    atomic.Int64 // Appends waiting to hand their request to the appender
 
 	end     atomic.Int64
-	mu      sync.Mutex // guards changed
+	start   atomic.Int64 // first retained offset; only grows, persisted before it is stored
+	mu      sync.Mutex   // guards changed
 	changed chan struct{}
 
-	failed error // set by the appender after an unrecoverable error
+	truncMu sync.Mutex // serialises Truncate, and Drop against it
+	// Guarded by truncMu: rows below cleared, and index entries before
+	// indexFrom that only cover them, were deleted by this process.
+	cleared   int64
+	indexFrom []byte
+
+	// readHook, when set (by tests, before any Read), runs in Read between
+	// its first check of Start and taking its snapshot.
+	readHook func()
+
+	// Owned by the appender goroutine (set at open before it starts):
+	failed error // set after an unrecoverable error
+	lastMs int64 // millisecond of the newest append-time index entry, -1 when none
 }
 
 type appendReq struct {
@@ -81,8 +114,11 @@ func openLog(m *Meta, id uint64) (*Log, error) {
 		m:          m,
 		id:         id,
 		endKey:     tableKey(metaEnd, id),
+		startKey:   tableKey(metaStart, id),
 		rowPrefix:  tableKey(metaRow, id),
 		idemPrefix: tableKey(metaIdem, id),
+		timePrefix: tableKey(metaTime, id),
+		lastMs:     -1,
 		reqs:       make(chan *appendReq),
 		quit:       make(chan struct{}),
 		stopped:    make(chan struct{}),
@@ -90,32 +126,63 @@ func openLog(m *Meta, id uint64) (*Log, error) {
 	}
 	txn := m.db.NewTransaction(false)
 	defer txn.Discard()
-	item, err := txn.Get(l.endKey)
-	switch {
-	case errors.Is(err, badger.ErrKeyNotFound):
-	case err != nil:
-		return nil, fmt.Errorf("log %d open: %w", id, err)
-	default:
-		err := item.Value(func(v []byte) error {
-			if len(v) != 8 {
-				return fmt.Errorf("corrupt end offset of %d bytes", len(v))
-			}
-			l.end.Store(int64(binary.BigEndian.Uint64(v)))
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("log %d open: %w", id, err)
+	end, err := getBE8(txn, l.endKey)
+	if err != nil {
+		return nil, fmt.Errorf("log %d open: end offset: %w", id, err)
+	}
+	start, err := getBE8(txn, l.startKey)
+	if err != nil {
+		return nil, fmt.Errorf("log %d open: start offset: %w", id, err)
+	}
+	l.end.Store(int64(end))
+	l.start.Store(min(int64(start), int64(end)))
+	// The newest append-time index entry.
+	opts := badger.DefaultIteratorOptions
+	opts.Prefix = l.timePrefix
+	opts.Reverse = true
+	opts.PrefetchValues = false
+	it := txn.NewIterator(opts)
+	it.Seek(append(append([]byte(nil), l.timePrefix...), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff))
+	if it.Valid() {
+		if k := it.Item().Key(); len(k) == len(l.timePrefix)+8 {
+			l.lastMs = int64(binary.BigEndian.Uint64(k[len(l.timePrefix):]))
 		}
 	}
+	it.Close()
 	go l.appender()
 	return l, nil
+}
+
+// getBE8 reads a big-endian uint64 value; a missing key reads as 0.
+func getBE8(txn *badger.Txn, key []byte) (uint64, error) {
+	item, err := txn.Get(key)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	var v uint64
+	err = item.Value(func(b []byte) error {
+		if len(b) != 8 {
+			return fmt.Errorf("corrupt value of %d bytes", len(b))
+		}
+		v = binary.BigEndian.Uint64(b)
+		return nil
+	})
+	return v, err
 }
 
 // ID returns the table id of the log.
 func (l *Log) ID() uint64 { return l.id }
 
-// End returns the next offset to be assigned: the number of durable rows.
+// End returns the next offset to be assigned: the number of durable rows
+// ever appended (truncation does not lower it).
 func (l *Log) End() int64 { return l.end.Load() }
+
+// Start returns the first retained offset: 0 until Truncate, then the
+// highest offset truncated below. Rows in [Start, End) can be read.
+func (l *Log) Start() int64 { return l.start.Load() }
 
 // Changed returns a channel that is closed when End next advances, or when
 // the log is closed. To wait without missing an advance, take the channel
@@ -209,7 +276,8 @@ func (l *Log) commitGroup(group []*appendReq) {
 	dupOf := make([]int, len(group))
 	results := make([]AppendResult, len(group))
 	seen := make(map[string]int)
-	next := l.end.Load()
+	first := l.end.Load()
+	next := first
 	var writes []int
 	needCommit := false
 
@@ -246,14 +314,28 @@ func (l *Log) commitGroup(group []*appendReq) {
 
 	var err error
 	if needCommit {
-		err = l.writeGroup(group, writes, results, next)
+		// The append-time index entry: the first group of a millisecond
+		// records its first offset; later groups of that millisecond (or of
+		// an earlier one, should the clock step back) are covered by it.
+		var idx *badger.Entry
+		ms := max(l.m.now().UnixMilli(), 0)
+		if next > first && ms > l.lastMs {
+			k := binary.BigEndian.AppendUint64(append([]byte(nil), l.timePrefix...), uint64(ms))
+			idx = badger.NewEntry(k, binary.BigEndian.AppendUint64(nil, uint64(first)))
+		}
+		err = l.writeGroup(group, writes, results, next, idx)
 		if err == nil {
+			if idx != nil {
+				l.lastMs = ms
+			}
+			fault.Point("ingest.after_write")
 			if err = l.m.sync(); err != nil {
 				err = fmt.Errorf("sync: %w", err)
 				l.failed = err
 			}
 		}
 		if err == nil {
+			fault.Point("ingest.after_sync")
 			l.advance(next)
 		}
 	}
@@ -298,10 +380,11 @@ func lookupIdem(txn *badger.Txn, key []byte) (AppendResult, bool, error) {
 }
 
 // writeGroup commits the rows of the requests in writes, then their
-// idempotency keys together with the new end offset. A small group goes in
-// one transaction; a large one writes its rows in as many transactions as
-// needed first. Sets l.failed when the final commit fails.
-func (l *Log) writeGroup(group []*appendReq, writes []int, results []AppendResult, end int64) error {
+// idempotency keys and the append-time index entry idx (when not nil)
+// together with the new end offset. A small group goes in one transaction; a
+// large one writes its rows in as many transactions as needed first. Sets
+// l.failed when the final commit fails.
+func (l *Log) writeGroup(group []*appendReq, writes []int, results []AppendResult, end int64, idx *badger.Entry) error {
 	rowsEntries := func(yield func(*badger.Entry) error) error {
 		for _, i := range writes {
 			r := group[i]
@@ -329,6 +412,11 @@ func (l *Log) writeGroup(group []*appendReq, writes []int, results []AppendResul
 			binary.BigEndian.PutUint64(v[8:], uint64(res.First))
 			binary.BigEndian.PutUint64(v[16:], uint64(res.Last))
 			if err := yield(badger.NewEntry(r.idemKey, v).WithTTL(l.m.window)); err != nil {
+				return err
+			}
+		}
+		if idx != nil {
+			if err := yield(idx); err != nil {
 				return err
 			}
 		}
@@ -401,13 +489,17 @@ func (l *Log) advance(end int64) {
 
 // Read calls fn for up to max rows with offsets in [from, End()), in order,
 // and returns the offset after the last row read. row is only valid during
-// the call. An error from fn stops the read and is returned as is.
+// the call. An error from fn stops the read and is returned as is. From
+// below Start() it fails with an error wrapping ErrTruncated.
 func (l *Log) Read(from int64, max int, fn func(off int64, row []byte) error) (int64, error) {
 	if l.closed.Load() || l.m.isClosed() {
 		return from, fmt.Errorf("log %d read: %w", l.id, ErrClosed)
 	}
 	if from < 0 {
 		return from, fmt.Errorf("log %d read: negative offset %d", l.id, from)
+	}
+	if start := l.Start(); from < start {
+		return from, fmt.Errorf("log %d read from %d: start is %d: %w", l.id, from, start, ErrTruncated)
 	}
 	end := l.End()
 	if from >= end || max <= 0 {
@@ -417,8 +509,17 @@ func (l *Log) Read(from int64, max int, fn func(off int64, row []byte) error) (i
 	if int64(max) < end-from {
 		limit = from + int64(max)
 	}
+	if l.readHook != nil {
+		l.readHook()
+	}
 	txn := l.m.db.NewTransaction(false)
 	defer txn.Discard()
+	// Truncate stores the new start before deleting any row below it, so a
+	// start read after the snapshot was taken covers every row the snapshot
+	// lacks.
+	if start := l.Start(); from < start {
+		return from, fmt.Errorf("log %d read from %d: start is %d: %w", l.id, from, start, ErrTruncated)
+	}
 	opts := badger.DefaultIteratorOptions
 	opts.Prefix = l.rowPrefix
 	opts.PrefetchSize = int(min(limit-from, 100))
@@ -465,10 +566,13 @@ func (l *Log) Close() {
 	})
 }
 
-// Drop stops the appender and deletes the table's rows, end offset and
-// idempotency keys. The table id must not be used again.
+// Drop stops the appender and deletes the table's rows, end and start
+// offsets, append-time index and idempotency keys. The table id must not be
+// used again.
 func (l *Log) Drop() error {
 	l.Close()
+	l.truncMu.Lock() // let a Truncate in progress finish; later ones see the log closed
+	defer l.truncMu.Unlock()
 	m := l.m
 	m.writeMu.Lock()
 	defer m.writeMu.Unlock()
@@ -480,14 +584,213 @@ func (l *Log) Drop() error {
 	if err := txn.Delete(l.endKey); err != nil {
 		return fmt.Errorf("log %d drop: %w", l.id, err)
 	}
+	if err := txn.Delete(l.startKey); err != nil {
+		return fmt.Errorf("log %d drop: %w", l.id, err)
+	}
 	if err := txn.Commit(); err != nil {
 		return fmt.Errorf("log %d drop: commit: %w", l.id, err)
 	}
 	if err := m.sync(); err != nil {
 		return fmt.Errorf("log %d drop: sync: %w", l.id, err)
 	}
-	if err := m.db.DropPrefix(l.rowPrefix, l.idemPrefix); err != nil {
+	if err := m.db.DropPrefix(l.rowPrefix, l.idemPrefix, l.timePrefix); err != nil {
 		return fmt.Errorf("log %d drop: %w", l.id, err)
 	}
 	return nil
+}
+
+// Truncate deletes every row with offset below below (and the append-time
+// index entries that only cover deleted rows) and sets Start to below,
+// clamped to End; Start never moves backwards. The new Start is persisted
+// and synced before any row is deleted. Rows left below Start by an earlier
+// Truncate that did not finish (a crash, an error) are deleted by the next
+// call, even one that does not move Start; a call that finds nothing to do
+// costs nothing.
+//
+// Threading: safe to call while appends and reads run. Truncates of one log
+// are serialised; a Read from below the new Start fails with ErrTruncated.
+func (l *Log) Truncate(below int64) error {
+	l.truncMu.Lock()
+	defer l.truncMu.Unlock()
+	if l.closed.Load() || l.m.isClosed() {
+		return fmt.Errorf("log %d truncate: %w", l.id, ErrClosed)
+	}
+	below = min(below, l.End())
+	if below > l.Start() {
+		err := l.m.update(func(txn *badger.Txn) error {
+			return txn.Set(l.startKey, binary.BigEndian.AppendUint64(nil, uint64(below)))
+		})
+		if err != nil {
+			return fmt.Errorf("log %d truncate below %d: %w", l.id, below, err)
+		}
+		l.start.Store(below)
+	}
+	start := l.Start()
+	if start <= l.cleared {
+		return nil
+	}
+	// From 0 after an open, so that leftovers of an unfinished truncation go.
+	if err := l.deleteRowsBelow(l.cleared, start); err != nil {
+		return fmt.Errorf("log %d truncate below %d: %w", l.id, start, err)
+	}
+	indexFrom, err := l.deleteIndexBelow(l.indexFrom, start)
+	if err != nil {
+		return fmt.Errorf("log %d truncate below %d: %w", l.id, start, err)
+	}
+	l.cleared, l.indexFrom = start, indexFrom
+	return nil
+}
+
+// deleteRowsBelow deletes the rows with offsets in [from, start), in chunks.
+func (l *Log) deleteRowsBelow(from, start int64) error {
+	seek := binary.BigEndian.AppendUint64(append([]byte(nil), l.rowPrefix...), uint64(from))
+	limit := binary.BigEndian.AppendUint64(append([]byte(nil), l.rowPrefix...), uint64(start))
+	for {
+		var keys [][]byte
+		txn := l.m.db.NewTransaction(false)
+		opts := badger.DefaultIteratorOptions
+		opts.Prefix = l.rowPrefix
+		opts.PrefetchValues = false
+		it := txn.NewIterator(opts)
+		for it.Seek(seek); it.Valid() && len(keys) < truncateChunk; it.Next() {
+			k := it.Item().KeyCopy(nil)
+			if string(k) >= string(limit) {
+				break
+			}
+			keys = append(keys, k)
+		}
+		it.Close()
+		txn.Discard()
+		if len(keys) == 0 {
+			return nil
+		}
+		if err := l.deleteKeys(keys); err != nil {
+			return fmt.Errorf("delete rows: %w", err)
+		}
+		if len(keys) < truncateChunk {
+			return nil
+		}
+		seek = append(keys[len(keys)-1], 0) // the next key after the last deleted
+	}
+}
+
+// deleteIndexBelow deletes the append-time index entries that only cover
+// offsets below start: each entry covers the offsets from its own up to the
+// next entry's, so an entry goes when the next one's offset is at most start.
+// The newest entry is never deleted. The scan starts at key from (nil: the
+// first entry); it returns the key to start the next scan at (the first
+// entry it kept).
+func (l *Log) deleteIndexBelow(from []byte, start int64) ([]byte, error) {
+	seek := from
+	if seek == nil {
+		seek = l.timePrefix
+	}
+	for {
+		var dels [][]byte
+		var resume []byte // where the next chunk starts; nil when done
+		txn := l.m.db.NewTransaction(false)
+		opts := badger.DefaultIteratorOptions
+		opts.Prefix = l.timePrefix
+		it := txn.NewIterator(opts)
+		var prev []byte
+		var err error
+		for it.Seek(seek); it.Valid(); it.Next() {
+			item := it.Item()
+			var off int64
+			err = item.Value(func(v []byte) error {
+				if len(v) != 8 {
+					return fmt.Errorf("corrupt index entry of %d bytes", len(v))
+				}
+				off = int64(binary.BigEndian.Uint64(v))
+				return nil
+			})
+			if err != nil || off > start {
+				break
+			}
+			if prev != nil {
+				dels = append(dels, prev)
+				if len(dels) == truncateChunk {
+					resume = item.KeyCopy(nil)
+					break
+				}
+			}
+			prev = item.KeyCopy(nil)
+		}
+		it.Close()
+		txn.Discard()
+		if err != nil {
+			return from, fmt.Errorf("read index: %w", err)
+		}
+		if len(dels) > 0 {
+			if err := l.deleteKeys(dels); err != nil {
+				return from, fmt.Errorf("delete index entries: %w", err)
+			}
+		}
+		if resume == nil {
+			if prev != nil {
+				return prev, nil
+			}
+			return seek, nil
+		}
+		seek = resume
+	}
+}
+
+// deleteKeys deletes keys in as many transactions as needed.
+func (l *Log) deleteKeys(keys [][]byte) error {
+	l.m.writeMu.RLock()
+	defer l.m.writeMu.RUnlock()
+	if l.m.isClosed() {
+		return ErrClosed
+	}
+	w := txnWriter{
+		begin:  func() *badger.Txn { return l.m.db.NewTransaction(true) },
+		commit: func(txn *badger.Txn) error { return txn.Commit() },
+	}
+	defer w.discard()
+	for _, k := range keys {
+		if err := w.delete(k); err != nil {
+			return err
+		}
+	}
+	return w.flush()
+}
+
+// OffsetBefore returns the first offset appended at or after t, per the
+// append-time index, or End() when every row was appended before t: every
+// row below the answer was appended before t. Times are kept to the
+// millisecond (a group is stamped with the millisecond its commit began),
+// and an answer may be below Start. On a read error it returns Start(),
+// which makes a Truncate to it a no-op.
+func (l *Log) OffsetBefore(t time.Time) int64 {
+	// End first: every group below it committed its index entry before the
+	// snapshot below is taken.
+	end := l.End()
+	if l.closed.Load() || l.m.isClosed() {
+		return l.Start()
+	}
+	txn := l.m.db.NewTransaction(false)
+	defer txn.Discard()
+	opts := badger.DefaultIteratorOptions
+	opts.Prefix = l.timePrefix
+	opts.PrefetchSize = 1
+	it := txn.NewIterator(opts)
+	defer it.Close()
+	it.Seek(binary.BigEndian.AppendUint64(append([]byte(nil), l.timePrefix...), uint64(max(t.UnixMilli(), 0))))
+	if !it.Valid() {
+		return end
+	}
+	var off int64
+	err := it.Item().Value(func(v []byte) error {
+		if len(v) != 8 {
+			return fmt.Errorf("corrupt index entry of %d bytes", len(v))
+		}
+		off = int64(binary.BigEndian.Uint64(v))
+		return nil
+	})
+	if err != nil {
+		return l.Start()
+	}
+	// An entry of a group committed after end was read is above end.
+	return min(off, end)
 }

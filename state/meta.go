@@ -17,6 +17,8 @@ const (
 	metaEnd     = 'e' // e<table BE8> -> BE8 end offset of the table's log
 	metaRow     = 'l' // l<table BE8><offset BE8> -> row
 	metaIdem    = 'i' // i<table BE8><sha256(idempotency key)> -> BE8 accepted, first, last (TTL)
+	metaStart   = 'b' // b<table BE8> -> BE8 first retained offset of the table's log (absent: 0)
+	metaTime    = 't' // t<table BE8><unix ms BE8> -> BE8 first offset appended in that millisecond (append-time index)
 )
 
 // DefaultIdempotencyWindow is how long ingest idempotency keys are
@@ -45,6 +47,9 @@ type Meta struct {
 	dir    string
 	window time.Duration
 	sync   SyncFunc
+	// now is the clock of the append-time index (time.Now; tests replace it
+	// before opening logs).
+	now func() time.Time
 
 	// writeMu orders writes against Badger's DropPrefix (used by Log.Drop),
 	// which makes concurrent writes fail with ErrBlockedWrites: writers hold
@@ -64,7 +69,7 @@ func OpenMeta(dir string, opts MetaOptions) (*Meta, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open meta db %s: %w", dir, err)
 	}
-	m := &Meta{db: db, dir: dir, window: opts.IdempotencyWindow, logs: make(map[uint64]*Log)}
+	m := &Meta{db: db, dir: dir, window: opts.IdempotencyWindow, now: time.Now, logs: make(map[uint64]*Log)}
 	if m.window <= 0 {
 		m.window = DefaultIdempotencyWindow
 	}

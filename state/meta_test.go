@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/dgraph-io/badger/v4"
@@ -67,32 +67,6 @@ func readAll(t *testing.T, l *Log, from int64) []string {
 		t.Fatalf("Read returned next %d, want %d", next, want)
 	}
 	return out
-}
-
-// gatedSync blocks syncs while closed over a gate, counts them, and can fail.
-type gatedSync struct {
-	mu      sync.Mutex
-	gate    chan struct{} // when non-nil, syncs wait for it to close
-	entered chan struct{} // signalled when a sync starts waiting on the gate
-	fail    error
-	count   atomic.Int64
-}
-
-func (g *gatedSync) wrap(next SyncFunc) SyncFunc {
-	return func() error {
-		g.count.Add(1)
-		g.mu.Lock()
-		gate, entered, fail := g.gate, g.entered, g.fail
-		g.mu.Unlock()
-		if gate != nil {
-			entered <- struct{}{}
-			<-gate
-		}
-		if fail != nil {
-			return fail
-		}
-		return next()
-	}
 }
 
 func TestMetaSequences(t *testing.T) {
@@ -315,15 +289,14 @@ func TestLogReadPaging(t *testing.T) {
 }
 
 func TestLogGroupCommit(t *testing.T) {
-	g := &gatedSync{}
-	m := openMeta(t, t.TempDir(), MetaOptions{WrapSync: g.wrap})
+	rec := &SyncRecorder{}
+	m := openMeta(t, t.TempDir(), MetaOptions{WrapSync: rec.Wrap})
 	l := openLogT(t, m, 3)
 
 	// Hold the first group in its sync, queue more appends behind it: they
 	// must all go in the next group, with a single sync.
-	g.mu.Lock()
-	g.gate, g.entered = make(chan struct{}), make(chan struct{}, 1)
-	g.mu.Unlock()
+	started, release := rec.HoldNext()
+	defer release()
 	type answer struct {
 		idx  int
 		res  AppendResult
@@ -338,11 +311,7 @@ func TestLogGroupCommit(t *testing.T) {
 		}()
 	}
 	appendAsync(-1, rowsOf("first"), "")
-	<-g.entered
-	g.mu.Lock()
-	gate := g.gate
-	g.gate = nil
-	g.mu.Unlock()
+	<-started
 	const queued = 40
 	for i := range queued {
 		rows := make([][]byte, 1+i%4)
@@ -361,8 +330,11 @@ func TestLogGroupCommit(t *testing.T) {
 	if l.End() != 0 {
 		t.Fatalf("End advanced to %d before the sync", l.End())
 	}
-	syncsBefore := g.count.Load()
-	close(gate)
+	if len(answers) != 0 {
+		t.Fatal("an Append returned while its group's sync was held")
+	}
+	syncsBefore := rec.Count()
+	release()
 
 	byOffset := map[int64]string{}
 	dups := 0
@@ -391,7 +363,7 @@ func TestLogGroupCommit(t *testing.T) {
 			byOffset[off] = string(r)
 		}
 	}
-	if got := g.count.Load() - syncsBefore; got != 1 {
+	if got := rec.Count() - syncsBefore; got != 1 {
 		t.Fatalf("%d syncs for one queued group, want 1", got)
 	}
 	if dups != 1 || dupRes.First != firstRes.First || dupRes.Last != firstRes.Last || dupRes.Accepted != firstRes.Accepted {
@@ -410,8 +382,8 @@ func TestLogGroupCommit(t *testing.T) {
 }
 
 func TestLogConcurrentAppenders(t *testing.T) {
-	g := &gatedSync{}
-	m := openMeta(t, t.TempDir(), MetaOptions{WrapSync: g.wrap})
+	rec := &SyncRecorder{}
+	m := openMeta(t, t.TempDir(), MetaOptions{WrapSync: rec.Wrap})
 	l := openLogT(t, m, 1)
 	const writers, each = 16, 25
 	var mu sync.Mutex
@@ -461,7 +433,7 @@ func TestLogConcurrentAppenders(t *testing.T) {
 			t.Fatalf("row %d = %q, answered %q", off, r, byOffset[int64(off)])
 		}
 	}
-	t.Logf("%d appends in %d syncs", writers*each, g.count.Load())
+	t.Logf("%d appends in %d syncs", writers*each, rec.Count())
 }
 
 func TestLogIdempotency(t *testing.T) {
@@ -631,22 +603,45 @@ func binary8(prefix []byte, v uint64) []byte {
 	return k
 }
 
+// persistedEnd reads the end offset committed for table id, which may be
+// ahead of Log.End while its sync has not returned.
+func persistedEnd(m *Meta, id uint64) int64 {
+	txn := m.db.NewTransaction(false)
+	defer txn.Discard()
+	v, err := getBE8(txn, tableKey(metaEnd, id))
+	if err != nil {
+		return -1
+	}
+	return int64(v)
+}
+
 // TestLogSyncFailure checks through the sync seam that nothing is
 // acknowledged or made visible unless the sync succeeded.
 func TestLogSyncFailure(t *testing.T) {
-	g := &gatedSync{}
-	m := openMeta(t, t.TempDir(), MetaOptions{WrapSync: g.wrap})
+	rec := &SyncRecorder{}
+	m := openMeta(t, t.TempDir(), MetaOptions{WrapSync: rec.Wrap})
 	l := openLogT(t, m, 4)
 	mustAppend(t, l, rowsOf("ok"), "")
 	ch := l.Changed()
 	boom := errors.New("injected fsync failure")
-	g.mu.Lock()
-	g.fail = boom
-	g.mu.Unlock()
+	rec.SetProbe(func() string { return fmt.Sprintf("end=%d persisted=%d", l.End(), persistedEnd(m, 4)) })
+	rec.FailNext(boom)
+	n := rec.Count()
 
 	res, err := l.Append(context.Background(), rowsOf("lost-1", "lost-2"), "key")
+	rec.Note(fmt.Sprintf("answered %v", err))
 	if !errors.Is(err, boom) {
 		t.Fatalf("Append with failing sync = %+v, %v", res, err)
+	}
+	// The group was committed (persisted end 3) before the sync; the sync
+	// failed; End stayed; only then was the caller answered.
+	want := []string{
+		fmt.Sprintf("sync %d start [end=1 persisted=3]", n+1),
+		fmt.Sprintf("sync %d failed [end=1 persisted=3]: %v", n+1, boom),
+		"note answered log 4 append: sync: " + boom.Error(),
+	}
+	if got := eventStrings(rec.Events()); !slices.Equal(got[len(got)-3:], want) {
+		t.Fatalf("events\n%s\nwant the last ones\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	if l.End() != 1 {
 		t.Fatalf("End advanced to %d after a failed sync", l.End())
@@ -661,26 +656,82 @@ func TestLogSyncFailure(t *testing.T) {
 	}
 	// The log refuses further appends, even once syncs work again: its
 	// on-disk state is unknown until reopened.
-	g.mu.Lock()
-	g.fail = nil
-	g.mu.Unlock()
 	if _, err := l.Append(context.Background(), rowsOf("next"), ""); err == nil {
 		t.Fatal("Append after a failed sync succeeded")
 	}
 	if l.End() != 1 {
 		t.Fatalf("End = %d", l.End())
 	}
+	rec.SetProbe(nil)
 	// Other tables are unaffected.
 	mustAppend(t, openLogT(t, m, 5), rowsOf("x"), "")
 	// Catalog writes report sync failures too.
-	g.mu.Lock()
-	g.fail = boom
-	g.mu.Unlock()
+	rec.FailNext(boom)
 	if err := m.PutCatalog("k", nil); !errors.Is(err, boom) {
 		t.Fatalf("PutCatalog with failing sync: %v", err)
 	}
+	rec.FailNext(boom)
 	if _, err := m.NextSeq("s"); !errors.Is(err, boom) {
 		t.Fatalf("NextSeq with failing sync: %v", err)
+	}
+}
+
+func eventStrings(evs []SyncEvent) []string {
+	out := make([]string, len(evs))
+	for i, e := range evs {
+		out[i] = e.String()
+	}
+	return out
+}
+
+// TestLogAnswersAfterSync checks, under concurrent appends, that every
+// answer comes after the return of a sync that started once the answered
+// rows were committed.
+func TestLogAnswersAfterSync(t *testing.T) {
+	rec := &SyncRecorder{}
+	m := openMeta(t, t.TempDir(), MetaOptions{WrapSync: rec.Wrap})
+	l := openLogT(t, m, 1)
+	rec.SetProbe(func() string { return fmt.Sprint(persistedEnd(m, 1)) })
+	const writers, each = 8, 20
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				res, err := l.Append(context.Background(), rowsOf(fmt.Sprint(w, i), "x"), "")
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				rec.Note(fmt.Sprint(res.Last))
+			}
+		})
+	}
+	wg.Wait()
+	started := map[int]int64{} // sync -> persisted end when it started
+	synced := int64(0)         // highest persisted end covered by a returned sync
+	answers := 0
+	for _, e := range rec.Events() {
+		var v int64
+		if _, err := fmt.Sscan(e.Text, &v); err != nil {
+			t.Fatalf("event %v: %v", e, err)
+		}
+		switch e.Kind {
+		case SyncStarted:
+			started[e.Sync] = v
+		case SyncReturned:
+			if e.Err != nil {
+				t.Fatalf("event %v", e)
+			}
+			synced = max(synced, started[e.Sync])
+		case SyncNote:
+			answers++
+			if v >= synced {
+				t.Fatalf("row %d answered when syncs covered rows below %d only", v, synced)
+			}
+		}
+	}
+	if answers != writers*each {
+		t.Fatalf("%d answers", answers)
 	}
 }
 
