@@ -453,12 +453,16 @@ func (e *Engine) createView(s *parser.CreateView, st *parser.Statement, set []pa
 	}
 	for _, v := range g.Vertices {
 		for _, op := range v.Ops {
-			if src, ok := op.(*plan.Source); ok && src.StartLatest && src.Engine == "http" {
+			if src, ok := op.(*plan.Source); ok && src.Engine == "http" {
 				l, err := e.meta.Log(src.TableID)
 				if err != nil {
 					return Result{}, err
 				}
-				rec.StartOffsets[src.Table] = l.End()
+				// earliest: every retained row; latest: only new ones.
+				rec.StartOffsets[src.Table] = l.Start()
+				if src.StartLatest {
+					rec.StartOffsets[src.Table] = l.End()
+				}
 			}
 		}
 	}

@@ -2,7 +2,12 @@ package queries
 
 import (
 	"context"
+	"strings"
 	"time"
+
+	planpkg "github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/runtime"
+	"github.com/streamsql/streamsql/state"
 )
 
 // MaintainInterval is how often the engine garbage-collects old state
@@ -58,4 +63,65 @@ func (e *Engine) maintain() {
 	if oldest > 0 {
 		e.store.SetDiscardTs(oldest)
 	}
+	e.truncateLogs(time.Now())
+}
+
+// truncateLogs deletes ingest-log rows that are both older than their
+// table's retention and below the offset every query reading the table
+// would resume from (its last completed checkpoint, or its start).
+func (e *Engine) truncateLogs(now time.Time) {
+	e.mu.RLock()
+	type plan struct {
+		log  *state.Log
+		keep int64
+	}
+	var plans []plan
+	for name, def := range e.tables {
+		if def.Engine != "http" {
+			continue
+		}
+		l, err := e.meta.Log(def.ID)
+		if err != nil {
+			continue
+		}
+		keep := l.OffsetBefore(now.Add(-time.Duration(def.Retention) * time.Millisecond))
+		for _, v := range e.views {
+			if need, reads := e.resumeOffset(v, name); reads && need < keep {
+				keep = need
+			}
+		}
+		if keep > l.Start() {
+			plans = append(plans, plan{l, keep})
+		}
+	}
+	e.mu.RUnlock()
+	for _, p := range plans {
+		if err := p.log.Truncate(p.keep); err != nil {
+			e.log.Warn("truncate ingest log", "table_id", p.log.ID(), "err", err)
+		}
+	}
+}
+
+// resumeOffset is the offset of table that view v would read from after a
+// restart, and whether v reads table at all (caller holds mu).
+func (e *Engine) resumeOffset(v *View, table string) (int64, bool) {
+	if v.Graph == nil {
+		return 0, strings.Contains(strings.ToLower(v.Record.SQL), strings.ToLower(table))
+	}
+	reads := false
+	for _, vx := range v.Graph.Vertices {
+		for _, op := range vx.Ops {
+			if src, ok := op.(*planpkg.Source); ok && src.Table == table {
+				reads = true
+			}
+		}
+	}
+	if !reads {
+		return 0, false
+	}
+	offsets := runtime.CheckpointOffsetsOf(e.store, v.Record.ID)
+	if off, ok := offsets[table]; ok {
+		return off, true
+	}
+	return v.Record.StartOffsets[table], true
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/streamsql/streamsql/internal/fault"
+	"github.com/streamsql/streamsql/state"
 	"github.com/streamsql/streamsql/window"
 )
 
@@ -278,14 +279,17 @@ func (j *Job) Status() Status {
 	return s
 }
 
-// CheckpointOffsets returns the source offsets recorded by the last
-// completed checkpoint: what a restart resumes from.
-func (j *Job) CheckpointOffsets() map[string]int64 {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	out := map[string]int64{}
-	for k, v := range j.marker.Offsets {
-		out[k] = v
+// CheckpointOffsetsOf returns the source offsets recorded by query qid's
+// last completed checkpoint: where a restart resumes reading (empty when it
+// has none).
+func CheckpointOffsetsOf(store state.Versioned, qid uint64) map[string]int64 {
+	_, val, ok, err := store.LastMarker(markerKey(qid))
+	if err != nil || !ok {
+		return nil
 	}
-	return out
+	var m markerValue
+	if json.Unmarshal(val, &m) != nil {
+		return nil
+	}
+	return m.Offsets
 }
