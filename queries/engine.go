@@ -28,6 +28,8 @@ type Config struct {
 	EmitInterval       time.Duration
 	IdempotencyWindow  time.Duration
 	Logger             *slog.Logger
+	// WrapSync wraps every sync of both stores (fault-injection tests).
+	WrapSync func(state.SyncFunc) state.SyncFunc
 }
 
 // Engine is the catalog and the running queries.
@@ -84,11 +86,11 @@ func Open(cfg Config) (*Engine, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
-	meta, err := state.OpenMeta(filepath.Join(cfg.DataDir, "meta"), state.MetaOptions{IdempotencyWindow: cfg.IdempotencyWindow})
+	meta, err := state.OpenMeta(filepath.Join(cfg.DataDir, "meta"), state.MetaOptions{IdempotencyWindow: cfg.IdempotencyWindow, WrapSync: cfg.WrapSync})
 	if err != nil {
 		return nil, fmt.Errorf("open meta store: %w", err)
 	}
-	store, err := state.OpenVersioned(filepath.Join(cfg.DataDir, "state"))
+	store, err := state.OpenVersionedWith(filepath.Join(cfg.DataDir, "state"), state.VersionedOptions{WrapSync: cfg.WrapSync})
 	if err != nil {
 		meta.Close()
 		return nil, fmt.Errorf("open state store: %w", err)
