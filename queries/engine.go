@@ -74,15 +74,9 @@ const (
 	viewPrefix  = "view/"
 )
 
-// Open opens the stores under cfg.DataDir, loads the catalog and starts
-// every view's query.
+// Open opens the stores under cfg.DataDir, loads the catalog, starts
+// every view's query and the maintenance loop (GC, log truncation).
 func Open(cfg Config) (*Engine, error) {
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.EmitInterval <= 0 {
-		cfg.EmitInterval = 200 * time.Millisecond
-	}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
@@ -95,8 +89,8 @@ func Open(cfg Config) (*Engine, error) {
 		meta.Close()
 		return nil, fmt.Errorf("open state store: %w", err)
 	}
-	e := &Engine{cfg: cfg, log: cfg.Logger, meta: meta, store: store, tables: map[string]*plan.TableDef{}, views: map[string]*View{}}
-	if err := e.load(); err != nil {
+	e, err := OpenWith(cfg, meta, store)
+	if err != nil {
 		e.Close(context.Background())
 		return nil, err
 	}
@@ -104,7 +98,8 @@ func Open(cfg Config) (*Engine, error) {
 	return e, nil
 }
 
-// OpenWith runs an engine on given stores (benchmarks, tests).
+// OpenWith runs an engine on given stores, without the maintenance loop
+// (benchmarks). Close closes the stores.
 func OpenWith(cfg Config, meta *state.Meta, store state.Versioned) (*Engine, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
