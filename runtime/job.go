@@ -121,7 +121,7 @@ type markerValue struct {
 // recorded there.
 func Start(g *plan.Graph, deps Deps, o StartOptions) (*Job, error) {
 	j := &Job{ID: o.QueryID, Name: o.Name, Graph: g, store: deps.Store, logger: deps.Logger, results: o.Results,
-		acks: make(chan ack, 64), force: make(chan chan checkpointResult, 16), state: StateStarting}
+		acks: make(chan ack, 1024), force: make(chan chan checkpointResult, 16), state: StateStarting}
 	if j.logger == nil {
 		j.logger = slog.Default()
 	}
@@ -368,7 +368,7 @@ func (j *Job) sourceTask(base taskBase, src *plan.Source, v, i int, deps Deps, o
 		st.tracker.Observe(pos.MaxEventTime)
 	}
 	st.offset.Store(rd.Offset())
-	st.published.Store(window.NoWatermark)
+	st.published.Store(max(st.tracker.Watermark(), st.floor))
 	return st, nil
 }
 
