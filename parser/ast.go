@@ -103,14 +103,54 @@ type Field struct {
 	Text  string // the expression's text as written, for default names
 }
 
-// TableRef is the FROM clause: one table or view, or a join.
+// TableRef is the FROM clause, or one operand of a join in it. Exactly one
+// of Name, Subquery and Join is set.
+//
+// Names and aliases are lower case. A column of a table or subquery is
+// qualified (ColumnRef.Table) by its Qualifier: its alias, else its name.
+// The parser guarantees that the qualifiers of one FROM clause are unique.
 type TableRef struct {
-	Name  string // table or view name (empty for a join or subquery)
-	Alias string
-	// Join (a later issue): Left, Right, On.
+	Name     string  // a table or view (empty for a join or subquery)
+	Alias    string  // AS alias; always set for a subquery, empty for a join
+	Subquery *Select // (SELECT ...) AS alias
+	// AsOf is the expression of AS OF TIMESTAMP expr: the table is read as
+	// of that time (a stream-to-table join as of the stream row's event
+	// time). Set only on a table (Name) that is the Right of a Join.
+	AsOf Expr
+	Join *Join // set when this ref is a join
+}
+
+// Qualifier is the name that qualifies the ref's columns: its alias, else
+// its name. It is empty for a join.
+func (t *TableRef) Qualifier() string {
+	if t.Alias != "" {
+		return t.Alias
+	}
+	return t.Name
+}
+
+// JoinKind is the kind of a join.
+type JoinKind int
+
+const (
+	JoinInner JoinKind = iota // [INNER] JOIN ... ON (also CROSS JOIN ... ON)
+	JoinLeft                  // LEFT [OUTER] JOIN ... ON
+)
+
+func (k JoinKind) String() string {
+	if k == JoinLeft {
+		return "LEFT"
+	}
+	return "INNER"
+}
+
+// Join is Left JOIN Right ON On. Chains are left-deep: a JOIN b ON ... JOIN
+// c ON ... is Join{Left: Join{a, b}, Right: c}. Right is never a join (a
+// table or a subquery); Left may be. On is never nil.
+type Join struct {
+	Kind        JoinKind
 	Left, Right *TableRef
 	On          Expr
-	Subquery    *Select
 }
 
 // OrderItem is one ORDER BY item.

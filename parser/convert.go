@@ -272,7 +272,7 @@ func convertSelect(n *ast.SelectStmt) (*Select, error) {
 	if n.From == nil {
 		return nil, unsupported("SELECT without FROM")
 	}
-	from, err := convertTableRef(n.From.TableRefs)
+	from, err := convertFrom(n.From.TableRefs)
 	if err != nil {
 		return nil, err
 	}
@@ -348,28 +348,173 @@ func intLiteral(e ast.ExprNode, what string) (int64, error) {
 	return 0, unsupported("%s must be an integer literal", what)
 }
 
-func convertTableRef(n ast.ResultSetNode) (*TableRef, error) {
-	switch n := n.(type) {
-	case *ast.Join:
-		if n.Right == nil {
-			return convertTableRef(n.Left)
+// joinsSupported says what streamsql joins, for rejection messages.
+const joinsSupported = "streamsql runs [INNER] JOIN ... ON and LEFT [OUTER] JOIN ... ON"
+
+// convertFrom converts a FROM clause and checks that its qualifiers (alias,
+// else table name) are unique.
+func convertFrom(n ast.ResultSetNode) (*TableRef, error) {
+	from, err := convertTableRef(n, false)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var check func(t *TableRef) error
+	check = func(t *TableRef) error {
+		if t.Join != nil {
+			if err := check(t.Join.Left); err != nil {
+				return err
+			}
+			return check(t.Join.Right)
 		}
-		return nil, unsupported("JOIN (joins come in a later release)")
+		q := t.Qualifier()
+		if seen[q] {
+			return fmt.Errorf("%s appears twice in FROM; give each table its own alias", q)
+		}
+		seen[q] = true
+		return nil
+	}
+	if err := check(from); err != nil {
+		return nil, err
+	}
+	return from, nil
+}
+
+// unwrapJoin strips the one-sided joins the TiDB parser wraps around FROM
+// items and parenthesized table references.
+func unwrapJoin(n ast.ResultSetNode) ast.ResultSetNode {
+	for {
+		j, ok := n.(*ast.Join)
+		if !ok || j.Right != nil {
+			return n
+		}
+		n = j.Left
+	}
+}
+
+// convertTableRef converts one FROM item. asOfOK is true for the right side
+// of a join, the one place AS OF TIMESTAMP is allowed.
+func convertTableRef(n ast.ResultSetNode, asOfOK bool) (*TableRef, error) {
+	switch n := unwrapJoin(n).(type) {
+	case *ast.Join:
+		return convertJoin(n)
 	case *ast.TableSource:
+		if n.Lateral {
+			return nil, unsupported("LATERAL subqueries; join a subquery with (SELECT ...) AS alias JOIN ... ON")
+		}
+		if len(n.ColumnNames) > 0 {
+			return nil, unsupported("a column list after a subquery's alias; name the columns with AS aliases inside it")
+		}
 		switch src := n.Source.(type) {
 		case *ast.TableName:
-			if src.AsOf != nil {
-				return nil, unsupported("AS OF TIMESTAMP outside a join")
-			}
-			if src.Schema.L != "" {
-				return nil, unsupported("schema-qualified name %s.%s", src.Schema.O, src.Name.O)
-			}
-			return &TableRef{Name: src.Name.L, Alias: n.AsName.L}, nil
+			return convertTableName(src, n.AsName.L, asOfOK)
 		case *ast.SelectStmt:
-			return nil, unsupported("subquery in FROM")
+			if n.AsName.L == "" {
+				return nil, fmt.Errorf("a subquery in FROM needs an alias: (SELECT ...) AS name")
+			}
+			sub, err := convertSelect(src)
+			if err != nil {
+				return nil, err
+			}
+			return &TableRef{Subquery: sub, Alias: n.AsName.L}, nil
+		case *ast.SetOprStmt:
+			return nil, unsupported("UNION, EXCEPT and INTERSECT")
+		case *ast.Join:
+			if n.AsName.L != "" {
+				return nil, unsupported("an alias on a parenthesized join")
+			}
+			return convertTableRef(src, asOfOK)
 		}
 	}
 	return nil, unsupported("FROM clause")
+}
+
+func convertTableName(src *ast.TableName, alias string, asOfOK bool) (*TableRef, error) {
+	if src.Schema.L != "" {
+		return nil, unsupported("schema-qualified name %s.%s", src.Schema.O, src.Name.O)
+	}
+	if len(src.IndexHints) > 0 {
+		return nil, unsupported("index hints on %s", src.Name.O)
+	}
+	if len(src.PartitionNames) > 0 {
+		return nil, unsupported("PARTITION (...) on %s", src.Name.O)
+	}
+	if src.TableSample != nil {
+		return nil, unsupported("TABLESAMPLE on %s", src.Name.O)
+	}
+	t := &TableRef{Name: src.Name.L, Alias: alias}
+	if src.AsOf != nil {
+		if !asOfOK {
+			return nil, unsupported("AS OF TIMESTAMP on %s: AS OF goes on the table joined to a stream, as in FROM bids b JOIN persons p AS OF TIMESTAMP b.ts ON b.bidder = p.id", src.Name.O)
+		}
+		e, err := convertExpr(src.AsOf.TsExpr)
+		if err != nil {
+			return nil, err
+		}
+		t.AsOf = e
+	}
+	return t, nil
+}
+
+func convertJoin(n *ast.Join) (*TableRef, error) {
+	// The left side first, so errors come in the order of the text.
+	left, err := convertTableRef(n.Left, false)
+	if err != nil {
+		return nil, err
+	}
+	right := unwrapJoin(n.Right)
+	switch {
+	case n.NaturalJoin:
+		return nil, unsupported("NATURAL JOIN; %s", joinsSupported)
+	case n.StraightJoin:
+		return nil, unsupported("STRAIGHT_JOIN; %s", joinsSupported)
+	case len(n.Using) > 0:
+		return nil, unsupported("JOIN ... USING; write the condition with ON, as in JOIN b ON a.id = b.id")
+	case n.Tp == ast.RightJoin:
+		return nil, unsupported("RIGHT JOIN; swap the tables and use LEFT JOIN (%s)", joinsSupported)
+	case n.Tp != ast.CrossJoin && n.Tp != ast.LeftJoin:
+		return nil, unsupported("this join; %s", joinsSupported)
+	}
+	// FULL is not a keyword: a FULL JOIN b parses as a (alias full) JOIN b.
+	if ts, ok := unwrapJoin(n.Left).(*ast.TableSource); ok && ts.AsName.L == "full" {
+		return nil, unsupported("FULL JOIN (or a table alias named full); %s", joinsSupported)
+	}
+	if r, ok := right.(*ast.Join); ok && r.Right != nil {
+		return nil, unsupported("a parenthesized join on the right side of JOIN; write a chain, a JOIN b ON ... JOIN c ON ..., or join a subquery")
+	}
+	rt, err := convertTableRef(right, true)
+	if err != nil {
+		return nil, err
+	}
+	if n.On == nil {
+		if l, ok := n.Left.(*ast.Join); ok && l.Right == nil && !l.ExplicitParens {
+			return nil, unsupported("a comma join (FROM a, b); use JOIN ... ON")
+		}
+		return nil, unsupported("a join without ON (CROSS JOIN, JOIN without ON, or a comma in FROM) of %s; use JOIN ... ON (%s)", refName(right), joinsSupported)
+	}
+	on, err := convertExpr(n.On.Expr)
+	if err != nil {
+		return nil, err
+	}
+	kind := JoinInner
+	if n.Tp == ast.LeftJoin {
+		kind = JoinLeft
+	}
+	return &TableRef{Join: &Join{Kind: kind, Left: left, Right: rt, On: on}}, nil
+}
+
+// refName names a FROM item in messages.
+func refName(n ast.ResultSetNode) string {
+	if ts, ok := n.(*ast.TableSource); ok {
+		if tn, ok := ts.Source.(*ast.TableName); ok {
+			return tn.Name.O
+		}
+		if ts.AsName.O != "" {
+			return ts.AsName.O
+		}
+		return "a subquery"
+	}
+	return "a join"
 }
 
 var binOps = map[opcode.Op]string{

@@ -57,6 +57,10 @@ func Parse(sql string) ([]Statement, error) {
 		if m := posRE.FindStringSubmatch(err.Error()); m != nil {
 			perr.Line, _ = strconv.Atoi(m[1])
 			perr.Column, _ = strconv.Atoi(m[2])
+			// The position is the end of the token the parser could not take.
+			if h := syntaxHint(sql, min(offsetOf(sql, perr.Line, perr.Column)+1, len(sql))); h != "" {
+				perr.Msg += "; " + h
+			}
 		}
 		// Find how many statements precede the error: parse the text up to
 		// the last statement boundary before the error position.
@@ -142,6 +146,32 @@ func warningStatement(sql string, nodes []ast.StmtNode) int {
 		}
 	}
 	return 0
+}
+
+// syntaxHint explains syntax errors that come from join syntax streamsql
+// does not have. off is the error position the TiDB parser reports: the end
+// of the token it could not take.
+func syntaxHint(sql string, off int) string {
+	before := strings.Fields(strings.ToUpper(sql[:off]))
+	after := strings.Fields(strings.ToUpper(sql[off:]))
+	word := func(ws []string, i int) string {
+		if i < 0 || i >= len(ws) {
+			return ""
+		}
+		return ws[i]
+	}
+	n := len(before)
+	last, prev := word(before, n-1), word(before, n-2)
+	switch {
+	case last == "FULL" && (word(after, 0) == "JOIN" || word(after, 0) == "OUTER"),
+		prev == "FULL" && (last == "JOIN" || last == "OUTER"):
+		return "FULL JOIN is not supported; " + joinsSupported
+	case prev == "FOR" && last == "SYSTEM_TIME":
+		return "FOR SYSTEM_TIME AS OF is not MySQL syntax; write JOIN t AS OF TIMESTAMP expr ON ..."
+	case word(before, n-3) == "AS" && prev == "OF":
+		return "AS OF takes TIMESTAMP: JOIN t AS OF TIMESTAMP expr ON ..."
+	}
+	return ""
 }
 
 func cleanMsg(s string) string {

@@ -51,7 +51,8 @@ func TestParseErrors(t *testing.T) {
 		{"SHOW TABLES;\nSELEC 1 FROM t", Syntax, 1, 2, 1},
 		{"SELECT /*+ SETVAR(x=1) */ a FROM t", Syntax, 0, 0, 0},
 		{"SHOW TABLES; SELECT a FROM t UNION SELECT a FROM u", Unsupported, 1, 1, 1},
-		{"SELECT a FROM t JOIN u ON t.a = u.a", Unsupported, 0, 1, 0},
+		{"SELECT a FROM t JOIN u ON t.a = u.a; SELECT a FROM t, u", Unsupported, 1, 1, 1},
+		{"SHOW TABLES;\nSELECT * FROM t FULL OUTER JOIN u ON t.a = u.a", Syntax, 1, 2, 1},
 	}
 	for _, c := range cases {
 		stmts, err := Parse(c.sql)

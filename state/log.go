@@ -66,12 +66,11 @@ type Log struct {
 	idemPrefix []byte
 	timePrefix []byte
 
-	reqs      chan *appendReq // unbuffered: waiting senders are the queue
+	reqs      chan *appendReq // buffered (maxGroup): the queue of requests handed over
 	quit      chan struct{}
 	stopped   chan struct{}
 	closeOnce sync.Once
 	closed    atomic.Bool
-	queued    atomic.Int64 // Appends waiting to hand their request to the appender
 
 	end     atomic.Int64
 	start   atomic.Int64 // first retained offset; only grows, persisted before it is stored
@@ -119,7 +118,7 @@ func openLog(m *Meta, id uint64) (*Log, error) {
 		idemPrefix: tableKey(metaIdem, id),
 		timePrefix: tableKey(metaTime, id),
 		lastMs:     -1,
-		reqs:       make(chan *appendReq),
+		reqs:       make(chan *appendReq, maxGroup),
 		quit:       make(chan struct{}),
 		stopped:    make(chan struct{}),
 		changed:    make(chan struct{}),
@@ -213,20 +212,26 @@ func (l *Log) Append(ctx context.Context, rows [][]byte, idemKey string) (Append
 		h := sha256.Sum256([]byte(idemKey))
 		req.idemKey = append(append([]byte(nil), l.idemPrefix...), h[:]...)
 	}
-	l.queued.Add(1)
 	select {
 	case l.reqs <- req:
-		l.queued.Add(-1)
 	case <-l.quit:
-		l.queued.Add(-1)
 		return AppendResult{}, fmt.Errorf("log %d append: %w", l.id, ErrClosed)
 	case <-ctx.Done():
-		l.queued.Add(-1)
 		return AppendResult{}, fmt.Errorf("log %d append: %w", l.id, ctx.Err())
 	}
 	// Once handed over, the request is part of a group that runs to the end
-	// (bounded by one commit and sync), so its outcome is always known.
-	resp := <-req.done
+	// (bounded by one commit and sync), so its outcome is always known —
+	// unless the log closed with it still queued: then it was never written.
+	var resp appendResp
+	select {
+	case resp = <-req.done:
+	case <-l.stopped:
+		select {
+		case resp = <-req.done: // answered by the appender's last group
+		default:
+			return AppendResult{}, fmt.Errorf("log %d append: %w", l.id, ErrClosed)
+		}
+	}
 	if resp.err != nil {
 		return AppendResult{}, fmt.Errorf("log %d append: %w", l.id, resp.err)
 	}

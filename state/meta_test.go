@@ -324,7 +324,9 @@ func TestLogGroupCommit(t *testing.T) {
 		}
 		appendAsync(i, rows, key)
 	}
-	for l.queued.Load() < queued {
+	// Wait until every request is in the appender's queue (not merely on
+	// its way), so the next group is sure to take them all.
+	for len(l.reqs) < queued {
 		runtime.Gosched()
 	}
 	if l.End() != 0 {
