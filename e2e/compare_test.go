@@ -220,3 +220,48 @@ func formatDiffs(diffs []string, perKind int) string {
 	}
 	return b.String()
 }
+
+// canonicalRows renders served rows as sorted JSON lines (object keys
+// sorted), for comparing two reads of the same results exactly.
+func canonicalRows(rows []map[string]any) []string {
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		b, err := json.Marshal(r)
+		if err != nil {
+			panic(err)
+		}
+		out[i] = string(b)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// diffCanonical compares two canonicalRows and describes up to n
+// differences; "" means equal.
+func diffCanonical(before, after []string, n int) string {
+	var b strings.Builder
+	i, j, shown := 0, 0, 0
+	note := func(s string) {
+		if shown < n {
+			b.WriteString("\n  " + s)
+		}
+		shown++
+	}
+	for i < len(before) || j < len(after) {
+		switch {
+		case j == len(after) || (i < len(before) && before[i] < after[j]):
+			note("gone:  " + before[i])
+			i++
+		case i == len(before) || after[j] < before[i]:
+			note("added: " + after[j])
+			j++
+		default:
+			i++
+			j++
+		}
+	}
+	if shown == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d rows before, %d after, %d differences:%s", len(before), len(after), shown, b.String())
+}

@@ -24,10 +24,21 @@
 //   - engine_test.go: the main scenario (many views on one table, parallelism
 //     1 and 2, emit modes changes and on_window_close), restarts and kills.
 //   - badinput_test.go: malformed SQL and ingest requests, conflicts.
+//   - crash_test.go: SIGKILL at random moments under load, every chunk
+//     posted with an Idempotency-Key and resent after a crash; committed
+//     results checked mid-stream against the log prefix their checkpoint
+//     read, and at the end against the whole log. STREAMSQL_CRASH_KILLS=20
+//     is the full run (default 3).
+//   - fault_test.go: one server per fault point of internal/fault
+//     (STREAMSQL_FAULT), dying there by itself, restarted without it.
+//   - restart_bench_test.go: BenchmarkRestart1M, restart time and
+//     checkpoint cost with the state of 1M rows (go test ./e2e -run XXX
+//     -bench Restart1M -benchtime 1x).
 //
 // Run with
 //
 //	go test ./e2e/
 //	STREAMSQL_BIN=/path/to/streamsql go test ./e2e/
 //	E2E_SEED=42 go test ./e2e/ -run TestViews
+//	STREAMSQL_CRASH_KILLS=20 go test ./e2e/ -run TestCrashRecovery -v
 package e2e

@@ -454,9 +454,10 @@ type scenario struct {
 	haveOffset bool
 }
 
-func newScenario(t *testing.T, views []viewInstance) *scenario {
+// newScenario starts a server (with flags) with the bids table and views.
+func newScenario(t *testing.T, views []viewInstance, flags ...string) *scenario {
 	t.Helper()
-	sc := &scenario{srv: startServer(t)}
+	sc := &scenario{srv: startServer(t, flags...)}
 	sc.srv.sql(t, bidsDDL)
 	sc.create(t, views)
 	return sc

@@ -85,21 +85,49 @@ type server struct {
 	bin     string
 	dataDir string
 	flags   []string // beyond --addr, --data and --checkpoint-interval
+	// env is added to the environment of the next start ("NAME=value"): set
+	// it between starts to arm a fault point for one run only.
+	env     []string
 	logPath string
 	log     *os.File // the process's stdout and stderr, across restarts
 	client  *http.Client
 
+	// mu guards base, cmd and exited against goroutines other than the
+	// test's (a poster calling try while the test kills and restarts); the
+	// test's goroutine, the only writer, reads them without it.
+	mu     sync.Mutex
 	base   string // http://127.0.0.1:port of the running process
 	cmd    *exec.Cmd
 	exited chan struct{} // closed once cmd has been reaped
 	starts int
+	// logStart is the log file's size when the current (or last) process
+	// started: its output is what follows.
+	logStart int64
 }
 
 // startServer starts a server on a fresh data directory with
 // `serve --addr 127.0.0.1:PORT --data DIR --checkpoint-interval 1s` plus
 // flags, and waits until /healthz answers 200. The process is killed when
 // the test ends; if the test failed its log is printed.
-func startServer(t *testing.T, flags ...string) *server {
+func startServer(t testing.TB, flags ...string) *server {
+	t.Helper()
+	return startServerEnv(t, nil, flags...)
+}
+
+// startServerEnv is startServer with env added to the process's
+// environment, for this start and the next ones until s.env changes.
+func startServerEnv(t testing.TB, env []string, flags ...string) *server {
+	t.Helper()
+	s := newServer(t, flags...)
+	s.env = env
+	s.start(t)
+	return s
+}
+
+// newServer prepares a server on a fresh data directory without starting
+// it; the process is killed when the test ends, and its log printed if the
+// test failed.
+func newServer(t testing.TB, flags ...string) *server {
 	t.Helper()
 	bin := serverBinary(t)
 	dir := t.TempDir() // registered first, so removed after the kill below
@@ -125,7 +153,6 @@ func startServer(t *testing.T, flags ...string) *server {
 		}
 		s.log.Close()
 	})
-	s.start(t)
 	return s
 }
 
@@ -133,14 +160,30 @@ func startServer(t *testing.T, flags ...string) *server {
 // waits until /healthz answers 200.
 func (s *server) start(t testing.TB) {
 	t.Helper()
+	s.launch(t)
+	if !s.waitHealthy(t) {
+		ps := s.cmd.ProcessState
+		s.setCmd(nil, nil, s.base)
+		t.Fatalf("server exited (%v) before /healthz answered; log:\n%s", ps, tailFile(s.logPath, logTailBytes))
+	}
+}
+
+// launch starts the server process (with s.env) on the same data
+// directory and a new free port, without waiting for it to serve.
+func (s *server) launch(t testing.TB) {
+	t.Helper()
 	if s.cmd != nil {
 		t.Fatal("e2e: server already running")
 	}
 	addr := freeAddr(t)
 	s.starts++
-	fmt.Fprintf(s.log, "\n===== e2e: start #%d on %s at %s =====\n", s.starts, addr, time.Now().Format(time.RFC3339Nano))
+	if fi, err := s.log.Stat(); err == nil {
+		s.logStart = fi.Size()
+	}
+	fmt.Fprintf(s.log, "\n===== e2e: start #%d on %s at %s (env %q) =====\n", s.starts, addr, time.Now().Format(time.RFC3339Nano), s.env)
 	args := append([]string{"serve", "--addr", addr, "--data", s.dataDir, "--checkpoint-interval", "1s"}, s.flags...)
 	cmd := exec.Command(s.bin, args...)
+	cmd.Env = append(inheritedEnv(), s.env...)
 	cmd.Stdout, cmd.Stderr = s.log, s.log
 	orphanProof(cmd)
 	if err := cmd.Start(); err != nil {
@@ -151,15 +194,37 @@ func (s *server) start(t testing.TB) {
 		_ = cmd.Wait()
 		close(exited)
 	}()
-	s.cmd, s.exited, s.base = cmd, exited, "http://"+addr
+	s.setCmd(cmd, exited, "http://"+addr)
+}
 
+// inheritedEnv is the test's environment without STREAMSQL_FAULT: a fault
+// point is armed only through server.env.
+func inheritedEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "STREAMSQL_FAULT=") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+func (s *server) setCmd(cmd *exec.Cmd, exited chan struct{}, base string) {
+	s.mu.Lock()
+	s.cmd, s.exited, s.base = cmd, exited, base
+	s.mu.Unlock()
+}
+
+// waitHealthy waits until /healthz answers 200 (true) or the process exits
+// (false; s.cmd stays set for waitExit). No 200 within startTimeout fails t.
+func (s *server) waitHealthy(t testing.TB) bool {
+	t.Helper()
 	health := &http.Client{Timeout: time.Second}
 	deadline := time.Now().Add(startTimeout)
 	for {
 		select {
-		case <-exited:
-			s.cmd = nil
-			t.Fatalf("server exited (%v) before /healthz answered; log:\n%s", cmd.ProcessState, tailFile(s.logPath, logTailBytes))
+		case <-s.exited:
+			return false
 		default:
 		}
 		resp, err := health.Get(s.base + "/healthz")
@@ -167,7 +232,7 @@ func (s *server) start(t testing.TB) {
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return
+				return true
 			}
 		}
 		if time.Now().After(deadline) {
@@ -175,6 +240,36 @@ func (s *server) start(t testing.TB) {
 		}
 		time.Sleep(pollInterval)
 	}
+}
+
+// waitExit waits up to timeout for the process to end by itself, and
+// returns how it ended; still running after timeout fails t.
+func (s *server) waitExit(t testing.TB, timeout time.Duration) *os.ProcessState {
+	t.Helper()
+	if s.cmd == nil {
+		t.Fatal("e2e: waitExit: server not running")
+	}
+	select {
+	case <-s.exited:
+	case <-time.After(timeout):
+		t.Fatalf("server still running %v later; it was expected to die by itself", timeout)
+	}
+	ps := s.cmd.ProcessState
+	s.setCmd(nil, nil, s.base)
+	return ps
+}
+
+// runLog is the server's output since its current (or last) process
+// started.
+func (s *server) runLog() string {
+	b, err := os.ReadFile(s.logPath)
+	if err != nil {
+		return err.Error()
+	}
+	if s.logStart <= int64(len(b)) {
+		b = b[s.logStart:]
+	}
+	return string(b)
 }
 
 // kill sends SIGKILL and waits until the process is gone.
@@ -192,7 +287,7 @@ func (s *server) kill(t testing.TB) {
 	case <-time.After(killTimeout):
 		t.Fatalf("server not gone %v after SIGKILL", killTimeout)
 	}
-	s.cmd = nil
+	s.setCmd(nil, nil, s.base)
 }
 
 // restart kills the server with SIGKILL and starts it on the same data dir.
@@ -212,7 +307,7 @@ func (s *server) stop() {
 	case <-s.exited:
 	case <-time.After(killTimeout):
 	}
-	s.cmd = nil
+	s.setCmd(nil, nil, s.base)
 }
 
 func freeAddr(t testing.TB) string {
@@ -259,30 +354,60 @@ func (r response) String() string {
 // transport errors, saying whether the server process died.
 func (s *server) do(t testing.TB, method, path, contentType string, body []byte) response {
 	t.Helper()
+	return s.doHeader(t, method, path, contentType, nil, body)
+}
+
+// doHeader is do with extra request headers.
+func (s *server) doHeader(t testing.TB, method, path, contentType string, header http.Header, body []byte) response {
+	t.Helper()
 	if s.cmd == nil {
 		t.Fatalf("%s %s: server not running", method, path)
+	}
+	r, err := s.try(method, path, contentType, header, body)
+	if err != nil {
+		t.Fatalf("%v%s", err, s.exitNote())
+	}
+	return r
+}
+
+// errServerDown is try's error while no server process is running.
+var errServerDown = errors.New("server not running")
+
+// try sends one request to the server process running now and reads the
+// whole response; unlike do it returns transport errors (and errServerDown)
+// instead of failing a test, and is safe to call from any goroutine while
+// the test kills and restarts the server.
+func (s *server) try(method, path, contentType string, header http.Header, body []byte) (response, error) {
+	s.mu.Lock()
+	base, running := s.base, s.cmd != nil
+	s.mu.Unlock()
+	if !running {
+		return response{}, fmt.Errorf("%s %s: %w", method, path, errServerDown)
 	}
 	var rd io.Reader = http.NoBody
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	req, err := http.NewRequest(method, s.base+path, rd)
+	req, err := http.NewRequest(method, base+path, rd)
 	if err != nil {
-		t.Fatal(err)
+		return response{}, err
+	}
+	for k, vs := range header {
+		req.Header[k] = vs
 	}
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v%s", method, path, err, s.exitNote())
+		return response{}, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatalf("%s %s: reading the response: %v%s", method, path, err, s.exitNote())
+		return response{}, fmt.Errorf("%s %s: reading the response: %w", method, path, err)
 	}
-	return response{status: resp.StatusCode, header: resp.Header, body: b}
+	return response{status: resp.StatusCode, header: resp.Header, body: b}, nil
 }
 
 func (s *server) exitNote() string {
@@ -641,4 +766,61 @@ func findOffset(m map[string]any, depth int) (int64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// postIdem posts an NDJSON body to table with an Idempotency-Key, from any
+// goroutine (see try); it returns the response whatever its status.
+func (s *server) postIdem(table, key string, body []byte) (response, error) {
+	return s.try(http.MethodPost, rowsPath(table), "application/x-ndjson", http.Header{"Idempotency-Key": {key}}, body)
+}
+
+// replayed reports whether an ingest answer is the stored first answer to
+// an earlier request with the same Idempotency-Key.
+func (r response) replayed() bool { return r.header.Get("Idempotent-Replayed") == "true" }
+
+// checkpointStat is one entry of GET /v1/queries/{name}/checkpoints.
+type checkpointStat struct {
+	ID         json.Number      `json:"id"`
+	Status     string           `json:"status"`
+	Error      string           `json:"error"`
+	Started    string           `json:"started"`
+	DurationMS int64            `json:"duration_ms"`
+	Bytes      int64            `json:"bytes"`
+	Offsets    map[string]int64 `json:"offsets"`
+}
+
+// checkpointHistory returns GET /v1/queries/{name}/checkpoints, newest
+// first; anything but 200 fails t.
+func (s *server) checkpointHistory(t testing.TB, name string) []checkpointStat {
+	t.Helper()
+	path := "/v1/queries/" + url.PathEscape(name) + "/checkpoints"
+	r := s.do(t, http.MethodGet, path, "", nil)
+	expectOK(t, "GET "+path, r)
+	var out struct {
+		Checkpoints []checkpointStat `json:"checkpoints"`
+	}
+	decodeJSON(t, "GET "+path, r.body, &out)
+	return out.Checkpoints
+}
+
+// stopQuery stops a query with a final checkpoint (POST .../stop) and
+// checks that it reports state "stopped".
+func (s *server) stopQuery(t testing.TB, name string) {
+	t.Helper()
+	path := "/v1/queries/" + url.PathEscape(name) + "/stop"
+	r := s.do(t, http.MethodPost, path, "", nil)
+	expectOK(t, "POST "+path, r)
+	if q := s.query(t, name); q.State != "stopped" {
+		t.Fatalf("POST %s: state %q afterwards, want stopped", path, q.State)
+	}
+}
+
+// resumeQuery resumes a stopped query (POST .../resume) and waits until it
+// runs.
+func (s *server) resumeQuery(t testing.TB, name string) {
+	t.Helper()
+	path := "/v1/queries/" + url.PathEscape(name) + "/resume"
+	r := s.do(t, http.MethodPost, path, "", nil)
+	expectOK(t, "POST "+path, r)
+	s.waitRunning(t, name)
 }

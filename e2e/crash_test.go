@@ -1,0 +1,362 @@
+package e2e
+
+// Crash recovery under load: one server with frequent checkpoints, every
+// view shape of the main scenario at parallelism 2, a poster goroutine
+// posting the log in small chunks (each with its own Idempotency-Key,
+// resent with the same key whenever it is not acknowledged), and the test
+// SIGKILLing the server at random moments and restarting it on the same
+// data directory. Once every chunk is acknowledged, every view's committed
+// results must equal the oracle over the whole log exactly: nothing lost,
+// nothing counted twice.
+//
+// STREAMSQL_CRASH_KILLS=N sets the number of kills (default 3; the full
+// run uses at least 20).
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+const (
+	defaultCrashKills = 3
+	crashRowsPerKill  = 800  // rows posted per kill (at least crashMinRows)
+	crashMinRows      = 3000 //
+	crashChunkRows    = 40   // rows per request
+	// crashChunkPause spaces the chunks so that posting lasts about as long
+	// as the kills do (a kill cycle is ~400ms of delay plus a restart).
+	crashChunkPause = 25 * time.Millisecond
+	crashMinDelay   = 50 * time.Millisecond  // between a restart and the next kill
+	crashMaxDelay   = 700 * time.Millisecond //
+	resendPause     = 20 * time.Millisecond  // before resending an unanswered chunk
+)
+
+// crashVariants are the variants of the crash test: parallelism 2, both
+// emit modes.
+var crashVariants = []variant{
+	{"p2", 2, false},
+	{"p2_owc", 2, true},
+}
+
+// idemChunk is a run of consecutive log rows posted as one NDJSON request
+// with its own Idempotency-Key.
+type idemChunk struct {
+	key   string
+	first int // log index of rows[0]
+	rows  []Row
+	body  []byte
+}
+
+// idemChunks cuts rows into chunks of size rows with keys prefix-0,
+// prefix-1, ... and encodes them as posted (wireRows).
+func idemChunks(t testing.TB, rows []Row, size int, prefix string) []idemChunk {
+	t.Helper()
+	var out []idemChunk
+	for start := 0; start < len(rows); start += size {
+		part := rows[start:min(start+size, len(rows))]
+		out = append(out, idemChunk{
+			key:   prefix + "-" + strconv.Itoa(len(out)),
+			first: start,
+			rows:  part,
+			body:  ndjson(t, wireRows(part, start)),
+		})
+	}
+	return out
+}
+
+// ackChecker checks the acknowledgements of chunks posted in log order:
+// each accepts all its rows, at offsets contiguous with the previous
+// chunk's. A resend answered with the first answer passes too; a chunk
+// appended twice does not (its offsets jump). The zero value expects the
+// first chunk at offset 0 (a new table).
+type ackChecker struct {
+	next int64
+}
+
+func (a *ackChecker) check(c idemChunk, r response) (ingestAck, error) {
+	var ack ingestAck
+	if err := json.Unmarshal(r.body, &ack); err != nil {
+		return ack, fmt.Errorf("chunk %s: decoding the acknowledgement %q: %v", c.key, truncate(r.body, 500), err)
+	}
+	n := int64(len(c.rows))
+	if ack.Accepted != n || ack.LastOffset-ack.FirstOffset+1 != n {
+		return ack, fmt.Errorf("chunk %s of %d rows (log rows %d..): acknowledged %+v (replayed: %v)", c.key, n, c.first, ack, r.replayed())
+	}
+	if ack.FirstOffset != a.next {
+		return ack, fmt.Errorf("chunk %s (log rows %d..): first_offset %d, want %d, contiguous with the previous chunk (replayed: %v)", c.key, c.first, ack.FirstOffset, a.next, r.replayed())
+	}
+	a.next = ack.LastOffset + 1
+	return ack, nil
+}
+
+// sendStats counts what sending chunks took.
+type sendStats struct {
+	resends  int // requests beyond the first per chunk
+	replayed int // 200s that were the stored first answer (Idempotent-Replayed)
+	// inFlight is true while a request is being sent (for a killer that
+	// aims at one).
+	inFlight atomic.Bool
+}
+
+// sendChunk posts c until it gets a 200, resending it with the same key
+// after a transport error (the server died or is down) or a 503, until
+// deadline or until stop is closed. Any other status is an error.
+func sendChunk(srv *server, c idemChunk, deadline time.Time, stop <-chan struct{}, st *sendStats) (response, error) {
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			st.resends++
+			select {
+			case <-stop:
+				return response{}, errors.New("stopped")
+			case <-time.After(resendPause):
+			}
+		}
+		st.inFlight.Store(true)
+		r, err := srv.postIdem("bids", c.key, c.body)
+		st.inFlight.Store(false)
+		if err == nil && r.status == http.StatusOK {
+			if r.replayed() {
+				st.replayed++
+			}
+			return r, nil
+		}
+		if err == nil && r.status != http.StatusServiceUnavailable {
+			return r, fmt.Errorf("chunk %s: got %s, want 200", c.key, truncate([]byte(r.String()), 2000))
+		}
+		if time.Now().After(deadline) {
+			return r, fmt.Errorf("chunk %s: not acknowledged after %d attempts by the deadline (last: %v, %v)", c.key, attempt+1, err, r)
+		}
+	}
+}
+
+// crashKills is STREAMSQL_CRASH_KILLS, or the default.
+func crashKills(t *testing.T) int {
+	t.Helper()
+	s := os.Getenv("STREAMSQL_CRASH_KILLS")
+	if s == "" {
+		return defaultCrashKills
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		t.Fatalf("STREAMSQL_CRASH_KILLS=%q: want a number of kills", s)
+	}
+	return n
+}
+
+func TestCrashRecovery(t *testing.T) {
+	begin := time.Now()
+	kills := crashKills(t)
+	seed := testSeed(t, 10)
+	rows := genBids(seed, max(crashMinRows, kills*crashRowsPerKill))
+	sc := newScenario(t, instances(bidViews(), crashVariants), "--checkpoint-interval", "200ms")
+	srv := sc.srv
+	chunks := idemChunks(t, rows, crashChunkRows, "crash")
+	rng := rand.New(rand.NewPCG(seed, 0xc0ffee))
+
+	// The poster: chunks in log order, one at a time.
+	var (
+		acked     atomic.Int64 // chunks acknowledged
+		stats     sendStats
+		postErr   error
+		stop      = make(chan struct{})
+		posted    = make(chan struct{}) // closed when the poster returns
+		postLimit = time.Now().Add(90*time.Second + time.Duration(kills)*5*time.Second)
+	)
+	postStart := time.Now()
+	var postTime time.Duration
+	go func() {
+		defer close(posted)
+		defer func() { postTime = time.Since(postStart) }()
+		var ac ackChecker
+		for i, c := range chunks {
+			if i > 0 {
+				select {
+				case <-stop:
+					postErr = errors.New("stopped")
+					return
+				case <-time.After(crashChunkPause):
+				}
+			}
+			r, err := sendChunk(srv, c, postLimit, stop, &stats)
+			if err == nil {
+				_, err = ac.check(c, r)
+			}
+			if err != nil {
+				postErr = err
+				return
+			}
+			acked.Add(1)
+		}
+	}()
+	var stopOnce sync.Once
+	stopPoster := func() {
+		stopOnce.Do(func() {
+			close(stop)
+			select {
+			case <-posted:
+			case <-time.After(requestTimeout + time.Second):
+				t.Error("the poster did not stop")
+			}
+		})
+	}
+	defer stopPoster() // when the test fails before the poster is done
+
+	// The killer: a random delay after each restart, then SIGKILL; every
+	// other kill waits (up to aimLimit) for a request to be in flight and
+	// lands 0-8ms into it, so that some in-flight chunks are appended
+	// before the kill and some are not. Before each kill two random views
+	// are checked mid-stream (checkCommittedPrefix). One view is stopped
+	// before the first kill and resumed after the second restart: it must
+	// stay stopped, its committed results unchanged, across the restart.
+	const aimLimit = 500 * time.Millisecond
+	killsUnderLoad, killsAimed, prefixChecks := 0, 0, 0
+	var stopped *viewInstance
+	var stoppedRows []string
+	for k := 0; k < kills; k++ {
+		delay := crashMinDelay + time.Duration(rng.Int64N(int64(crashMaxDelay-crashMinDelay)+1))
+		select {
+		case <-time.After(delay):
+		case <-posted:
+			if postErr != nil {
+				t.Fatalf("posting failed before kill %d: %v", k+1, postErr)
+			}
+			// Every chunk is in: the remaining kills hit an idle server.
+			time.Sleep(delay)
+		}
+		for range 2 {
+			vi := sc.views[rng.IntN(len(sc.views))]
+			if (stopped == nil || vi.name != stopped.name) && sc.checkCommittedPrefix(t, vi, rows) {
+				prefixChecks++
+			}
+		}
+		if k == 0 && kills >= 2 {
+			vi := sc.views[rng.IntN(len(sc.views))]
+			stopped = &vi
+			srv.stopQuery(t, vi.name)
+			stoppedRows = canonicalRows(srv.results(t, vi.name).Rows)
+		}
+		if k%2 == 1 {
+			for limit := time.Now().Add(aimLimit); !stats.inFlight.Load() && time.Now().Before(limit); {
+				time.Sleep(200 * time.Microsecond)
+			}
+			if stats.inFlight.Load() {
+				killsAimed++
+				time.Sleep(time.Duration(rng.Int64N(int64(8 * time.Millisecond))))
+			}
+		}
+		if acked.Load() < int64(len(chunks)) {
+			killsUnderLoad++
+		}
+		srv.kill(t)
+		srv.start(t)
+		if stopped != nil {
+			if q := srv.query(t, stopped.name); q.State != "stopped" {
+				t.Errorf("after restart %d: %s is %q, want stopped (it was stopped before the kill)", k+1, stopped.name, q.State)
+			}
+			if d := diffCanonical(stoppedRows, canonicalRows(srv.results(t, stopped.name).Rows), 5); d != "" {
+				t.Errorf("after restart %d: committed results of the stopped view %s changed: %s", k+1, stopped.name, d)
+			}
+			if k == 1 {
+				srv.resumeQuery(t, stopped.name)
+				stopped = nil
+			}
+		}
+	}
+
+	select {
+	case <-posted:
+	case <-time.After(time.Until(postLimit) + requestTimeout):
+		t.Fatalf("the poster did not finish (%d of %d chunks acknowledged)", acked.Load(), len(chunks))
+	}
+	if postErr != nil {
+		t.Fatalf("posting: %v", postErr)
+	}
+
+	if end, ok := srv.endOffset(t, "bids"); !ok || end != int64(len(rows)) {
+		t.Errorf("table bids: end_offset %d (reported: %v), want %d: every row exactly once", end, ok, len(rows))
+	}
+	sc.posted = rows
+	srv.waitRunning(t, instanceNames(sc.views)...)
+	sc.verify(t, "final")
+	t.Logf("crash recovery summary: kills=%d (under load %d, aimed at a request %d) mid-stream checks=%d rows=%d chunks=%d resends=%d replayed=%d views=%d posting=%v elapsed=%v",
+		kills, killsUnderLoad, killsAimed, prefixChecks, len(rows), len(chunks), stats.resends, stats.replayed, len(sc.views), postTime.Round(time.Millisecond), time.Since(begin).Round(time.Millisecond))
+}
+
+// committedCheckpoint is the checkpoint a query's results are committed at
+// (sinks.results.committed_checkpoint, else last_checkpoint), 0 if none.
+func committedCheckpoint(q queryInfo) int64 {
+	var v any = q.raw["last_checkpoint"]
+	if sinks, ok := q.raw["sinks"].(map[string]any); ok {
+		if res, ok := sinks["results"].(map[string]any); ok {
+			if c, ok := res["committed_checkpoint"]; ok {
+				v = c
+			}
+		}
+	}
+	n, _ := strconv.ParseInt(jsonText(v), 10, 64)
+	return n
+}
+
+// checkCommittedPrefix checks a running view mid-stream: its committed
+// results must equal the oracle over exactly the log prefix its committed
+// checkpoint read (the offset that checkpoint recorded for bids), where log
+// holds every row in log order, acknowledged or not yet. It reports false
+// when it found no stable committed checkpoint with recorded offsets (one
+// taken before this process started, or a checkpoint completing during
+// every attempt).
+func (sc *scenario) checkCommittedPrefix(t *testing.T, vi viewInstance, log []Row) bool {
+	t.Helper()
+	srv := sc.srv
+	for attempt := 0; attempt < 5; attempt++ {
+		if attempt > 0 {
+			time.Sleep(pollInterval)
+		}
+		before := committedCheckpoint(srv.query(t, vi.name))
+		got := srv.results(t, vi.name)
+		if before == 0 || committedCheckpoint(srv.query(t, vi.name)) != before {
+			continue // results may be from another checkpoint
+		}
+		off := int64(-1)
+		for _, c := range srv.checkpointHistory(t, vi.name) {
+			if id, _ := c.ID.Int64(); id == before && c.Status == "completed" {
+				if o, ok := c.Offsets["bids"]; ok {
+					off = o
+				}
+			}
+		}
+		if off < 0 {
+			continue
+		}
+		if off > int64(len(log)) {
+			t.Errorf("%s: checkpoint %d recorded offset %d for bids, beyond the %d rows of the log", vi.name, before, off, len(log))
+			return true
+		}
+		prefix := log[:off]
+		if vi.def.kind == procTime {
+			var total int64
+			for _, r := range got.Rows {
+				n, _ := strconv.ParseInt(jsonText(r["n"]), 10, 64)
+				total += n
+			}
+			if total != off {
+				t.Errorf("%s at checkpoint %d (offset %d): sum of COUNT(*) = %d, want %d", vi.name, before, off, total, off)
+			}
+			return true
+		}
+		want := vi.expected(prefix)
+		if diffs := diffResult(want, got.Columns, got.Rows); len(diffs) > 0 {
+			t.Errorf("%s: committed results at checkpoint %d differ from the oracle over the %d rows before its offset (%d rows served, %d expected): %s",
+				vi.name, before, off, len(got.Rows), len(want.Rows), formatDiffs(diffs, 5))
+		}
+		return true
+	}
+	return false
+}
