@@ -266,8 +266,10 @@ func (e *Engine) Query(name string) (QueryInfo, error) {
 		default:
 			qi.Error = "the query could not be started; see the server log"
 		}
-		if v.Results != nil {
-			qi.LastCheckpoint = v.Results.Committed()
+		if c, ok := runtime.LastCheckpointOf(e.store, v.Record.ID); ok {
+			qi.LastCheckpoint = c.ID
+			qi.Counters = map[string]int64{"rows_in": c.RowsIn, "rows_out": c.RowsOut, "late_rows": c.Late}
+			qi.Offsets = c.Offsets
 		}
 		return qi, nil
 	}

@@ -678,6 +678,9 @@ func (e *Engine) explain(s *parser.Explain, st *parser.Statement, set []parser.S
 
 // pull runs SELECT over a view's results.
 func (e *Engine) pull(s *parser.Select, st *parser.Statement) (Result, error) {
+	if s.From == nil || s.From.Name == "" {
+		return Result{}, stmtErr(422, st, "a SELECT that is not over one view runs continuously: CREATE VIEW name AS SELECT ... (joins and subqueries are not available in this release)")
+	}
 	e.mu.RLock()
 	name := ""
 	if s.From != nil {

@@ -119,9 +119,10 @@ func (e *Engine) resumeOffset(v *View, table string) (int64, bool) {
 	if !reads {
 		return 0, false
 	}
-	offsets := runtime.CheckpointOffsetsOf(e.store, v.Record.ID)
-	if off, ok := offsets[table]; ok {
-		return off, true
+	if c, ok := runtime.LastCheckpointOf(e.store, v.Record.ID); ok {
+		if off, ok := c.Offsets[table]; ok {
+			return off, true
+		}
 	}
 	return v.Record.StartOffsets[table], true
 }

@@ -279,17 +279,24 @@ func (j *Job) Status() Status {
 	return s
 }
 
-// CheckpointOffsetsOf returns the source offsets recorded by query qid's
-// last completed checkpoint: where a restart resumes reading (empty when it
-// has none).
-func CheckpointOffsetsOf(store state.Versioned, qid uint64) map[string]int64 {
-	_, val, ok, err := store.LastMarker(markerKey(qid))
+// Checkpointed is what query qid's last completed checkpoint recorded:
+// its id, counters, and the source offsets a restart resumes reading from.
+type Checkpointed struct {
+	ID                    uint64
+	RowsIn, RowsOut, Late int64
+	Offsets               map[string]int64
+}
+
+// LastCheckpointOf reads query qid's last completed checkpoint (ok false
+// when it has none).
+func LastCheckpointOf(store state.Versioned, qid uint64) (Checkpointed, bool) {
+	id, val, ok, err := store.LastMarker(markerKey(qid))
 	if err != nil || !ok {
-		return nil
+		return Checkpointed{}, false
 	}
 	var m markerValue
 	if json.Unmarshal(val, &m) != nil {
-		return nil
+		return Checkpointed{}, false
 	}
-	return m.Offsets
+	return Checkpointed{ID: id, RowsIn: m.RowsIn, RowsOut: m.RowsOut, Late: m.Late, Offsets: m.Offsets}, true
 }

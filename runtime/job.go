@@ -114,18 +114,20 @@ type markerValue struct {
 	Offsets map[string]int64 `json:"offsets,omitempty"`
 }
 
-// Start builds the job's tasks from its graph and starts them. Anything an
-// unfinished checkpoint left above the last marker is repaired first; then
-// every task restores its state as of that checkpoint (on its own
-// goroutine, state "restoring") and the sources resume from the offsets
-// recorded there.
+// Start builds the job's tasks from its graph and starts it. Only the
+// last checkpoint's marker and source positions are read before it
+// returns (committed results are readable at once); the rest of recovery —
+// repairing what an unfinished checkpoint left above the marker, loading
+// the latest results, every task restoring its operators' state — runs in
+// the background in state "restoring", and then the sources resume from
+// the offsets recorded at the checkpoint.
 func Start(g *plan.Graph, deps Deps, o StartOptions) (*Job, error) {
 	j := &Job{ID: o.QueryID, Name: o.Name, Graph: g, store: deps.Store, logger: deps.Logger, results: o.Results,
 		acks: make(chan ack, 1024), force: make(chan chan checkpointResult, 16), state: StateStarting}
 	if j.logger == nil {
 		j.logger = slog.Default()
 	}
-	committed, err := j.recover()
+	committed, val, err := j.lastMarker()
 	if err != nil {
 		return nil, err
 	}
@@ -134,72 +136,86 @@ func Start(g *plan.Graph, deps Deps, o StartOptions) (*Job, error) {
 		j.cancel()
 		return nil, err
 	}
-	j.toRestore.Store(int64(len(j.tasks)))
-	switch {
-	case len(j.tasks) == 0:
-		j.setState(StateRunning, nil)
-	case committed > 0:
+	if committed > 0 {
 		j.setState(StateRestoring, nil)
 	}
-	for _, s := range j.sources {
-		j.run(s.name, s.run)
-	}
-	for _, t := range j.tasks {
-		j.run(t.name, t.run)
-	}
+	j.toRestore.Store(int64(len(j.sources) + len(j.tasks)))
 	j.wg.Add(1)
 	go func() {
 		defer j.wg.Done()
+		if committed > 0 {
+			if err := j.recover(committed, val); err != nil {
+				j.fail(err)
+				return
+			}
+		}
+		if j.ctx.Err() != nil {
+			return
+		}
+		for _, s := range j.sources {
+			j.run(s.name, s.run)
+		}
+		for _, t := range j.tasks {
+			j.run(t.name, t.run)
+		}
 		j.coordinate()
 	}()
 	return j, nil
 }
 
-// taskRestored is called by each non-source task once its state is loaded.
+// taskRestored is called by each task once its state is loaded.
 func (j *Job) taskRestored() {
 	if j.toRestore.Add(-1) == 0 {
 		j.setState(StateRunning, nil)
 	}
 }
 
-// recover repairs the store above the last completed checkpoint, loads the
-// committed results and the checkpoint's counters. It returns that
-// checkpoint's id (0: none).
-func (j *Job) recover() (uint64, error) {
+// lastMarker reads the last completed checkpoint: its id (0: none) and
+// marker, whose counters the job continues from. Committed results are
+// readable at that id right away: a read at the marker sees exactly the
+// checkpoint, whatever an unfinished one left above it.
+func (j *Job) lastMarker() (uint64, []byte, error) {
 	id, val, ok, err := j.store.LastMarker(markerKey(j.ID))
 	if err != nil {
-		return 0, fmt.Errorf("query %s: read marker: %w", j.Name, err)
+		return 0, nil, fmt.Errorf("query %s: read marker: %w", j.Name, err)
 	}
 	if !ok {
-		id = 0
+		return 0, nil, nil
 	}
-	// Versions above the marker come from an unfinished checkpoint: they
-	// stay visible to every later read unless rewritten (SPEC 5).
+	if err := json.Unmarshal(val, &j.marker); err != nil {
+		return 0, nil, fmt.Errorf("query %s: marker of checkpoint %d: %w", j.Name, id, err)
+	}
+	j.rowsIn.Store(j.marker.RowsIn)
+	j.rowsOut.Store(j.marker.RowsOut)
+	j.lateRows.Store(j.marker.Late)
+	if j.results != nil {
+		j.results.restoring(id)
+	}
+	j.lastCheckpoint.Store(id)
+	return id, val, nil
+}
+
+// recover repairs the store above checkpoint id — versions an unfinished
+// checkpoint wrote there stay visible to every later read unless rewritten
+// (SPEC 5) — and loads the latest results as of the checkpoint.
+func (j *Job) recover(id uint64, val []byte) error {
 	rid, err := j.store.Repair(QueryPrefix(j.ID), id)
 	if err != nil {
-		return 0, fmt.Errorf("query %s: repair above checkpoint %d: %w", j.Name, id, err)
+		return fmt.Errorf("query %s: repair above checkpoint %d: %w", j.Name, id, err)
 	}
 	if rid != 0 {
 		if err := j.store.CommitMarker(markerKey(j.ID), rid, val); err != nil {
-			return 0, fmt.Errorf("query %s: marker after repair: %w", j.Name, err)
+			return fmt.Errorf("query %s: marker after repair: %w", j.Name, err)
 		}
 		id = rid
-	}
-	if ok {
-		if err := json.Unmarshal(val, &j.marker); err != nil {
-			return 0, fmt.Errorf("query %s: marker of checkpoint %d: %w", j.Name, id, err)
-		}
-		j.rowsIn.Store(j.marker.RowsIn)
-		j.rowsOut.Store(j.marker.RowsOut)
-		j.lateRows.Store(j.marker.Late)
+		j.lastCheckpoint.Store(id)
 	}
 	if j.results != nil {
 		if err := j.results.Load(id); err != nil {
-			return 0, err
+			return err
 		}
 	}
-	j.lastCheckpoint.Store(id)
-	return id, nil
+	return nil
 }
 
 func (j *Job) run(name string, fn func(context.Context) error) {
@@ -341,13 +357,6 @@ func (j *Job) build(deps Deps, o StartOptions, committed uint64) error {
 // sourceTask builds a source task at the position recorded by checkpoint
 // committed, or at its start offset when there is none.
 func (j *Job) sourceTask(base taskBase, src *plan.Source, v, i int, deps Deps, o StartOptions, committed uint64, tick time.Duration) (*sourceTask, error) {
-	if len(base.chain.ops) > 0 && committed > 0 {
-		// Operators chained to a source (calc, window assignment) are
-		// stateless today; restore them all the same.
-		if err := base.restore(committed); err != nil {
-			return nil, err
-		}
-	}
 	pos := sourcePos{Offset: o.StartOffsets[src.Table], MaxEventTime: window.NoWatermark, Floor: window.NoWatermark}
 	if committed > 0 {
 		raw, err := j.store.Get(sourceKey(j.ID, v, i), committed)
@@ -363,7 +372,7 @@ func (j *Job) sourceTask(base taskBase, src *plan.Source, v, i int, deps Deps, o
 		return nil, fmt.Errorf("query %s: source %s: %w", j.Name, src.Table, err)
 	}
 	st := &sourceTask{taskBase: base, spec: src, vertex: v, subtask: i, reader: rd, inject: make(chan Barrier, 1),
-		tracker: window.NewTracker(src.WatermarkDelay), floor: pos.Floor, wm: window.NoWatermark, tick: tick}
+		tracker: window.NewTracker(src.WatermarkDelay), floor: pos.Floor, wm: window.NoWatermark, tick: tick, restoreAt: committed}
 	if pos.MaxEventTime != window.NoWatermark {
 		st.tracker.Observe(pos.MaxEventTime)
 	}

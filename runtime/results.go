@@ -39,12 +39,22 @@ type Results struct {
 
 	mu        sync.RWMutex
 	latest    map[string]plan.Row
+	loaded    bool // latest holds the rows (else latest reads read committed)
 	committed uint64
 }
 
-// NewResults opens the results of query qid (empty until Load).
+// NewResults opens the results of query qid: empty for a new query; a
+// restarting job sets the committed id and loads the latest rows.
 func NewResults(store state.Versioned, qid uint64) *Results {
-	return &Results{store: store, prefix: resultPrefix(qid), latest: map[string]plan.Row{}}
+	return &Results{store: store, prefix: resultPrefix(qid), latest: map[string]plan.Row{}, loaded: true}
+}
+
+// restoring makes committed reads read at checkpoint id at once, and latest
+// reads too until Load has the rows in memory.
+func (r *Results) restoring(id uint64) {
+	r.mu.Lock()
+	r.committed, r.loaded = id, false
+	r.mu.Unlock()
 }
 
 // Load sets committed to checkpoint id and latest to the rows as of id.
@@ -64,7 +74,7 @@ func (r *Results) Load(id uint64) error {
 		}
 	}
 	r.mu.Lock()
-	r.latest, r.committed = latest, id
+	r.latest, r.committed, r.loaded = latest, id, true
 	r.mu.Unlock()
 	return nil
 }
@@ -111,7 +121,10 @@ func (r *Results) apply(changes map[string]change) {
 // Rows returns the rows in key order: the latest ones, or (committed) the
 // ones as of the last completed checkpoint.
 func (r *Results) Rows(committed bool) ([]plan.Row, error) {
-	if !committed {
+	r.mu.RLock()
+	loaded := r.loaded
+	r.mu.RUnlock()
+	if !committed && loaded {
 		r.mu.RLock()
 		keys := make([]string, 0, len(r.latest))
 		for k := range r.latest {

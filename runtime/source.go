@@ -22,23 +22,30 @@ const BatchSize = 1024
 // that row in log order.
 type sourceTask struct {
 	taskBase
-	spec    *plan.Source
-	vertex  int
-	subtask int
-	reader  reader
-	inject  chan Barrier
-	tracker window.Tracker
-	floor   int64 // the all-idle wall-clock advance
-	wm      int64 // last watermark forwarded
-	lastRow int64 // wall ms of the last row read
-	tick    time.Duration
-	endSent bool
+	spec      *plan.Source
+	vertex    int
+	subtask   int
+	reader    reader
+	inject    chan Barrier
+	tracker   window.Tracker
+	floor     int64 // the all-idle wall-clock advance
+	wm        int64 // last watermark forwarded
+	lastRow   int64 // wall ms of the last row read
+	tick      time.Duration
+	endSent   bool
+	restoreAt uint64
 	// Published for Status (read by other goroutines).
 	offset    atomic.Int64
 	published atomic.Int64
 }
 
 func (s *sourceTask) run(ctx context.Context) error {
+	// Operators chained to a source (calc, window assignment) are stateless
+	// today; restore them all the same.
+	if err := s.restore(s.restoreAt); err != nil {
+		return err
+	}
+	s.job.taskRestored()
 	ticker := time.NewTicker(s.tick)
 	defer ticker.Stop()
 	s.lastRow = time.Now().UnixMilli()
