@@ -131,22 +131,7 @@ func TestJobMatchesNaive(t *testing.T) {
 					if _, err := job.Checkpoint(ctx); err != nil {
 						t.Fatal(err)
 					}
-					rows, err := res.Rows(true)
-					if err != nil {
-						t.Fatal(err)
-					}
-					got := map[string]aggRow{}
-					for _, r := range rows {
-						got[fmt.Sprint(r[0].I, r[1].I, r[2].I)] = aggRow{r[3].I, r[4].I, r[5].I}
-					}
-					if len(got) != len(want) {
-						t.Fatalf("%d result rows, want %d", len(got), len(want))
-					}
-					for k, w := range want {
-						if got[k] != w {
-							t.Fatalf("window %s: got %+v, want %+v", k, got[k], w)
-						}
-					}
+					checkNaive(t, res, want)
 					if st := job.Status(); st.RowsIn != int64(nexmark.Count(nexmark.Bid, events)) || st.LastCheckpoint == 0 {
 						t.Fatalf("status %+v", st)
 					}
@@ -236,22 +221,7 @@ func TestRestoreMatchesNaive(t *testing.T) {
 					t.Fatal(err)
 				}
 				job.Stop()
-				got := map[string]aggRow{}
-				rows, err = res.Rows(true)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, r := range rows {
-					got[fmt.Sprint(r[0].I, r[1].I, r[2].I)] = aggRow{r[3].I, r[4].I, r[5].I}
-				}
-				if len(got) != len(want) {
-					t.Fatalf("%d result rows, want %d", len(got), len(want))
-				}
-				for k, w := range want {
-					if got[k] != w {
-						t.Fatalf("window %s: got %+v, want %+v", k, got[k], w)
-					}
-				}
+				checkNaive(t, res, want)
 				if st := job.Status(); st.RowsIn != int64(n) {
 					t.Fatalf("rows_in %d, want %d", st.RowsIn, n)
 				}
@@ -259,5 +229,26 @@ func TestRestoreMatchesNaive(t *testing.T) {
 			run(1, all[:n*2/3], n/3) // checkpoint at 1/3, stop at 2/3
 			run(2, all, n/2)         // resume from 1/3 at parallelism 2
 		})
+	}
+}
+
+// checkNaive compares committed results of bidGraph with naive's.
+func checkNaive(t *testing.T, res *Results, want map[string]aggRow) {
+	t.Helper()
+	rows, err := res.Rows(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]aggRow{}
+	for _, r := range rows {
+		got[fmt.Sprint(r[0].I, r[1].I, r[2].I)] = aggRow{r[3].I, r[4].I, r[5].I}
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d result rows, want %d", len(got), len(want))
+	}
+	for k, w := range want {
+		if got[k] != w {
+			t.Fatalf("window %s: got %+v, want %+v", k, got[k], w)
+		}
 	}
 }
