@@ -267,15 +267,15 @@ func (a *hashAgg) emit(g *group, res *Batch, final bool) {
 	}
 }
 
-func (a *hashAgg) Watermark(wm int64, out Emitter) error {
+func (a *hashAgg) Watermark(wm int64, out Emitter) (int64, error) {
 	if !a.spec.Windowed || wm <= a.wm {
-		return nil
+		return wm, nil
 	}
 	res := &Batch{}
 	if err := a.advance(wm, res); err != nil {
-		return err
+		return wm, err
 	}
-	return emitIfAny(res, out)
+	return wm, emitIfAny(res, out)
 }
 
 func (a *hashAgg) Barrier(_ Barrier, out Emitter) error {

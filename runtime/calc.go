@@ -56,5 +56,5 @@ func (c *calc) Process(b *Batch, out Emitter) error {
 	return out.Emit(res)
 }
 
-func (c *calc) Watermark(int64, Emitter) error { return nil }
+func (c *calc) Watermark(wm int64, _ Emitter) (int64, error) { return wm, nil }
 func (c *calc) Barrier(Barrier, Emitter) error { return nil }

@@ -46,9 +46,14 @@ func (c *chain) process(b *Batch) error {
 	return c.ops[0].Process(b, c.links[0])
 }
 
-func (c *chain) watermark(wm int64) error {
-	for i, op := range c.ops {
-		if err := op.Watermark(wm, c.links[i]); err != nil {
+// watermark advances the chain from operator `from` on: each operator
+// gets the watermark its predecessor forwards.
+func (c *chain) watermark(wm int64) error { return c.watermarkFrom(0, wm) }
+
+func (c *chain) watermarkFrom(from int, wm int64) error {
+	for i := from; i < len(c.ops); i++ {
+		var err error
+		if wm, err = c.ops[i].Watermark(wm, c.links[i]); err != nil {
 			return err
 		}
 	}

@@ -344,9 +344,25 @@ func (j *Job) build(deps Deps, o StartOptions, committed uint64) error {
 			}
 			mb := boxes[v.ID][i]
 			t := &task{taskBase: base, mb: mb, align: newAligner(len(mb.queues)), inWM: make([]int64, len(mb.queues)),
-				ended: make([]bool, len(mb.queues)), wm: window.NoWatermark, restoreAt: committed}
+				ended: make([]bool, len(mb.queues)), wm: window.NoWatermark, restoreAt: committed,
+				sides: make([]int, len(mb.queues)), sideWM: [2]int64{window.NoWatermark, window.NoWatermark}}
 			for k := range t.inWM {
 				t.inWM[k] = window.NoWatermark
+			}
+			if len(v.Inputs) == 2 {
+				two, ok := built[0].(TwoInput)
+				if !ok {
+					return fmt.Errorf("query %s: stage %d has two inputs but %s takes one", j.Name, v.ID, ops[0].OpName())
+				}
+				t.two = two
+				for ei, e := range v.Inputs {
+					b := inputBase[[2]int{v.ID, ei}]
+					for k := b; k < b+g.Vertices[e.From].Parallelism; k++ {
+						t.sides[k] = ei
+					}
+				}
+			} else if len(v.Inputs) > 2 {
+				return fmt.Errorf("query %s: stage %d has %d inputs", j.Name, v.ID, len(v.Inputs))
 			}
 			j.tasks = append(j.tasks, t)
 		}

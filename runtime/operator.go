@@ -12,8 +12,10 @@ type Emitter interface {
 type Operator interface {
 	// Process consumes one batch.
 	Process(b *Batch, out Emitter) error
-	// Watermark is called when the task's input watermark advances.
-	Watermark(wm int64, out Emitter) error
+	// Watermark is called when the operator's input watermark advances. It
+	// returns the watermark to forward: an operator that may still emit rows
+	// older than wm (a LEFT join's unmatched rows) holds it back.
+	Watermark(wm int64, out Emitter) (int64, error)
 	// Barrier is called at every barrier, before the task forwards it:
 	// changes accumulated in the epoch are emitted here.
 	Barrier(b Barrier, out Emitter) error
@@ -22,6 +24,17 @@ type Operator interface {
 	// of the restored checkpoint, before the first row.
 	Snapshot(w StateWriter) error
 	Restore(r StateReader) error
+}
+
+// TwoInput is an operator with two inputs (a join): the first operator of
+// a task whose vertex has two input edges. Side 0 is the left input (edge
+// 0), side 1 the right.
+type TwoInput interface {
+	Operator
+	ProcessSide(side int, b *Batch, out Emitter) error
+	// WatermarkSide is called when one side's watermark advances; it
+	// returns the watermark to forward downstream.
+	WatermarkSide(side int, wm int64, out Emitter) (int64, error)
 }
 
 // StateWriter takes an operator's checkpoint writes. Keys are the

@@ -164,6 +164,27 @@ func (t *taskBase) publish() {
 	}
 }
 
+// sideWatermark advances one side of a two-input operator to the minimum
+// over that side's inputs and forwards what the operator releases.
+func (t *task) sideWatermark(side int) error {
+	wm := int64(math.MaxInt64)
+	for i, w := range t.inWM {
+		if t.sides[i] == side {
+			wm = min(wm, w)
+		}
+	}
+	if wm <= t.sideWM[side] {
+		return nil
+	}
+	t.sideWM[side] = wm
+	fw, err := t.two.WatermarkSide(side, wm, t.chain.links[0])
+	if err != nil || fw <= t.wm {
+		return err
+	}
+	t.wm = fw
+	return t.chain.watermarkFrom(1, fw)
+}
+
 // task runs a non-source vertex subtask: it reads its mailbox, aligns
 // barriers across its inputs and drives its chain.
 type task struct {
@@ -175,6 +196,11 @@ type task struct {
 	wm        int64
 	endSent   bool
 	restoreAt uint64
+	// Two-input vertices (joins): the first operator, each input's side,
+	// and each side's watermark (the minimum over its inputs).
+	two    TwoInput
+	sides  []int
+	sideWM [2]int64
 }
 
 func (t *task) run(ctx context.Context) error {
@@ -190,10 +216,18 @@ func (t *task) run(ctx context.Context) error {
 		t.env.ProcTime = time.Now().UnixMilli()
 		switch msg.Kind {
 		case MsgData:
-			err = t.chain.process(msg.Batch)
+			if t.two != nil {
+				err = t.two.ProcessSide(t.sides[in], msg.Batch, t.chain.links[0])
+			} else {
+				err = t.chain.process(msg.Batch)
+			}
 		case MsgWatermark:
 			if msg.Watermark > t.inWM[in] {
 				t.inWM[in] = msg.Watermark
+			}
+			if t.two != nil {
+				err = t.sideWatermark(t.sides[in])
+				break
 			}
 			wm := int64(math.MaxInt64)
 			for _, w := range t.inWM {

@@ -66,5 +66,5 @@ func (w *windowAssign) Process(b *Batch, out Emitter) error {
 	return out.Emit(res)
 }
 
-func (w *windowAssign) Watermark(int64, Emitter) error { return nil }
+func (w *windowAssign) Watermark(wm int64, _ Emitter) (int64, error) { return wm, nil }
 func (w *windowAssign) Barrier(Barrier, Emitter) error { return nil }

@@ -1,0 +1,65 @@
+package plan
+
+import (
+	"fmt"
+	"strings"
+)
+
+// JoinKind is INNER or LEFT.
+type JoinKind uint8
+
+const (
+	InnerJoin JoinKind = iota
+	LeftJoin
+)
+
+func (k JoinKind) String() string {
+	if k == LeftJoin {
+		return "LEFT"
+	}
+	return "INNER"
+}
+
+// IntervalJoin joins two insert-only streams on equal keys within event
+// time bounds: left row l and right row r match when their key columns are
+// equal and
+//
+//	r.time + Lower <= l.time <= r.time + Upper
+//
+// (both bounds inclusive, in ms; from `l.ts BETWEEN r.ts + a AND r.ts + b`
+// and the like). Residual, when set, is a further condition over the
+// joined row. Output rows are the left columns followed by the right ones;
+// for a LEFT join, a left row with no match is emitted once, with NULL
+// right columns, when the right side's watermark makes a match impossible
+// (the join holds back the watermark it forwards until then).
+//
+// State: left rows are kept until the right watermark passes l.time -
+// Lower (no right row can match any more), right rows until the left
+// watermark passes r.time + Upper. Rows that arrive already expired on the
+// other side's watermark are still joined with what the other side holds.
+type IntervalJoin struct {
+	Kind      JoinKind
+	LeftKeys  []int // key columns of the left input
+	RightKeys []int // key columns of the right input, same types in order
+	LeftTime  int   // event-time column of the left input
+	RightTime int   // event-time column of the right input
+	Lower     int64
+	Upper     int64
+	Residual  Expr // over the output row; nil: none
+	Left      Schema
+	Right     Schema
+	Out       Schema // Left ++ Right (right columns nullable for LEFT)
+}
+
+func (*IntervalJoin) OpName() string { return "IntervalJoin" }
+
+func (j *IntervalJoin) Explain() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "IntervalJoin %s left_keys=%v right_keys=%v bounds: right.#%d%+dms <= left.#%d <= right.#%d%+dms",
+		j.Kind, j.LeftKeys, j.RightKeys, j.RightTime, j.Lower, j.LeftTime, j.RightTime, j.Upper)
+	if j.Residual != nil {
+		b.WriteString(" residual=" + j.Residual.String())
+	}
+	b.WriteString(" state=left rows until right watermark passes time-lower, right rows until left watermark passes time+upper")
+	return b.String()
+}
