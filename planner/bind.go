@@ -10,8 +10,8 @@ import (
 
 // scope is the set of columns an expression may name.
 type scope struct {
-	table string // the FROM name or alias; qualified references must match it
 	cols  plan.Schema
+	quals []string // per column: the table name or alias it comes from
 	// rewrite, when set, is consulted first: a whole expression that matches
 	// (e.g. a GROUP BY expression or an aggregate in the post-aggregation
 	// scope) binds to a column.
@@ -30,12 +30,9 @@ func (s *scope) bind(e parser.Expr) (plan.Expr, error) {
 	}
 	switch e := e.(type) {
 	case *parser.ColumnRef:
-		if e.Table != "" && s.table != "" && !strings.EqualFold(e.Table, s.table) {
-			return nil, errf(e.Table, "unknown table %s in %s.%s", e.Table, e.Table, e.Name)
-		}
-		i := s.cols.Index(e.Name)
-		if i < 0 {
-			return nil, errf(e.Name, "unknown column %s", e.Name)
+		i, err := s.resolve(e)
+		if err != nil {
+			return nil, err
 		}
 		if s.noColumns != "" {
 			return nil, errf(e.Name, s.noColumns, e.Name)
@@ -222,6 +219,54 @@ func (s *scope) bind(e parser.Expr) (plan.Expr, error) {
 		return nil, errf("INTERVAL", "INTERVAL is only allowed in time arithmetic such as ts + INTERVAL 10 SECOND")
 	}
 	return nil, errf("", "unsupported expression")
+}
+
+// newScope is the scope of one table's columns under qualifier qual.
+func newScope(qual string, cols plan.Schema) *scope {
+	quals := make([]string, len(cols))
+	for i := range quals {
+		quals[i] = qual
+	}
+	return &scope{cols: cols, quals: quals}
+}
+
+// resolve finds the column a reference names: qualified, the column of
+// that table; unqualified, the one column of that name in any table.
+func (s *scope) resolve(e *parser.ColumnRef) (int, error) {
+	found, knownTable := -1, e.Table == ""
+	for i, c := range s.cols {
+		if e.Table != "" {
+			if !strings.EqualFold(s.quals[i], e.Table) {
+				continue
+			}
+			knownTable = true
+		}
+		if !strings.EqualFold(c.Name, e.Name) {
+			continue
+		}
+		if found >= 0 {
+			return -1, errf(e.Name, "column %s is ambiguous (%s.%s or %s.%s)", e.Name, s.quals[found], s.cols[found].Name, s.quals[i], c.Name)
+		}
+		found = i
+	}
+	switch {
+	case !knownTable:
+		return -1, errf(e.Table, "unknown table %s in %s.%s", e.Table, e.Table, e.Name)
+	case found < 0 && e.Table != "":
+		return -1, errf(e.Name, "unknown column %s.%s", e.Table, e.Name)
+	case found < 0:
+		return -1, errf(e.Name, "unknown column %s", e.Name)
+	}
+	return found, nil
+}
+
+// index is resolve without the error, for probes.
+func (s *scope) index(e *parser.ColumnRef) int {
+	i, err := s.resolve(e)
+	if err != nil {
+		return -1
+	}
+	return i
 }
 
 func literal(l *parser.Literal) plan.Value {

@@ -1,7 +1,6 @@
 package planner
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/streamsql/streamsql/parser"
@@ -15,41 +14,30 @@ type Catalog interface {
 	View(name string) (*plan.ViewDef, bool)
 }
 
-// Query plans a continuous query: sel over one table, results into the
-// sink named name. opts are the defaults with SET applied; sel's SET_VAR
-// hints override them.
+// Query plans a continuous query over its FROM clause (a table, or a join
+// of tables), results into the sink named name. opts are the defaults with
+// SET applied; sel's SET_VAR hints override them.
 func Query(sel *parser.Select, cat Catalog, opts plan.Options, name string, sink plan.SinkKind) (*plan.Graph, error) {
 	if err := ApplyOptions(&opts, sel.Hints, "SET_VAR"); err != nil {
 		return nil, err
 	}
-	if sel.From == nil || sel.From.Name == "" {
-		return nil, errf("", "a continuous query reads one table")
+	if sel.From == nil {
+		return nil, errf("", "a continuous query reads a table")
 	}
 	if opts.StateTTL > 0 {
 		// The TTL bounds the state of regular stream-stream joins; nothing
 		// this query keeps may expire by it, so refuse rather than ignore it.
 		return nil, errf("state_ttl", "state_ttl applies to regular joins of two streams; this query has none")
 	}
-	tbl, ok := cat.Table(sel.From.Name)
-	if !ok {
-		if _, isView := cat.View(sel.From.Name); isView {
-			return nil, errf(sel.From.Name, "%s is a view: continuous queries over views are not available in this release; query the table", sel.From.Name)
-		}
-		return nil, &Error{Status: 404, Name: sel.From.Name, Msg: fmt.Sprintf("unknown table %s", sel.From.Name)}
-	}
 	if len(sel.OrderBy) > 0 || sel.Limit >= 0 {
 		return nil, errf("ORDER", "ORDER BY and LIMIT are for pull queries over a view, not for continuous queries")
 	}
-	qual := sel.From.Alias
-	if qual == "" {
-		qual = sel.From.Name
+	b := &builder{cat: cat, opts: opts}
+	s, err := b.from(sel.From)
+	if err != nil {
+		return nil, err
 	}
-	base := &scope{table: qual, cols: tbl.Columns}
-	src := &plan.Source{
-		Table: tbl.Name, TableID: tbl.ID, Engine: tbl.Engine, Schema: tbl.Columns,
-		EventTime: tbl.EventTime, WatermarkDelay: tbl.WatermarkDelay, AllowedLateness: tbl.AllowedLateness,
-		IdleTimeout: tbl.IdleTimeout, StartLatest: tbl.StartLatest, Attrs: tbl.Attrs,
-	}
+	base := s.scope
 	var filter plan.Expr
 	if sel.Where != nil {
 		if containsAggregate(sel.Where) {
@@ -61,7 +49,7 @@ func Query(sel *parser.Select, cat Catalog, opts plan.Options, name string, sink
 		}
 		filter = f
 	}
-	fields, err := expandStar(sel.Fields, tbl.Columns)
+	fields, err := expandStar(sel.Fields, base)
 	if err != nil {
 		return nil, err
 	}
@@ -70,20 +58,27 @@ func Query(sel *parser.Select, cat Catalog, opts plan.Options, name string, sink
 		agg = agg || containsAggregate(f.Expr)
 	}
 	if !agg {
-		return appendOnly(src, base, filter, fields, opts, name, sink)
+		return b.appendOnly(s, filter, fields, name, sink)
 	}
-	return aggregation(sel, tbl, src, base, filter, fields, opts, name, sink)
+	return b.aggregation(sel, s, filter, fields, name, sink)
 }
 
-func expandStar(fields []parser.Field, cols plan.Schema) ([]parser.Field, error) {
+// expandStar replaces * (every column) and t.* (t's columns) by columns.
+func expandStar(fields []parser.Field, sc *scope) ([]parser.Field, error) {
 	var out []parser.Field
 	for _, f := range fields {
 		if !f.Star {
 			out = append(out, f)
 			continue
 		}
-		for _, c := range cols {
-			out = append(out, parser.Field{Expr: &parser.ColumnRef{Name: c.Name}, Text: c.Name})
+		n := len(out)
+		for i, c := range sc.cols {
+			if f.Table == "" || strings.EqualFold(f.Table, sc.quals[i]) {
+				out = append(out, parser.Field{Expr: &parser.ColumnRef{Table: sc.quals[i], Name: c.Name}, Text: c.Name})
+			}
+		}
+		if len(out) == n {
+			return nil, errf(f.Table, "unknown table %s in %s.*", f.Table, f.Table)
 		}
 	}
 	return out, nil
@@ -129,7 +124,8 @@ func outSchema(fields []parser.Field, exprs []plan.Expr, in plan.Schema) (plan.S
 	return out, nil
 }
 
-func appendOnly(src *plan.Source, base *scope, filter plan.Expr, fields []parser.Field, opts plan.Options, name string, sink plan.SinkKind) (*plan.Graph, error) {
+func (b *builder) appendOnly(s *stream, filter plan.Expr, fields []parser.Field, name string, sink plan.SinkKind) (*plan.Graph, error) {
+	opts, base := b.opts, s.scope
 	if opts.EmitMode == plan.EmitOnWindowClose {
 		return nil, errf("emit_mode", "emit_mode=on_window_close needs a windowed aggregation")
 	}
@@ -138,7 +134,7 @@ func appendOnly(src *plan.Source, base *scope, filter plan.Expr, fields []parser
 	}
 	exprs := make([]plan.Expr, len(fields))
 	for i, f := range fields {
-		if c, ok := f.Expr.(*parser.ColumnRef); ok && base.cols.Index(c.Name) < 0 && (strings.EqualFold(c.Name, "window_start") || strings.EqualFold(c.Name, "window_end")) {
+		if c, ok := f.Expr.(*parser.ColumnRef); ok && base.index(c) < 0 && (strings.EqualFold(c.Name, "window_start") || strings.EqualFold(c.Name, "window_end")) {
 			return nil, errf(c.Name, "%s is only defined for a windowed aggregation (GROUP BY TUMBLE, HOP or SESSION_WINDOW)", c.Name)
 		}
 		e, err := base.bind(f.Expr)
@@ -151,13 +147,10 @@ func appendOnly(src *plan.Source, base *scope, filter plan.Expr, fields []parser
 	if err != nil {
 		return nil, err
 	}
-	opts.Parallelism = 1
-	v := &plan.Vertex{ID: 0, Parallelism: 1, Ops: []plan.Op{
-		src,
-		&plan.Calc{Filter: filter, Project: exprs, Out: out},
-		&plan.Sink{Kind: sink, Name: name, Key: plan.KeyRowID},
-	}}
-	return &plan.Graph{Vertices: []*plan.Vertex{v}, Options: opts, Key: plan.KeyRowID, Out: out}, nil
+	s.cur.Ops = append(s.cur.Ops, &plan.Calc{Filter: filter, Project: exprs, Out: out},
+		&plan.Sink{Kind: sink, Name: name, Key: plan.KeyRowID})
+	opts.Parallelism = s.cur.Parallelism
+	return &plan.Graph{Vertices: b.vertices, Options: opts, Key: plan.KeyRowID, Out: out}, nil
 }
 
 func containsAggregate(e parser.Expr) bool {
@@ -215,7 +208,8 @@ func walk(e parser.Expr, fn func(parser.Expr)) {
 }
 
 // windowCall recognises TUMBLE, HOP and SESSION_WINDOW in GROUP BY.
-func windowCall(e parser.Expr, tbl *plan.TableDef, base *scope) (*plan.WindowSpec, error) {
+func windowCall(e parser.Expr, st *stream) (*plan.WindowSpec, error) {
+	base := st.scope
 	f, ok := e.(*parser.Func)
 	if !ok || !isWindowFunc(f.Name) {
 		return nil, nil
@@ -238,12 +232,17 @@ func windowCall(e parser.Expr, tbl *plan.TableDef, base *scope) (*plan.WindowSpe
 			return nil, err
 		}
 		col := x.(*plan.ColRef).Index
-		if tbl.EventTime < 0 {
-			return nil, errf(t.Name, "table %s has no event_time column (ENGINE_ATTRIBUTE event_time); window on PROCTIME() or declare one", tbl.Name)
+		if tbl := st.table; tbl != nil {
+			if tbl.EventTime < 0 {
+				return nil, errf(t.Name, "table %s has no event_time column (ENGINE_ATTRIBUTE event_time); window on PROCTIME() or declare one", tbl.Name)
+			}
+			if col != tbl.EventTime {
+				return nil, errf(t.Name, "%s windows on %s, but the event-time column of %s is %s", name, t.Name, tbl.Name, tbl.Columns[tbl.EventTime].Name)
+			}
+		} else if !st.eventTime[col] {
+			return nil, errf(t.Name, "%s windows on %s, which is not an event-time column", name, t.Name)
 		}
-		if col != tbl.EventTime {
-			return nil, errf(t.Name, "%s windows on %s, but the event-time column of %s is %s", name, t.Name, tbl.Name, tbl.Columns[tbl.EventTime].Name)
-		}
+		spec.TimeCol = col
 	default:
 		return nil, errf(f.Name, "the time argument of %s must be the event-time column or PROCTIME()", name)
 	}
@@ -285,13 +284,14 @@ type aggKey struct {
 	arg string
 }
 
-func aggregation(sel *parser.Select, tbl *plan.TableDef, src *plan.Source, base *scope, filter plan.Expr, fields []parser.Field, opts plan.Options, name string, sink plan.SinkKind) (*plan.Graph, error) {
+func (b *builder) aggregation(sel *parser.Select, st *stream, filter plan.Expr, fields []parser.Field, name string, sink plan.SinkKind) (*plan.Graph, error) {
+	opts, base := b.opts, st.scope
 	// GROUP BY: at most one window, then key expressions.
 	var win *plan.WindowSpec
 	var groups []plan.Expr
 	groupIdx := map[string]int{}
 	for _, g := range sel.GroupBy {
-		w, err := windowCall(g, tbl, base)
+		w, err := windowCall(g, st)
 		if err != nil {
 			return nil, err
 		}
@@ -305,7 +305,7 @@ func aggregation(sel *parser.Select, tbl *plan.TableDef, src *plan.Source, base 
 		if containsAggregate(g) {
 			return nil, errf("GROUP", "aggregates are not allowed in GROUP BY")
 		}
-		if c, ok := g.(*parser.ColumnRef); ok && win != nil && base.cols.Index(c.Name) < 0 && (strings.EqualFold(c.Name, "window_start") || strings.EqualFold(c.Name, "window_end")) {
+		if c, ok := g.(*parser.ColumnRef); ok && win != nil && base.index(c) < 0 && (strings.EqualFold(c.Name, "window_start") || strings.EqualFold(c.Name, "window_end")) {
 			continue // GROUP BY TUMBLE(...), window_start: already the key
 		}
 		x, err := base.bind(g)
@@ -384,7 +384,7 @@ func aggregation(sel *parser.Select, tbl *plan.TableDef, src *plan.Source, base 
 		counts := a.Fn == plan.AggCountStar || a.Fn == plan.AggCount || a.Fn == plan.AggCountDistinct
 		post = append(post, plan.Column{Name: a.String(), Type: a.T, NotNull: counts})
 	}
-	postScope := &scope{table: base.table, cols: base.cols}
+	postScope := &scope{cols: base.cols, quals: base.quals}
 	postScope.rewrite = func(e parser.Expr) (plan.Expr, bool, error) {
 		switch e := e.(type) {
 		case *parser.Func:
@@ -397,7 +397,7 @@ func aggregation(sel *parser.Select, tbl *plan.TableDef, src *plan.Source, base 
 				return &plan.ColRef{Index: wOff + len(groups) + i, Name: post[wOff+len(groups)+i].Name, T: aggs[i].T}, true, nil
 			}
 		case *parser.ColumnRef:
-			if win != nil && base.cols.Index(e.Name) < 0 {
+			if win != nil && base.index(e) < 0 {
 				switch strings.ToLower(e.Name) {
 				case "window_start":
 					return &plan.ColRef{Index: 0, Name: "window_start", T: plan.TypeTimestamp}, true, nil
@@ -452,10 +452,13 @@ func aggregation(sel *parser.Select, tbl *plan.TableDef, src *plan.Source, base 
 	if win != nil {
 		var t plan.Expr
 		if win.ProcTime {
+			if len(st.sources) > 1 {
+				return nil, errf("PROCTIME", "PROCTIME() windows over a join are not supported; window on an event-time column")
+			}
 			t = &plan.Call{Fn: "proctime", T: plan.TypeTimestamp}
-			src.ProcTime = true
+			st.sources[0].ProcTime = true
 		} else {
-			t = &plan.ColRef{Index: tbl.EventTime, Name: tbl.Columns[tbl.EventTime].Name, T: plan.TypeTimestamp}
+			t = &plan.ColRef{Index: win.TimeCol, Name: base.cols[win.TimeCol].Name, T: plan.TypeTimestamp}
 		}
 		project = append(project, t)
 		calcOut = append(calcOut, plan.Column{Name: "_time", Type: plan.TypeTimestamp})
@@ -468,12 +471,12 @@ func aggregation(sel *parser.Select, tbl *plan.TableDef, src *plan.Source, base 
 		project = append(project, a)
 		calcOut = append(calcOut, plan.Column{Name: a.String(), Type: a.Type()})
 	}
-	ops := []plan.Op{src, &plan.Calc{Filter: filter, Project: project, Out: calcOut}}
+	st.cur.Ops = append(st.cur.Ops, &plan.Calc{Filter: filter, Project: project, Out: calcOut})
 	aggIn := calcOut
 	if win != nil {
 		win.TimeCol = 0
 		aggIn = append(plan.Schema{post[0], post[1]}, calcOut[1:]...)
-		ops = append(ops, &plan.WindowAssign{Window: *win, AllowedLateness: tbl.AllowedLateness, Out: aggIn})
+		st.cur.Ops = append(st.cur.Ops, &plan.WindowAssign{Window: *win, AllowedLateness: st.lateness, Out: aggIn})
 	}
 	keys := make([]int, len(groups))
 	for i := range groups {
@@ -491,15 +494,13 @@ func aggregation(sel *parser.Select, tbl *plan.TableDef, src *plan.Source, base 
 	if win != nil {
 		key = plan.KeyWindowGroup
 	}
-	ag := &plan.Aggregate{Windowed: win != nil, Keys: keys, Aggs: aggs, Having: having, Output: output, Out: out, EmitMode: opts.EmitMode, AllowedLateness: tbl.AllowedLateness}
+	ag := &plan.Aggregate{Windowed: win != nil, Keys: keys, Aggs: aggs, Having: having, Output: output, Out: out, EmitMode: opts.EmitMode, AllowedLateness: st.lateness}
 	if win != nil {
 		ag.Window = *win
 		ag.Session = win.Kind == plan.Session
 	}
-	v0 := &plan.Vertex{ID: 0, Parallelism: 1, Ops: ops}
-	v1 := &plan.Vertex{ID: 1, Parallelism: p, Inputs: []plan.Edge{{From: 0, Partition: plan.Hash, KeyCols: keys}},
-		Ops: []plan.Op{ag, &plan.Sink{Kind: sink, Name: name, Key: key}}}
-	return &plan.Graph{Vertices: []*plan.Vertex{v0, v1}, Options: opts, Key: key, Out: out}, nil
+	b.vertex(p, []plan.Edge{{From: st.cur.ID, Partition: plan.Hash, KeyCols: keys}}, ag, &plan.Sink{Kind: sink, Name: name, Key: key})
+	return &plan.Graph{Vertices: b.vertices, Options: opts, Key: key, Out: out}, nil
 }
 
 // bindAgg binds one aggregate call; the key identifies duplicates.
@@ -558,11 +559,7 @@ func Pull(sel *parser.Select, view *plan.ViewDef) (*plan.PullQuery, error) {
 	if len(sel.GroupBy) > 0 || sel.Having != nil {
 		return nil, errf("GROUP", "GROUP BY and HAVING are not available in pull queries over a view; create a view instead")
 	}
-	qual := sel.From.Alias
-	if qual == "" {
-		qual = sel.From.Name
-	}
-	sc := &scope{table: qual, cols: view.Out}
+	sc := newScope(sel.From.Qualifier(), view.Out)
 	q := &plan.PullQuery{View: view.Name, Limit: sel.Limit, Offset: sel.Offset}
 	if sel.Where != nil {
 		if containsAggregate(sel.Where) {
@@ -574,7 +571,7 @@ func Pull(sel *parser.Select, view *plan.ViewDef) (*plan.PullQuery, error) {
 		}
 		q.Filter = f
 	}
-	fields, err := expandStar(sel.Fields, view.Out)
+	fields, err := expandStar(sel.Fields, sc)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,209 @@
+package planner
+
+import (
+	"math"
+	"strings"
+
+	"github.com/streamsql/streamsql/parser"
+	"github.com/streamsql/streamsql/planner/plan"
+)
+
+// join plans `left JOIN right ON ...` of two streams as an interval join:
+// the ON condition must equate columns of the two sides and bound the
+// left event time by the right one (or the other way round).
+func (b *builder) join(j *parser.Join) (*stream, error) {
+	left, err := b.from(j.Left)
+	if err != nil {
+		return nil, err
+	}
+	right, err := b.from(j.Right)
+	if err != nil {
+		return nil, err
+	}
+	nl := len(left.scope.cols)
+	merged := &scope{cols: append(append(plan.Schema{}, left.scope.cols...), right.scope.cols...),
+		quals: append(append([]string{}, left.scope.quals...), right.scope.quals...)}
+	spec := &plan.IntervalJoin{Kind: plan.InnerJoin, LeftTime: -1, RightTime: -1, Lower: math.MinInt64, Upper: math.MaxInt64,
+		Left: left.scope.cols, Right: right.scope.cols}
+	if j.Kind == parser.JoinLeft {
+		spec.Kind = plan.LeftJoin
+	}
+	var residual []parser.Expr
+	for _, c := range conjuncts(j.On) {
+		ok, err := b.joinCondition(c, merged, nl, left, right, spec)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			residual = append(residual, c)
+		}
+	}
+	if len(spec.LeftKeys) == 0 {
+		return nil, errf("JOIN", "a join needs at least one equality between columns of its two sides (ON a.x = b.y); a non-equi join of two streams is not supported")
+	}
+	if spec.LeftTime < 0 || spec.Lower == math.MinInt64 || spec.Upper == math.MaxInt64 {
+		return nil, errf("JOIN", "a join of two streams needs time bounds on both sides' event-time columns, e.g. ON b.auction = a.id AND b.ts BETWEEN a.ts AND a.ts + INTERVAL 10 SECOND; regular joins without bounds are not available in this release")
+	}
+	if spec.Lower > spec.Upper {
+		return nil, errf("JOIN", "the join's time bounds are empty: left time - right time must be in [%dms, %dms]", spec.Lower, spec.Upper)
+	}
+	for i, lk := range spec.LeftKeys {
+		lt, rt := spec.Left[lk].Type, spec.Right[spec.RightKeys[i]].Type
+		if lt != rt {
+			return nil, errf(spec.Left[lk].Name, "join on columns of mismatched types: %s.%s %s = %s.%s %s",
+				left.scope.quals[lk], spec.Left[lk].Name, lt, right.scope.quals[spec.RightKeys[i]], spec.Right[spec.RightKeys[i]].Name, rt)
+		}
+	}
+	out := make(plan.Schema, len(merged.cols))
+	copy(out, merged.cols)
+	if spec.Kind == plan.LeftJoin {
+		for i := nl; i < len(out); i++ {
+			out[i].NotNull = false
+		}
+	}
+	spec.Out = out
+	if len(residual) > 0 {
+		var r parser.Expr = residual[0]
+		for _, x := range residual[1:] {
+			r = &parser.Binary{Op: "AND", L: r, R: x}
+		}
+		if spec.Residual, err = merged.bind(r); err != nil {
+			return nil, err
+		}
+	}
+	par := max(b.opts.Parallelism, 1)
+	jv := b.vertex(par, []plan.Edge{
+		{From: left.cur.ID, Partition: plan.Hash, KeyCols: spec.LeftKeys},
+		{From: right.cur.ID, Partition: plan.Hash, KeyCols: spec.RightKeys},
+	}, spec)
+	return &stream{cur: jv, scope: &scope{cols: out, quals: merged.quals},
+		eventTime: append(append([]bool{}, left.eventTime...), right.eventTime...),
+		lateness:  max(left.lateness, right.lateness), sources: append(left.sources, right.sources...)}, nil
+}
+
+// conjuncts splits a AND b AND c.
+func conjuncts(e parser.Expr) []parser.Expr {
+	if bin, ok := e.(*parser.Binary); ok && strings.EqualFold(bin.Op, "AND") {
+		return append(conjuncts(bin.L), conjuncts(bin.R)...)
+	}
+	return []parser.Expr{e}
+}
+
+// joinCondition records c in spec when it is a key equality or a time
+// bound between the sides; false means it is a residual condition.
+func (b *builder) joinCondition(c parser.Expr, merged *scope, nl int, left, right *stream, spec *plan.IntervalJoin) (bool, error) {
+	switch c := c.(type) {
+	case *parser.Binary:
+		if c.Op == "=" {
+			l, lok := c.L.(*parser.ColumnRef)
+			r, rok := c.R.(*parser.ColumnRef)
+			if lok && rok {
+				li, ri := merged.index(l), merged.index(r)
+				if li >= 0 && ri >= 0 && (li < nl) != (ri < nl) {
+					if li > ri {
+						li, ri = ri, li
+					}
+					spec.LeftKeys = append(spec.LeftKeys, li)
+					spec.RightKeys = append(spec.RightKeys, ri-nl)
+					return true, nil
+				}
+			}
+		}
+		op := map[string]string{">=": ">=", ">": ">", "<=": "<=", "<": "<"}[c.Op]
+		if op == "" {
+			return false, nil
+		}
+		return b.timeBound(c.L, op, c.R, merged, nl, left, right, spec)
+	case *parser.Between:
+		if c.Not {
+			return false, nil
+		}
+		lo, err := b.timeBound(c.X, ">=", c.Lo, merged, nl, left, right, spec)
+		if err != nil || !lo {
+			return false, err
+		}
+		return b.timeBound(c.X, "<=", c.Hi, merged, nl, left, right, spec)
+	}
+	return false, nil
+}
+
+// timeOffset recognises `col`, `col + INTERVAL n UNIT`, `col - INTERVAL n
+// UNIT` (and DATE_ADD/DATE_SUB): the column and the offset in ms.
+func timeOffset(e parser.Expr, merged *scope) (int, int64, bool) {
+	switch e := e.(type) {
+	case *parser.ColumnRef:
+		i := merged.index(e)
+		return i, 0, i >= 0
+	case *parser.Func:
+		if (e.Name != "date_add" && e.Name != "date_sub") || len(e.Args) != 2 {
+			return -1, 0, false
+		}
+		c, ok := e.Args[0].(*parser.ColumnRef)
+		iv, ok2 := e.Args[1].(*parser.Interval)
+		if !ok || !ok2 {
+			return -1, 0, false
+		}
+		n, ok := intLiteral(iv.Value)
+		unit, err := intervalMillis(iv.Unit)
+		if !ok || err != nil {
+			return -1, 0, false
+		}
+		i := merged.index(c)
+		if e.Name == "date_sub" {
+			n = -n
+		}
+		return i, n * unit, i >= 0
+	}
+	return -1, 0, false
+}
+
+func intLiteral(e parser.Expr) (int64, bool) {
+	switch e := e.(type) {
+	case *parser.Literal:
+		return e.Int, e.Kind == parser.LitInt
+	case *parser.Unary:
+		if e.Op == "-" {
+			n, ok := intLiteral(e.X)
+			return -n, ok
+		}
+	}
+	return 0, false
+}
+
+// timeBound records `a op b` when a and b are (offset) event-time columns
+// of opposite sides: as a bound on left.time - right.time.
+func (b *builder) timeBound(a parser.Expr, op string, bx parser.Expr, merged *scope, nl int, left, right *stream, spec *plan.IntervalJoin) (bool, error) {
+	ai, ao, ok1 := timeOffset(a, merged)
+	bi, bo, ok2 := timeOffset(bx, merged)
+	if !ok1 || !ok2 || (ai < nl) == (bi < nl) {
+		return false, nil
+	}
+	if merged.cols[ai].Type != plan.TypeTimestamp || merged.cols[bi].Type != plan.TypeTimestamp {
+		return false, nil
+	}
+	// Normalise to L op R + k, with L the left column.
+	if ai >= nl {
+		ai, ao, bi, bo = bi, bo, ai, ao
+		op = map[string]string{">=": "<=", ">": "<", "<=": ">=", "<": ">"}[op]
+	}
+	ri := bi - nl
+	if !left.eventTime[ai] || !right.eventTime[ri] {
+		return false, errf(merged.cols[ai].Name, "join time bounds must compare the event-time columns of the two sides")
+	}
+	if (spec.LeftTime >= 0 && spec.LeftTime != ai) || (spec.RightTime >= 0 && spec.RightTime != ri) {
+		return false, errf(merged.cols[ai].Name, "join time bounds must all use the same event-time column of each side")
+	}
+	spec.LeftTime, spec.RightTime = ai, ri
+	k := bo - ao // L + ao op R + bo  =>  L - R op bo - ao
+	switch op {
+	case ">=":
+		spec.Lower = max(spec.Lower, k)
+	case ">":
+		spec.Lower = max(spec.Lower, k+1)
+	case "<=":
+		spec.Upper = min(spec.Upper, k)
+	case "<":
+		spec.Upper = min(spec.Upper, k-1)
+	}
+	return true, nil
+}
