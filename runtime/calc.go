@@ -57,4 +57,4 @@ func (c *calc) Process(b *Batch, out Emitter) error {
 }
 
 func (c *calc) Watermark(wm int64, _ Emitter) (int64, error) { return wm, nil }
-func (c *calc) Barrier(Barrier, Emitter) error { return nil }
+func (c *calc) Barrier(Barrier, Emitter) error               { return nil }

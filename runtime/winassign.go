@@ -67,4 +67,4 @@ func (w *windowAssign) Process(b *Batch, out Emitter) error {
 }
 
 func (w *windowAssign) Watermark(wm int64, _ Emitter) (int64, error) { return wm, nil }
-func (w *windowAssign) Barrier(Barrier, Emitter) error { return nil }
+func (w *windowAssign) Barrier(Barrier, Emitter) error               { return nil }
