@@ -26,6 +26,11 @@ type RowMeta struct {
 	// the encoded upsert key.
 	Key string
 	Op  Op
+	// ID, when set, is the deterministic row id of an append-only result
+	// row derived from several input rows (an interval join: the encoded
+	// ids of its left and right rows, see intervalJoin); sinks use it
+	// instead of Offset. Empty: the row id is Offset.
+	ID string
 }
 
 // Batch is a group of rows moving between operators and tasks. Once

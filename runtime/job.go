@@ -406,6 +406,8 @@ func buildOperator(spec plan.Op, env *Env, c *Counters) (Operator, error) {
 		return &windowAssign{spec: s.Window, lateness: s.AllowedLateness, counters: c}, nil
 	case *plan.Aggregate:
 		return newHashAgg(s, env, c)
+	case *plan.IntervalJoin:
+		return newIntervalJoin(s, env, c)
 	}
 	return nil, fmt.Errorf("no operator for %s", spec.OpName())
 }

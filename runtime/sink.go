@@ -76,9 +76,14 @@ func (s *resultsSink) Emit(b *Batch) error {
 		m := &b.Meta[i]
 		key := m.Key
 		if s.appendOnly {
-			// The deterministic row id: the source offset of the input row.
-			s.keyBuf = AppendValue(s.keyBuf[:0], plan.Int(m.Offset))
-			key = string(s.keyBuf)
+			// The deterministic row id: a join's (RowMeta.ID), else the
+			// source offset of the input row.
+			if m.ID != "" {
+				key = m.ID
+			} else {
+				s.keyBuf = AppendValue(s.keyBuf[:0], plan.Int(m.Offset))
+				key = string(s.keyBuf)
+			}
 		}
 		c := change{row: r, del: m.Op == Delete}
 		s.pending[key] = c

@@ -1,0 +1,668 @@
+package runtime
+
+import (
+	"container/heap"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/window"
+)
+
+// intervalJoin is the interval join (plan.IntervalJoin): left row l and
+// right row r match when their join keys are equal and
+//
+//	r.time + Lower <= l.time <= r.time + Upper
+//
+// (both bounds inclusive) and Residual holds on the joined row. Inputs
+// arrive hash-partitioned on the join key, encoded in Meta.Key by the
+// exchange (equal values encode equally on both sides); a NULL key column
+// or a NULL time never matches. Output rows (left columns, then right
+// columns; Op Insert) are emitted as soon as the second row of a pair
+// arrives, so Barrier has nothing to do. A LEFT join emits a left row that
+// never matched once, with NULL right columns: at once when it cannot
+// match at all (NULL key or time, or it arrives already expired), else
+// when it expires.
+//
+// Watermarks. A watermark wm of a side promises that its later rows have
+// time >= wm (a row with time < wm is late), as window.Late assumes.
+//
+//   - Expiry. A left row can still be matched by a right row r with
+//     r.time >= rightWM only while rightWM <= l.time - Lower: it expires
+//     when rightWM > l.time - Lower. A right row expires when
+//     leftWM > r.time + Upper. The equal case is kept: a row at exactly
+//     the other side's watermark is on time and may still match. Watermark
+//     math.MaxInt64 (end of input) expires everything.
+//   - Rows that arrive already expired on the other side's watermark (they
+//     are late on their own side) are still joined with what the other
+//     side holds, then dropped (LEFT: emitted padded if unmatched).
+//   - Forwarded watermark. Every row this operator may still emit, for
+//     on-time input, has left time >= min(leftWM, rightWM + Lower)
+//     (arriving left rows are >= leftWM; a held left row is unexpired, so
+//     l.time >= rightWM + Lower: this covers both a later match and a LEFT
+//     join's NULL-padded row) and, when matched, right time >=
+//     min(rightWM, leftWM - Upper) (symmetrically). The join forwards the
+//     minimum of the two, min(leftWM - max(Upper, 0), rightWM + min(Lower,
+//     0)) (saturating; math.MaxInt64 and NoWatermark stay themselves), for
+//     INNER and LEFT alike, so a downstream window over either side's time
+//     never sees a join row as late. min(leftWM, rightWM) would not do even
+//     for INNER: with Lower < 0 a held left row older than both watermarks
+//     can still match an arriving right row.
+//   - Output rows carry Meta.WM = the watermark forwarded before them
+//     (rows emitted by a watermark advance are stamped with the previous
+//     one, which is <= their times; the new one may not be).
+//
+// Row ids. Meta.Offset is the left row's offset; Meta.ID is the
+// deterministic row id AppendValue(left) AppendValue(right), where a side
+// is its input's ID when set (a join feeding a join), else its offset, and
+// the right side of a NULL-padded row is -1. Meta.Key is the join key.
+//
+// State, per side: rows by join key, each key's rows ordered by (time,
+// seq), and a heap of rows by expiry bound, so a watermark advance costs
+// O(log n) per expired row. seq numbers rows in arrival order. The
+// checkpoint is incremental (see Snapshot).
+type intervalJoin struct {
+	spec     *plan.IntervalJoin
+	residual Eval
+	counters *Counters
+	nl, nr   int
+	side     [2]joinSide
+	// Side watermarks, and the watermark forwarded (and stamped on output).
+	wm    [2]int64
+	outWM int64
+	seq   uint64
+	// Since the last snapshot: rows to write (new, or newly matched) and
+	// record keys to delete (persisted rows that expired); watermarks as
+	// last written.
+	dirty     []*joinRow
+	deadDirty int // rows in dirty that expired
+	removed   [][]byte
+	writtenWM [2]int64
+	scratch   plan.Row
+	keyBuf    []byte
+}
+
+var _ TwoInput = (*intervalJoin)(nil)
+
+const (
+	sideLeft  = 0
+	sideRight = 1
+	// wmRecord is the first byte of the watermark record's key (row
+	// records start with their side, 0 or 1).
+	wmRecord = 2
+)
+
+// joinRow is one held input row.
+type joinRow struct {
+	side    int
+	key     string // the encoded join key (Meta.Key)
+	time    int64
+	seq     uint64
+	row     plan.Row
+	offset  int64
+	id      string // the input's Meta.ID
+	matched bool   // LEFT: it has been emitted with a match
+	// Checkpoint bookkeeping: written by some snapshot; queued in dirty;
+	// expired.
+	persisted, dirty, dead bool
+}
+
+// joinSide holds one input's rows.
+type joinSide struct {
+	keys    map[string][]*joinRow // each ordered by (time, seq)
+	expires expiryHeap
+	n       int
+}
+
+func newIntervalJoin(spec *plan.IntervalJoin, env *Env, c *Counters) (*intervalJoin, error) {
+	if len(spec.LeftKeys) != len(spec.RightKeys) {
+		return nil, fmt.Errorf("interval join: %d left keys, %d right keys", len(spec.LeftKeys), len(spec.RightKeys))
+	}
+	j := &intervalJoin{spec: spec, counters: c, nl: len(spec.Left), nr: len(spec.Right),
+		wm:        [2]int64{window.NoWatermark, window.NoWatermark},
+		outWM:     window.NoWatermark,
+		writtenWM: [2]int64{window.NoWatermark, window.NoWatermark}}
+	for s := range j.side {
+		j.side[s].keys = map[string][]*joinRow{}
+	}
+	if spec.Residual != nil {
+		var err error
+		if j.residual, err = Compile(spec.Residual, env); err != nil {
+			return nil, fmt.Errorf("interval join residual: %w", err)
+		}
+	}
+	j.scratch = make(plan.Row, j.nl+j.nr)
+	return j, nil
+}
+
+// Process is the single-input entry point; a join takes two.
+func (j *intervalJoin) Process(*Batch, Emitter) error {
+	return fmt.Errorf("interval join: rows must arrive through ProcessSide")
+}
+
+func (j *intervalJoin) ProcessSide(side int, b *Batch, out Emitter) error {
+	if side != sideLeft && side != sideRight {
+		return fmt.Errorf("interval join: no side %d", side)
+	}
+	res := &Batch{}
+	for i, r := range b.Rows {
+		m := &b.Meta[i]
+		if side == sideLeft {
+			j.left(r, m, res)
+		} else {
+			j.right(r, m, res)
+		}
+	}
+	return emitIfAny(res, out)
+}
+
+// joinable reports whether r can match at all: no NULL key column, no
+// NULL time.
+func joinable(r plan.Row, keys []int, timeCol int) bool {
+	if r[timeCol].IsNull() {
+		return false
+	}
+	for _, c := range keys {
+		if r[c].IsNull() {
+			return false
+		}
+	}
+	return true
+}
+
+func (j *intervalJoin) left(r plan.Row, m *RowMeta, res *Batch) {
+	if !joinable(r, j.spec.LeftKeys, j.spec.LeftTime) {
+		if j.spec.Kind == plan.LeftJoin {
+			j.emitPadded(r, m.Offset, m.ID, m.Key, res)
+		}
+		return
+	}
+	t := r[j.spec.LeftTime].I
+	matched := false
+	// Right rows with t - Upper <= r.time <= t - Lower; the saturated range
+	// is a superset, matches() is exact.
+	rows := j.side[sideRight].keys[m.Key]
+	lo, hi := satSub(t, j.spec.Upper), satSub(t, j.spec.Lower)
+	for k := sort.Search(len(rows), func(i int) bool { return rows[i].time >= lo }); k < len(rows) && rows[k].time <= hi; k++ {
+		rr := rows[k]
+		if !j.matches(t, rr.time) {
+			continue
+		}
+		if j.emitPair(r, m.Offset, m.ID, rr.row, rr.offset, rr.id, m.Key, res) {
+			matched = true
+		}
+	}
+	if expired(satSub(t, j.spec.Lower), j.wm[sideRight]) {
+		// Nothing more can match it.
+		if !matched && j.spec.Kind == plan.LeftJoin {
+			j.emitPadded(r, m.Offset, m.ID, m.Key, res)
+		}
+		return
+	}
+	j.store(sideLeft, &joinRow{key: m.Key, time: t, row: r, offset: m.Offset, id: m.ID, matched: matched})
+}
+
+func (j *intervalJoin) right(r plan.Row, m *RowMeta, res *Batch) {
+	if !joinable(r, j.spec.RightKeys, j.spec.RightTime) {
+		return
+	}
+	t := r[j.spec.RightTime].I
+	// Left rows with t + Lower <= l.time <= t + Upper.
+	rows := j.side[sideLeft].keys[m.Key]
+	lo, hi := satAdd(t, j.spec.Lower), satAdd(t, j.spec.Upper)
+	for k := sort.Search(len(rows), func(i int) bool { return rows[i].time >= lo }); k < len(rows) && rows[k].time <= hi; k++ {
+		lr := rows[k]
+		if !j.matches(lr.time, t) {
+			continue
+		}
+		if j.emitPair(lr.row, lr.offset, lr.id, r, m.Offset, m.ID, m.Key, res) && !lr.matched && j.spec.Kind == plan.LeftJoin {
+			lr.matched = true
+			j.markDirty(lr)
+		}
+	}
+	if expired(satAdd(t, j.spec.Upper), j.wm[sideLeft]) {
+		return
+	}
+	j.store(sideRight, &joinRow{key: m.Key, time: t, row: r, offset: m.Offset, id: m.ID})
+}
+
+// matches is the exact interval test r + Lower <= l <= r + Upper, without
+// overflow.
+func (j *intervalJoin) matches(l, r int64) bool {
+	return addLE(r, j.spec.Lower, l) && addGE(r, j.spec.Upper, l)
+}
+
+// addLE reports a + b <= c in exact arithmetic.
+func addLE(a, b, c int64) bool {
+	if b > 0 && a > math.MaxInt64-b {
+		return false // a + b > MaxInt64 >= c
+	}
+	if b < 0 && a < math.MinInt64-b {
+		return true // a + b < MinInt64 <= c
+	}
+	return a+b <= c
+}
+
+// addGE reports a + b >= c in exact arithmetic.
+func addGE(a, b, c int64) bool {
+	if b > 0 && a > math.MaxInt64-b {
+		return true
+	}
+	if b < 0 && a < math.MinInt64-b {
+		return false
+	}
+	return a+b >= c
+}
+
+// expired reports whether a row whose bound (left: time - Lower, right:
+// time + Upper) is bound can no longer match, given the other side's
+// watermark wm: wm > bound, and everything at the end of input.
+func expired(bound, wm int64) bool {
+	return wm == math.MaxInt64 || wm > bound
+}
+
+func satAdd(a, b int64) int64 {
+	s := a + b
+	if b > 0 && s < a {
+		return math.MaxInt64
+	}
+	if b < 0 && s > a {
+		return math.MinInt64
+	}
+	return s
+}
+
+func satSub(a, b int64) int64 {
+	if b == math.MinInt64 {
+		if a >= 0 {
+			return math.MaxInt64
+		}
+		return a - b
+	}
+	return satAdd(a, -b)
+}
+
+// shiftWM moves a watermark by d, saturating; the end of input and "no
+// watermark yet" stay what they are.
+func shiftWM(wm, d int64) int64 {
+	if wm == math.MaxInt64 || wm == window.NoWatermark {
+		return wm
+	}
+	return satAdd(wm, d)
+}
+
+// forward is the watermark the join may forward (see the type comment).
+func (j *intervalJoin) forward() int64 {
+	return min(shiftWM(j.wm[sideLeft], -max(j.spec.Upper, 0)), shiftWM(j.wm[sideRight], min(j.spec.Lower, 0)))
+}
+
+// rowID is the deterministic id of an output row.
+func (j *intervalJoin) rowID(lOff int64, lID string, rOff int64, rID string, padded bool) string {
+	b := j.keyBuf[:0]
+	b = appendIdent(b, lOff, lID)
+	if padded {
+		b = AppendValue(b, plan.Int(-1))
+	} else {
+		b = appendIdent(b, rOff, rID)
+	}
+	j.keyBuf = b
+	return string(b)
+}
+
+func appendIdent(b []byte, off int64, id string) []byte {
+	if id != "" {
+		return AppendValue(b, plan.Str(id))
+	}
+	return AppendValue(b, plan.Int(off))
+}
+
+// emitPair appends l ++ r when the residual holds, and reports whether it
+// did.
+func (j *intervalJoin) emitPair(l plan.Row, lOff int64, lID string, r plan.Row, rOff int64, rID string, key string, res *Batch) bool {
+	p := j.scratch
+	copy(p, l)
+	copy(p[j.nl:], r)
+	if j.residual != nil && !j.residual(p).True() {
+		return false
+	}
+	res.Append(append(make(plan.Row, 0, len(p)), p...),
+		RowMeta{Offset: lOff, WM: j.outWM, Key: key, Op: Insert, ID: j.rowID(lOff, lID, rOff, rID, false)})
+	return true
+}
+
+// emitPadded appends l ++ NULLs (LEFT join, no match).
+func (j *intervalJoin) emitPadded(l plan.Row, lOff int64, lID string, key string, res *Batch) {
+	row := make(plan.Row, j.nl+j.nr)
+	copy(row, l)
+	res.Append(row, RowMeta{Offset: lOff, WM: j.outWM, Key: key, Op: Insert, ID: j.rowID(lOff, lID, 0, "", true)})
+}
+
+// store holds a row until it expires.
+func (j *intervalJoin) store(side int, jr *joinRow) {
+	j.seq++
+	jr.seq, jr.side = j.seq, side
+	s := &j.side[side]
+	rows := s.keys[jr.key]
+	// After every row of equal or smaller time: (time, seq) order.
+	k := sort.Search(len(rows), func(i int) bool { return rows[i].time > jr.time })
+	rows = append(rows, nil)
+	copy(rows[k+1:], rows[k:])
+	rows[k] = jr
+	s.keys[jr.key] = rows
+	heap.Push(&s.expires, expiryItem{bound: j.bound(side, jr.time), row: jr})
+	s.n++
+	j.markDirty(jr)
+}
+
+// bound is a held row's expiry bound: it expires once the other side's
+// watermark is above it.
+func (j *intervalJoin) bound(side int, t int64) int64 {
+	if side == sideLeft {
+		return satSub(t, j.spec.Lower)
+	}
+	return satAdd(t, j.spec.Upper)
+}
+
+func (j *intervalJoin) markDirty(jr *joinRow) {
+	if !jr.dirty {
+		jr.dirty = true
+		j.dirty = append(j.dirty, jr)
+	}
+}
+
+// advance moves side's watermark to wm and expires the other side's rows
+// it passes (a LEFT join emits the unmatched left ones).
+func (j *intervalJoin) advance(side int, wm int64, res *Batch) {
+	if wm <= j.wm[side] {
+		return
+	}
+	j.wm[side] = wm
+	other := 1 - side
+	s := &j.side[other]
+	for s.expires.Len() > 0 && expired(s.expires[0].bound, wm) {
+		jr := heap.Pop(&s.expires).(expiryItem).row
+		if other == sideLeft && j.spec.Kind == plan.LeftJoin && !jr.matched {
+			j.emitPadded(jr.row, jr.offset, jr.id, jr.key, res)
+		}
+		j.drop(jr)
+	}
+}
+
+// drop removes an expired row. The heap pops in (bound, key, seq) order,
+// which within a key is the rows' (time, seq) order: the row is the first
+// of its key.
+func (j *intervalJoin) drop(jr *joinRow) {
+	s := &j.side[jr.side]
+	rows := s.keys[jr.key]
+	k := 0
+	if len(rows) == 0 || rows[0] != jr {
+		k = -1
+		for i, r := range rows {
+			if r == jr {
+				k = i
+				break
+			}
+		}
+		if k < 0 {
+			panic("interval join: expired row not held")
+		}
+	}
+	copy(rows[k:], rows[k+1:])
+	rows[len(rows)-1] = nil
+	rows = rows[:len(rows)-1]
+	if len(rows) == 0 {
+		delete(s.keys, jr.key)
+	} else {
+		s.keys[jr.key] = rows
+	}
+	s.n--
+	jr.dead = true
+	jr.row = nil
+	if jr.persisted {
+		j.removed = append(j.removed, rowRecordKey(nil, jr))
+	}
+	if jr.dirty {
+		// Without checkpoints nothing drains the dirty list: compact it
+		// when it is mostly expired rows.
+		j.deadDirty++
+		if j.deadDirty > 1024 && 2*j.deadDirty > len(j.dirty) {
+			live := j.dirty[:0]
+			for _, d := range j.dirty {
+				if d.dead {
+					d.dirty = false
+				} else {
+					live = append(live, d)
+				}
+			}
+			clear(j.dirty[len(live):])
+			j.dirty, j.deadDirty = live, 0
+		}
+	}
+}
+
+func (j *intervalJoin) WatermarkSide(side int, wm int64, out Emitter) (int64, error) {
+	if side != sideLeft && side != sideRight {
+		return j.outWM, fmt.Errorf("interval join: no side %d", side)
+	}
+	res := &Batch{}
+	j.advance(side, wm, res)
+	return j.release(res, out)
+}
+
+// Watermark advances both sides (the end of input: math.MaxInt64).
+func (j *intervalJoin) Watermark(wm int64, out Emitter) (int64, error) {
+	res := &Batch{}
+	j.advance(sideLeft, wm, res)
+	j.advance(sideRight, wm, res)
+	return j.release(res, out)
+}
+
+// release emits what a watermark advance produced (stamped with the
+// previous forwarded watermark), then moves the forwarded one.
+func (j *intervalJoin) release(res *Batch, out Emitter) (int64, error) {
+	if err := emitIfAny(res, out); err != nil {
+		return j.outWM, err
+	}
+	j.outWM = max(j.outWM, j.forward())
+	return j.outWM, nil
+}
+
+// Barrier: output is immediate, nothing waits for the barrier.
+func (j *intervalJoin) Barrier(Barrier, Emitter) error { return nil }
+
+// stateRows is the number of rows held (both sides).
+func (j *intervalJoin) stateRows() int { return j.side[sideLeft].n + j.side[sideRight].n }
+
+// The join's checkpointed state: one record per held row, keyed by
+//
+//	side(1 byte: 0 left, 1 right) uvarint(len(key)) key varint(time) uvarint(seq)
+//
+// valued
+//
+//	flags(1: matched) varint(offset) uvarint(len(id)) id AppendRow(row)
+//
+// written when the row is stored or first matched and deleted when it
+// expires; and the side watermarks, in a record keyed by the byte 2
+// (followed by nothing), valued AppendValue(leftWM) AppendValue(rightWM),
+// written when they moved. Every task of the join writes that same record
+// with the same value: at an aligned barrier each task has consumed the
+// same broadcast watermark messages of every input channel, so the side
+// watermarks agree. Restore still takes the minimum over every record under
+// the byte 2, so records per task (a suffix after the 2) would work
+// unchanged; a watermark lower than the real one is always safe (rows are
+// held longer), a higher one is not. Key lists and expiry heaps are derived
+// on Restore.
+
+func rowRecordKey(buf []byte, jr *joinRow) []byte {
+	buf = append(buf, byte(jr.side))
+	buf = binary.AppendUvarint(buf, uint64(len(jr.key)))
+	buf = append(buf, jr.key...)
+	buf = binary.AppendVarint(buf, jr.time)
+	return binary.AppendUvarint(buf, jr.seq)
+}
+
+func encodeJoinRow(jr *joinRow) []byte {
+	flags := byte(0)
+	if jr.matched {
+		flags = 1
+	}
+	buf := []byte{flags}
+	buf = binary.AppendVarint(buf, jr.offset)
+	buf = binary.AppendUvarint(buf, uint64(len(jr.id)))
+	buf = append(buf, jr.id...)
+	return AppendRow(buf, jr.row)
+}
+
+func decodeRowRecord(k, v []byte) (int, *joinRow, error) {
+	if len(k) < 1 || k[0] > sideRight {
+		return 0, nil, fmt.Errorf("bad side")
+	}
+	side := int(k[0])
+	k = k[1:]
+	n, w := binary.Uvarint(k)
+	if w <= 0 || uint64(len(k)-w) < n {
+		return 0, nil, fmt.Errorf("bad key length")
+	}
+	jr := &joinRow{side: side, key: string(k[w : w+int(n)]), persisted: true}
+	k = k[w+int(n):]
+	if jr.time, w = binary.Varint(k); w <= 0 {
+		return 0, nil, fmt.Errorf("bad time")
+	}
+	k = k[w:]
+	if jr.seq, w = binary.Uvarint(k); w <= 0 || w != len(k) {
+		return 0, nil, fmt.Errorf("bad sequence number")
+	}
+	if len(v) < 1 {
+		return 0, nil, fmt.Errorf("empty value")
+	}
+	jr.matched = v[0]&1 != 0
+	v = v[1:]
+	if jr.offset, w = binary.Varint(v); w <= 0 {
+		return 0, nil, fmt.Errorf("bad offset")
+	}
+	v = v[w:]
+	n, w = binary.Uvarint(v)
+	if w <= 0 || uint64(len(v)-w) < n {
+		return 0, nil, fmt.Errorf("bad id length")
+	}
+	jr.id = string(v[w : w+int(n)])
+	var err error
+	if jr.row, err = DecodeRow(v[w+int(n):]); err != nil {
+		return 0, nil, err
+	}
+	return side, jr, nil
+}
+
+// Snapshot deletes the rows expired and writes the rows stored or newly
+// matched since the last snapshot, and the side watermarks when they moved.
+func (j *intervalJoin) Snapshot(w StateWriter) error {
+	for _, k := range j.removed {
+		w.Delete(k)
+	}
+	j.removed = j.removed[:0]
+	for _, jr := range j.dirty {
+		jr.dirty = false
+		if jr.dead {
+			continue
+		}
+		w.Put(rowRecordKey(nil, jr), encodeJoinRow(jr))
+		jr.persisted = true
+	}
+	clear(j.dirty)
+	j.dirty, j.deadDirty = j.dirty[:0], 0
+	if j.wm != j.writtenWM {
+		v := AppendValue(nil, plan.Int(j.wm[sideLeft]))
+		v = AppendValue(v, plan.Int(j.wm[sideRight]))
+		w.Put([]byte{wmRecord}, v)
+		j.writtenWM = j.wm
+	}
+	return nil
+}
+
+// Restore loads the rows whose key this task owns and the side watermarks
+// (the minimum over the watermark records), and rebuilds the key lists
+// and expiry heaps.
+func (j *intervalJoin) Restore(r StateReader) error {
+	wm := [2]int64{math.MaxInt64, math.MaxInt64}
+	sawWM := false
+	err := r.Scan(func(k, v []byte) error {
+		if len(k) > 0 && k[0] == wmRecord {
+			l, rest, err := DecodeValue(v)
+			if err != nil {
+				return fmt.Errorf("interval join watermark record: %w", err)
+			}
+			rr, _, err := DecodeValue(rest)
+			if err != nil {
+				return fmt.Errorf("interval join watermark record: %w", err)
+			}
+			wm[sideLeft], wm[sideRight] = min(wm[sideLeft], l.I), min(wm[sideRight], rr.I)
+			sawWM = true
+			return nil
+		}
+		side, jr, err := decodeRowRecord(k, v)
+		if err != nil {
+			return fmt.Errorf("interval join state record %x: %w", k, err)
+		}
+		if !r.Owns(jr.key) {
+			return nil
+		}
+		s := &j.side[side]
+		s.keys[jr.key] = append(s.keys[jr.key], jr)
+		s.expires = append(s.expires, expiryItem{bound: j.bound(side, jr.time), row: jr})
+		s.n++
+		j.seq = max(j.seq, jr.seq)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for s := range j.side {
+		for _, rows := range j.side[s].keys {
+			sort.Slice(rows, func(a, b int) bool {
+				if rows[a].time != rows[b].time {
+					return rows[a].time < rows[b].time
+				}
+				return rows[a].seq < rows[b].seq
+			})
+		}
+		heap.Init(&j.side[s].expires)
+	}
+	if sawWM {
+		j.wm = wm
+		j.writtenWM = wm
+	}
+	j.outWM = j.forward()
+	return nil
+}
+
+type expiryItem struct {
+	bound int64
+	row   *joinRow
+}
+
+// expiryHeap orders held rows by expiry bound, then key, then seq: a
+// deterministic order, and within a key the rows' list order.
+type expiryHeap []expiryItem
+
+func (h expiryHeap) Len() int { return len(h) }
+func (h expiryHeap) Less(a, b int) bool {
+	x, y := h[a], h[b]
+	if x.bound != y.bound {
+		return x.bound < y.bound
+	}
+	if x.row.key != y.row.key {
+		return x.row.key < y.row.key
+	}
+	return x.row.seq < y.row.seq
+}
+func (h expiryHeap) Swap(a, b int) { h[a], h[b] = h[b], h[a] }
+func (h *expiryHeap) Push(x any)   { *h = append(*h, x.(expiryItem)) }
+func (h *expiryHeap) Pop() any {
+	old := *h
+	it := old[len(old)-1]
+	old[len(old)-1] = expiryItem{}
+	*h = old[:len(old)-1]
+	return it
+}
