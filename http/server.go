@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -55,6 +56,7 @@ func New(e *queries.Engine, opts Options) http.Handler {
 		Help: "Time from an ingest request's arrival to its answer, by status code.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}, []string{"code"})
 	s.reg.MustRegister(newCollector(e), s.ingestRows, s.ingestSeconds, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	r := chi.NewRouter()
+	r.Use(s.recoverer)
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
 	r.Group(func(r chi.Router) {
 		r.Use(s.auth)
@@ -82,6 +84,23 @@ func New(e *queries.Engine, opts Options) http.Handler {
 		problem(w, &queries.Error{Status: 405, Title: "method not allowed", Detail: r.Method + " is not allowed on " + r.URL.Path, Statement: -1})
 	})
 	return r
+}
+
+// recoverer answers a request whose handler panicked (a broken invariant)
+// with a 500 instead of a dropped connection, and logs the stack.
+func (s *server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.Error("internal error", "method", r.Method, "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
+				problem(w, &queries.Error{Status: 500, Title: "internal error", Detail: fmt.Sprintf("internal error: %v (see the server log)", v), Statement: -1})
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
 }
 
 func (s *server) auth(next http.Handler) http.Handler {

@@ -298,7 +298,7 @@ func (j *Job) build(deps Deps, o StartOptions, committed uint64) error {
 				src, ops = s, ops[1:]
 			}
 			var term terminal
-			if s, ok := ops[len(ops)-1].(*plan.Sink); ok {
+			if s, ok := lastSink(ops); ok {
 				ops = ops[:len(ops)-1]
 				st := &sinkTerminal{ended: make(chan struct{})}
 				switch s.Kind {
@@ -395,6 +395,15 @@ func (j *Job) sourceTask(base taskBase, src *plan.Source, v, i int, deps Deps, o
 	st.offset.Store(rd.Offset())
 	st.published.Store(max(st.tracker.Watermark(), st.floor))
 	return st, nil
+}
+
+// lastSink returns the chain's sink, when it ends in one.
+func lastSink(ops []plan.Op) (*plan.Sink, bool) {
+	if len(ops) == 0 {
+		return nil, false
+	}
+	s, ok := ops[len(ops)-1].(*plan.Sink)
+	return s, ok
 }
 
 // buildOperator makes the operator of one spec.
