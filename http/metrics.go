@@ -8,8 +8,8 @@ import (
 
 // collector exports per-query counters at scrape time.
 type collector struct {
-	e                                 *queries.Engine
-	rowsIn, rowsOut, late, checkpoint *prometheus.Desc
+	e                                        *queries.Engine
+	rowsIn, rowsOut, late, checkpoint, state *prometheus.Desc
 }
 
 func newCollector(e *queries.Engine) *collector {
@@ -19,6 +19,7 @@ func newCollector(e *queries.Engine) *collector {
 		rowsOut:    prometheus.NewDesc("streamsql_query_rows_out_total", "Result changes written by the query's sinks.", l, nil),
 		late:       prometheus.NewDesc("streamsql_query_late_rows_total", "Rows dropped from at least one window as late.", l, nil),
 		checkpoint: prometheus.NewDesc("streamsql_query_last_checkpoint", "Id of the query's last completed checkpoint.", l, nil),
+		state:      prometheus.NewDesc("streamsql_query_state_rows", "Open groups and held join rows in the query's operators.", l, nil),
 	}
 }
 
@@ -27,6 +28,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.rowsOut
 	ch <- c.late
 	ch <- c.checkpoint
+	ch <- c.state
 }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
@@ -35,5 +37,6 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.rowsOut, prometheus.CounterValue, float64(q.Counters["rows_out"]), q.Name)
 		ch <- prometheus.MustNewConstMetric(c.late, prometheus.CounterValue, float64(q.Counters["late_rows"]), q.Name)
 		ch <- prometheus.MustNewConstMetric(c.checkpoint, prometheus.GaugeValue, float64(q.LastCheckpoint), q.Name)
+		ch <- prometheus.MustNewConstMetric(c.state, prometheus.GaugeValue, float64(q.StateSize["rows"]), q.Name)
 	}
 }

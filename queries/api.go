@@ -219,8 +219,11 @@ type QueryInfo struct {
 	LastCheckpoint uint64           `json:"last_checkpoint"`
 	Counters       map[string]int64 `json:"counters"`
 	RecentLateRows []any            `json:"recent_late_rows"`
-	Sinks          map[string]any   `json:"sinks"`
-	Created        time.Time        `json:"created"`
+	// StateSize is the operators' state size: {"rows": open groups and
+	// held join rows}.
+	StateSize map[string]int64 `json:"state_size,omitempty"`
+	Sinks     map[string]any   `json:"sinks"`
+	Created   time.Time        `json:"created"`
 }
 
 // Queries lists the queries.
@@ -282,6 +285,7 @@ func (e *Engine) Query(name string) (QueryInfo, error) {
 	qi.Offsets = st.Offsets
 	qi.LastCheckpoint = st.LastCheckpoint
 	qi.Counters = map[string]int64{"rows_in": st.RowsIn, "rows_out": st.RowsOut, "late_rows": st.LateRows}
+	qi.StateSize = map[string]int64{"rows": st.StateRows}
 	for _, r := range st.RecentLate {
 		qi.RecentLateRows = append(qi.RecentLateRows, map[string]any{"offset": r.Offset, "event_time": plan.FormatTime(r.EventTime)})
 	}

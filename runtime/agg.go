@@ -114,6 +114,9 @@ func (a *hashAgg) Process(b *Batch, out Emitter) error {
 	return emitIfAny(res, out)
 }
 
+// stateRows is the number of open groups.
+func (a *hashAgg) stateRows() int { return len(a.groups) }
+
 func emitIfAny(b *Batch, out Emitter) error {
 	if b.Len() == 0 {
 		return nil

@@ -259,6 +259,8 @@ type Status struct {
 	LastCheckpoint uint64
 	Watermark      int64
 	Offsets        map[string]int64
+	// StateRows is how many groups and held join rows the operators keep.
+	StateRows int64
 }
 
 // Status reports the job's state and counters.
@@ -270,7 +272,11 @@ func (j *Job) Status() Status {
 	s.LastCheckpoint = j.lastCheckpoint.Load()
 	s.Watermark = window.NoWatermark
 	s.Offsets = map[string]int64{}
+	for _, t := range j.tasks {
+		s.StateRows += t.stateRows.Load()
+	}
 	for _, src := range j.sources {
+		s.StateRows += src.stateRows.Load()
 		s.Offsets[src.spec.Table] = src.offset.Load()
 		if w := src.published.Load(); w > s.Watermark {
 			s.Watermark = w

@@ -26,6 +26,10 @@ type Operator interface {
 	Restore(r StateReader) error
 }
 
+// stateSizer is an operator that keeps state: it reports how many entries
+// (groups, held rows) it holds, for the API and metrics.
+type stateSizer interface{ stateRows() int }
+
 // TwoInput is an operator with two inputs (a join): the first operator of
 // a task whose vertex has two input edges. Side 0 is the left input (edge
 // 0), side 1 the right.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sync/atomic"
 	"time"
 
 	"github.com/streamsql/streamsql/internal/fault"
@@ -44,6 +45,8 @@ type taskBase struct {
 	unwritten []state.KV
 	// sinceCkpt: counters since the last checkpoint barrier.
 	sinceCkpt counts
+	// stateRows is this task's operators' state size, read by Status.
+	stateRows *atomic.Int64
 }
 
 // stateWriter collects an operator's snapshot under its prefix.
@@ -151,6 +154,13 @@ func (t *taskBase) barrier(ctx context.Context, b Barrier, extra []state.KV, off
 
 // publish moves the operators' counters to the job.
 func (t *taskBase) publish() {
+	n := 0
+	for _, op := range t.chain.ops {
+		if s, ok := op.(stateSizer); ok {
+			n += s.stateRows()
+		}
+	}
+	t.stateRows.Store(int64(n))
 	c := t.counters
 	if c.LateRows != 0 || len(c.Late) > 0 {
 		t.job.addLate(c.LateRows, c.Late)
