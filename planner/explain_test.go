@@ -17,6 +17,16 @@ type testCatalog map[string]*plan.TableDef
 
 func (c testCatalog) Table(n string) (*plan.TableDef, bool) { t, ok := c[n]; return t, ok }
 func (c testCatalog) View(string) (*plan.ViewDef, bool)     { return nil, false }
+func (c testCatalog) ViewSelect(name string) (*parser.Select, bool) {
+	if name != "bids_per_10s" {
+		return nil, false
+	}
+	stmts, err := parser.Parse("SELECT window_start, window_end, auction, COUNT(*) AS n FROM bids GROUP BY TUMBLE(ts, '10s'), auction")
+	if err != nil {
+		panic(err)
+	}
+	return stmts[0].Stmt.(*parser.Select), true
+}
 
 func testTables(t *testing.T) testCatalog {
 	cat := testCatalog{}

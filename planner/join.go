@@ -10,15 +10,18 @@ import (
 
 // join plans `left JOIN right ON ...` of two streams as an interval join:
 // the ON condition must equate columns of the two sides and bound the
-// left event time by the right one (or the other way round).
-func (b *builder) join(j *parser.Join) (*stream, error) {
+// left event time by the right one (or the other way round); equal window
+// columns (window_end = window_end) of two windowed streams bound them to
+// the same window. extra are WHERE conditions of an inner join: those that
+// are keys or bounds are used, the others returned.
+func (b *builder) join(j *parser.Join, extra []parser.Expr) (*stream, []parser.Expr, error) {
 	left, err := b.from(j.Left)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	right, err := b.from(j.Right)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	nl := len(left.scope.cols)
 	merged := &scope{cols: append(append(plan.Schema{}, left.scope.cols...), right.scope.cols...),
@@ -28,29 +31,42 @@ func (b *builder) join(j *parser.Join) (*stream, error) {
 	if j.Kind == parser.JoinLeft {
 		spec.Kind = plan.LeftJoin
 	}
-	var residual []parser.Expr
+	var residual, rest []parser.Expr
 	for _, c := range conjuncts(j.On) {
 		ok, err := b.joinCondition(c, merged, nl, left, right, spec)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if !ok {
 			residual = append(residual, c)
 		}
 	}
+	for _, c := range extra {
+		if ok, err := b.joinCondition(c, merged, nl, left, right, spec); err != nil || !ok {
+			rest = append(rest, c) // a filter after the join (or its error, reported there)
+		}
+	}
 	if len(spec.LeftKeys) == 0 {
-		return nil, errf("JOIN", "a join needs at least one equality between columns of its two sides (ON a.x = b.y); a non-equi join of two streams is not supported")
+		return nil, nil, errf("JOIN", "a join needs at least one equality between columns of its two sides (ON a.x = b.y); a non-equi join of two streams is not supported")
+	}
+	if spec.LeftTime < 0 {
+		// Two windowed streams joined on their windows: window_end = window_end.
+		for k, lk := range spec.LeftKeys {
+			if rk := spec.RightKeys[k]; lk == left.winEnd && rk == right.winEnd {
+				spec.LeftTime, spec.RightTime, spec.Lower, spec.Upper = lk, rk, 0, 0
+			}
+		}
 	}
 	if spec.LeftTime < 0 || spec.Lower == math.MinInt64 || spec.Upper == math.MaxInt64 {
-		return nil, errf("JOIN", "a join of two streams needs time bounds on both sides' event-time columns, e.g. ON b.auction = a.id AND b.ts BETWEEN a.ts AND a.ts + INTERVAL 10 SECOND; regular joins without bounds are not available in this release")
+		return nil, nil, errf("JOIN", "a join of two streams needs time bounds on both sides' event-time columns, e.g. ON b.auction = a.id AND b.ts BETWEEN a.ts AND a.ts + INTERVAL 10 SECOND, or two windowed subqueries joined on window_end; regular joins without bounds are not available in this release")
 	}
 	if spec.Lower > spec.Upper {
-		return nil, errf("JOIN", "the join's time bounds are empty: left time - right time must be in [%dms, %dms]", spec.Lower, spec.Upper)
+		return nil, nil, errf("JOIN", "the join's time bounds are empty: left time - right time must be in [%dms, %dms]", spec.Lower, spec.Upper)
 	}
 	for i, lk := range spec.LeftKeys {
 		lt, rt := spec.Left[lk].Type, spec.Right[spec.RightKeys[i]].Type
 		if lt != rt {
-			return nil, errf(spec.Left[lk].Name, "join on columns of mismatched types: %s.%s %s = %s.%s %s",
+			return nil, nil, errf(spec.Left[lk].Name, "join on columns of mismatched types: %s.%s %s = %s.%s %s",
 				left.scope.quals[lk], spec.Left[lk].Name, lt, right.scope.quals[spec.RightKeys[i]], spec.Right[spec.RightKeys[i]].Name, rt)
 		}
 	}
@@ -63,12 +79,8 @@ func (b *builder) join(j *parser.Join) (*stream, error) {
 	}
 	spec.Out = out
 	if len(residual) > 0 {
-		var r parser.Expr = residual[0]
-		for _, x := range residual[1:] {
-			r = &parser.Binary{Op: "AND", L: r, R: x}
-		}
-		if spec.Residual, err = merged.bind(r); err != nil {
-			return nil, err
+		if spec.Residual, err = merged.bind(andAll(residual)); err != nil {
+			return nil, nil, err
 		}
 	}
 	par := max(b.opts.Parallelism, 1)
@@ -76,9 +88,11 @@ func (b *builder) join(j *parser.Join) (*stream, error) {
 		{From: left.cur.ID, Partition: plan.Hash, KeyCols: spec.LeftKeys},
 		{From: right.cur.ID, Partition: plan.Hash, KeyCols: spec.RightKeys},
 	}, spec)
-	return &stream{cur: jv, scope: &scope{cols: out, quals: merged.quals},
+	s := &stream{cur: jv, scope: &scope{cols: out, quals: merged.quals},
 		eventTime: append(append([]bool{}, left.eventTime...), right.eventTime...),
-		lateness:  max(left.lateness, right.lateness), sources: append(left.sources, right.sources...)}, nil
+		lateness:  max(left.lateness, right.lateness), sources: append(left.sources, right.sources...),
+		winStart: left.winStart, winEnd: left.winEnd}
+	return s, rest, nil
 }
 
 // conjuncts splits a AND b AND c.

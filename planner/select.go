@@ -12,42 +12,69 @@ import (
 type Catalog interface {
 	Table(name string) (*plan.TableDef, bool)
 	View(name string) (*plan.ViewDef, bool)
+	// ViewSelect is a view's query, for queries that read the view.
+	ViewSelect(name string) (*parser.Select, bool)
 }
 
-// Query plans a continuous query over its FROM clause (a table, or a join
-// of tables), results into the sink named name. opts are the defaults with
-// SET applied; sel's SET_VAR hints override them.
+// Query plans a continuous query over its FROM clause (tables, joins,
+// subqueries, views), results into the sink named name. opts are the
+// defaults with SET applied; sel's SET_VAR hints override them.
 func Query(sel *parser.Select, cat Catalog, opts plan.Options, name string, sink plan.SinkKind) (*plan.Graph, error) {
 	if err := ApplyOptions(&opts, sel.Hints, "SET_VAR"); err != nil {
 		return nil, err
 	}
-	if sel.From == nil {
-		return nil, errf("", "a continuous query reads a table")
+	b := &builder{cat: cat, opts: opts, stateTTLUnused: true}
+	p, err := b.query(sel, false)
+	if err != nil {
+		return nil, err
 	}
-	if opts.StateTTL > 0 {
+	if b.stateTTLUnused && opts.StateTTL > 0 {
 		// The TTL bounds the state of regular stream-stream joins; nothing
 		// this query keeps may expire by it, so refuse rather than ignore it.
 		return nil, errf("state_ttl", "state_ttl applies to regular joins of two streams; this query has none")
 	}
+	p.s.cur.Ops = append(p.s.cur.Ops, &plan.Sink{Kind: sink, Name: name, Key: p.key})
+	opts.Parallelism = p.par
+	return &plan.Graph{Vertices: b.vertices, Options: opts, Key: p.key, Out: p.out}, nil
+}
+
+// planned is a planned SELECT: the stream of its rows (s.cur produces them,
+// s.scope names them), how they are keyed, and its output schema.
+type planned struct {
+	s   *stream
+	key plan.KeyKind
+	out plan.Schema
+	par int
+}
+
+// query plans a SELECT. A subquery (sub) must produce an insert-only
+// stream: no running aggregate, windows emitted on close.
+func (b *builder) query(sel *parser.Select, sub bool) (*planned, error) {
+	if sel.From == nil {
+		return nil, errf("", "a continuous query reads a table")
+	}
 	if len(sel.OrderBy) > 0 || sel.Limit >= 0 {
 		return nil, errf("ORDER", "ORDER BY and LIMIT are for pull queries over a view, not for continuous queries")
 	}
-	b := &builder{cat: cat, opts: opts}
-	s, err := b.from(sel.From)
+	var where []parser.Expr
+	if sel.Where != nil {
+		if containsAggregate(sel.Where) {
+			return nil, errf("WHERE", "aggregates are not allowed in WHERE; use HAVING")
+		}
+		where = conjuncts(sel.Where)
+	}
+	// An inner join takes the WHERE conditions that relate its two sides
+	// (keys, time bounds) as if they were in ON, as SQL allows.
+	s, where, err := b.fromWhere(sel.From, where)
 	if err != nil {
 		return nil, err
 	}
 	base := s.scope
 	var filter plan.Expr
-	if sel.Where != nil {
-		if containsAggregate(sel.Where) {
-			return nil, errf("WHERE", "aggregates are not allowed in WHERE; use HAVING")
-		}
-		f, err := base.bind(sel.Where)
-		if err != nil {
+	if len(where) > 0 {
+		if filter, err = base.bind(andAll(where)); err != nil {
 			return nil, err
 		}
-		filter = f
 	}
 	fields, err := expandStar(sel.Fields, base)
 	if err != nil {
@@ -58,9 +85,18 @@ func Query(sel *parser.Select, cat Catalog, opts plan.Options, name string, sink
 		agg = agg || containsAggregate(f.Expr)
 	}
 	if !agg {
-		return b.appendOnly(s, filter, fields, name, sink)
+		return b.appendOnly(s, filter, fields, sub)
 	}
-	return b.aggregation(sel, s, filter, fields, name, sink)
+	return b.aggregation(sel, s, filter, fields, sub)
+}
+
+// andAll joins conditions with AND.
+func andAll(cs []parser.Expr) parser.Expr {
+	e := cs[0]
+	for _, c := range cs[1:] {
+		e = &parser.Binary{Op: "AND", L: e, R: c}
+	}
+	return e
 }
 
 // expandStar replaces * (every column) and t.* (t's columns) by columns.
@@ -124,9 +160,9 @@ func outSchema(fields []parser.Field, exprs []plan.Expr, in plan.Schema) (plan.S
 	return out, nil
 }
 
-func (b *builder) appendOnly(s *stream, filter plan.Expr, fields []parser.Field, name string, sink plan.SinkKind) (*plan.Graph, error) {
+func (b *builder) appendOnly(s *stream, filter plan.Expr, fields []parser.Field, sub bool) (*planned, error) {
 	opts, base := b.opts, s.scope
-	if opts.EmitMode == plan.EmitOnWindowClose {
+	if opts.EmitMode == plan.EmitOnWindowClose && !sub {
 		return nil, errf("emit_mode", "emit_mode=on_window_close needs a windowed aggregation")
 	}
 	if opts.ResultsRetention > 0 {
@@ -147,10 +183,8 @@ func (b *builder) appendOnly(s *stream, filter plan.Expr, fields []parser.Field,
 	if err != nil {
 		return nil, err
 	}
-	s.cur.Ops = append(s.cur.Ops, &plan.Calc{Filter: filter, Project: exprs, Out: out},
-		&plan.Sink{Kind: sink, Name: name, Key: plan.KeyRowID})
-	opts.Parallelism = s.cur.Parallelism
-	return &plan.Graph{Vertices: b.vertices, Options: opts, Key: plan.KeyRowID, Out: out}, nil
+	s.cur.Ops = append(s.cur.Ops, &plan.Calc{Filter: filter, Project: exprs, Out: out})
+	return &planned{s: s.project(out, exprs), key: plan.KeyRowID, out: out, par: s.cur.Parallelism}, nil
 }
 
 func containsAggregate(e parser.Expr) bool {
@@ -284,7 +318,7 @@ type aggKey struct {
 	arg string
 }
 
-func (b *builder) aggregation(sel *parser.Select, st *stream, filter plan.Expr, fields []parser.Field, name string, sink plan.SinkKind) (*plan.Graph, error) {
+func (b *builder) aggregation(sel *parser.Select, st *stream, filter plan.Expr, fields []parser.Field, sub bool) (*planned, error) {
 	opts, base := b.opts, st.scope
 	// GROUP BY: at most one window, then key expressions.
 	var win *plan.WindowSpec
@@ -317,6 +351,12 @@ func (b *builder) aggregation(sel *parser.Select, st *stream, filter plan.Expr, 
 		}
 		groupIdx[x.String()] = len(groups)
 		groups = append(groups, x)
+	}
+	if win == nil {
+		win, groups, groupIdx = givenWindow(st, groups)
+	}
+	if win == nil && sub {
+		return nil, errf("GROUP", "a running aggregate (GROUP BY without a window) is an updating result: it can only feed a sink, not a join, another aggregation or another view")
 	}
 	if win == nil && opts.ResultsRetention > 0 {
 		return nil, errf("results_retention", "results_retention drops rows of old windows; this query has no window")
@@ -397,6 +437,14 @@ func (b *builder) aggregation(sel *parser.Select, st *stream, filter plan.Expr, 
 				return &plan.ColRef{Index: wOff + len(groups) + i, Name: post[wOff+len(groups)+i].Name, T: aggs[i].T}, true, nil
 			}
 		case *parser.ColumnRef:
+			if win != nil && win.Kind == plan.Given {
+				switch base.index(e) {
+				case win.TimeCol:
+					return &plan.ColRef{Index: 0, Name: "window_start", T: plan.TypeTimestamp}, true, nil
+				case win.EndCol:
+					return &plan.ColRef{Index: 1, Name: "window_end", T: plan.TypeTimestamp}, true, nil
+				}
+			}
 			if win != nil && base.index(e) < 0 {
 				switch strings.ToLower(e.Name) {
 				case "window_start":
@@ -449,7 +497,11 @@ func (b *builder) aggregation(sel *parser.Select, st *stream, filter plan.Expr, 
 	// The pre-aggregation projection: [time,] keys..., aggregate arguments...
 	var project []plan.Expr
 	var calcOut plan.Schema
-	if win != nil {
+	if win != nil && win.Kind == plan.Given {
+		project = append(project, &plan.ColRef{Index: win.TimeCol, Name: "window_start", T: plan.TypeTimestamp},
+			&plan.ColRef{Index: win.EndCol, Name: "window_end", T: plan.TypeTimestamp})
+		calcOut = append(calcOut, post[0], post[1])
+	} else if win != nil {
 		var t plan.Expr
 		if win.ProcTime {
 			if len(st.sources) > 1 {
@@ -473,7 +525,10 @@ func (b *builder) aggregation(sel *parser.Select, st *stream, filter plan.Expr, 
 	}
 	st.cur.Ops = append(st.cur.Ops, &plan.Calc{Filter: filter, Project: project, Out: calcOut})
 	aggIn := calcOut
-	if win != nil {
+	if win != nil && win.Kind == plan.Given {
+		win.TimeCol, win.EndCol = 0, 1
+		st.cur.Ops = append(st.cur.Ops, &plan.WindowAssign{Window: *win, AllowedLateness: st.lateness, Out: aggIn})
+	} else if win != nil {
 		win.TimeCol = 0
 		aggIn = append(plan.Schema{post[0], post[1]}, calcOut[1:]...)
 		st.cur.Ops = append(st.cur.Ops, &plan.WindowAssign{Window: *win, AllowedLateness: st.lateness, Out: aggIn})
@@ -499,8 +554,39 @@ func (b *builder) aggregation(sel *parser.Select, st *stream, filter plan.Expr, 
 		ag.Window = *win
 		ag.Session = win.Kind == plan.Session
 	}
-	b.vertex(p, []plan.Edge{{From: st.cur.ID, Partition: plan.Hash, KeyCols: keys}}, ag, &plan.Sink{Kind: sink, Name: name, Key: key})
-	return &plan.Graph{Vertices: b.vertices, Options: opts, Key: key, Out: out}, nil
+	av := b.vertex(p, []plan.Edge{{From: st.cur.ID, Partition: plan.Hash, KeyCols: keys}}, ag)
+	return &planned{s: st.aggregated(av, out, output, win != nil), key: key, out: out, par: p}, nil
+}
+
+// givenWindow recognises cascading windows: GROUP BY an upstream window's
+// window_start and window_end (columns the stream carries from a windowed
+// subquery or view) is a windowed aggregation over those same windows. It
+// returns the window and the remaining group keys.
+func givenWindow(st *stream, groups []plan.Expr) (*plan.WindowSpec, []plan.Expr, map[string]int) {
+	hasStart, hasEnd := false, false
+	var rest []plan.Expr
+	for _, g := range groups {
+		c, ok := g.(*plan.ColRef)
+		switch {
+		case ok && st.winStart >= 0 && c.Index == st.winStart:
+			hasStart = true
+		case ok && st.winEnd >= 0 && c.Index == st.winEnd:
+			hasEnd = true
+		default:
+			rest = append(rest, g)
+		}
+	}
+	idx := map[string]int{}
+	if !hasStart || !hasEnd {
+		for i, g := range groups {
+			idx[g.String()] = i
+		}
+		return nil, groups, idx
+	}
+	for i, g := range rest {
+		idx[g.String()] = i
+	}
+	return &plan.WindowSpec{Kind: plan.Given, TimeCol: st.winStart, EndCol: st.winEnd}, rest, idx
 }
 
 // bindAgg binds one aggregate call; the key identifies duplicates.

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/streamsql/streamsql/parser"
 	"github.com/streamsql/streamsql/planner/plan"
@@ -13,6 +14,10 @@ type builder struct {
 	cat      Catalog
 	opts     plan.Options
 	vertices []*plan.Vertex
+	// stateTTLUnused: no regular join used the state_ttl option.
+	stateTTLUnused bool
+	// depth guards against views that read each other in a cycle.
+	depth int
 }
 
 func (b *builder) vertex(par int, inputs []plan.Edge, ops ...plan.Op) *plan.Vertex {
@@ -32,23 +37,133 @@ type stream struct {
 	lateness  int64          // allowed lateness for windows over the stream
 	sources   []*plan.Source // every source feeding it
 	table     *plan.TableDef // the table, when the stream is one table
+	// winStart, winEnd: the columns holding an upstream window's
+	// window_start and window_end (-1: none), for cascading windows.
+	winStart, winEnd int
+}
+
+// project is the stream after a projection: which output columns are plain
+// copies of event-time or window columns keeps that property.
+func (s *stream) project(out plan.Schema, exprs []plan.Expr) *stream {
+	p := &stream{cur: s.cur, scope: newScope("", out), eventTime: make([]bool, len(out)), lateness: s.lateness,
+		sources: s.sources, winStart: -1, winEnd: -1}
+	for i, e := range exprs {
+		c, ok := e.(*plan.ColRef)
+		if !ok {
+			continue
+		}
+		p.eventTime[i] = s.eventTime[c.Index]
+		if c.Index == s.winStart {
+			p.winStart = i
+		}
+		if c.Index == s.winEnd {
+			p.winEnd = i
+		}
+	}
+	return p
+}
+
+// aggregated is the stream of an aggregation's output rows, produced by
+// vertex av. Over a window, its window_end is an event-time column: a
+// window's row is emitted once, when the watermark passes its end plus the
+// allowed lateness, and the aggregation forwards the watermark held back
+// by that lateness, so the row is never behind what it forwarded. (Its
+// window_start is not: it lags the watermark by the window size.)
+func (s *stream) aggregated(av *plan.Vertex, out plan.Schema, output []plan.Expr, windowed bool) *stream {
+	p := &stream{cur: av, scope: newScope("", out), eventTime: make([]bool, len(out)), lateness: s.lateness,
+		sources: s.sources, winStart: -1, winEnd: -1}
+	if !windowed {
+		return p
+	}
+	for i, e := range output {
+		if c, ok := e.(*plan.ColRef); ok && c.Index < 2 {
+			if c.Index == 0 {
+				p.winStart = i
+			} else {
+				p.winEnd = i
+				p.eventTime[i] = true
+			}
+		}
+	}
+	return p
+}
+
+// as renames the stream's qualifier (a subquery's or view's alias).
+func (s *stream) as(alias string) *stream {
+	c := *s
+	c.scope = newScope(alias, s.scope.cols)
+	return &c
+}
+
+// fromWhere plans FROM; an inner join also takes the WHERE conditions that
+// are keys or time bounds between its sides. It returns the rest of where.
+func (b *builder) fromWhere(ref *parser.TableRef, where []parser.Expr) (*stream, []parser.Expr, error) {
+	if ref.Join != nil && ref.Join.Kind == parser.JoinInner {
+		return b.join(ref.Join, where)
+	}
+	s, err := b.from(ref)
+	return s, where, err
+}
+
+// subquery plans (SELECT ...) AS alias, or a view read by another query:
+// its rows must be insert-only (a windowed aggregation emits each window
+// once, when it closes; a running aggregate cannot feed another operator).
+func (b *builder) subquery(sel *parser.Select, alias string, view bool) (*stream, error) {
+	if b.depth > 16 {
+		return nil, errf(alias, "views nest more than 16 deep (do two views read each other?)")
+	}
+	saved := b.opts
+	defer func() { b.opts = saved; b.depth-- }()
+	b.depth++
+	var hints []parser.SetVar
+	for _, h := range sel.Hints {
+		switch {
+		case h.Name == "parallelism":
+			hints = append(hints, h)
+		case view:
+			// A view's own options (its emit mode, checkpoints, retention)
+			// are its query's; read by another query, it emits on close.
+		case !(h.Name == "emit_mode" && strings.EqualFold(h.Value, "on_window_close")):
+			return nil, errf(h.Name, "SET_VAR(%s) inside a subquery: a subquery feeding another operator takes only parallelism (its windows emit on close)", h.Name)
+		}
+	}
+	if err := ApplyOptions(&b.opts, hints, "SET_VAR"); err != nil {
+		return nil, err
+	}
+	b.opts.EmitMode = plan.EmitOnWindowClose
+	b.opts.ResultsRetention = 0
+	p, err := b.query(sel, true)
+	if err != nil {
+		return nil, err
+	}
+	return p.s.as(alias), nil
 }
 
 // from plans a FROM clause.
 func (b *builder) from(ref *parser.TableRef) (*stream, error) {
 	switch {
 	case ref.Join != nil:
-		return b.join(ref.Join)
+		s, _, err := b.join(ref.Join, nil)
+		return s, err
 	case ref.Subquery != nil:
-		return nil, errf(ref.Alias, "subqueries in FROM are not available in this release")
+		return b.subquery(ref.Subquery, ref.Alias, false)
 	}
 	if ref.AsOf != nil {
 		return nil, errf("AS", "AS OF TIMESTAMP joins a PRIMARY KEY table; PRIMARY KEY tables are not available in this release")
 	}
 	tbl, ok := b.cat.Table(ref.Name)
 	if !ok {
-		if _, isView := b.cat.View(ref.Name); isView {
-			return nil, errf(ref.Name, "%s is a view: continuous queries over views are not available in this release; query the table", ref.Name)
+		if sel, isView := b.cat.ViewSelect(ref.Name); isView {
+			// A view read by a query is planned into it, as a subquery:
+			// it reads the view's final (windowed) rows.
+			s, err := b.subquery(sel, ref.Qualifier(), true)
+			if err != nil {
+				if pe, ok := err.(*Error); ok {
+					pe.Msg = "view " + ref.Name + ": " + pe.Msg
+				}
+				return nil, err
+			}
+			return s, nil
 		}
 		return nil, &Error{Status: 404, Name: ref.Name, Msg: fmt.Sprintf("unknown table %s", ref.Name)}
 	}
@@ -58,7 +173,8 @@ func (b *builder) from(ref *parser.TableRef) (*stream, error) {
 		IdleTimeout: tbl.IdleTimeout, StartLatest: tbl.StartLatest, Attrs: tbl.Attrs,
 	}
 	s := &stream{cur: b.vertex(1, nil, src), scope: newScope(ref.Qualifier(), tbl.Columns),
-		eventTime: make([]bool, len(tbl.Columns)), lateness: tbl.AllowedLateness, sources: []*plan.Source{src}, table: tbl}
+		eventTime: make([]bool, len(tbl.Columns)), lateness: tbl.AllowedLateness, sources: []*plan.Source{src}, table: tbl,
+		winStart: -1, winEnd: -1}
 	if tbl.EventTime >= 0 {
 		s.eventTime[tbl.EventTime] = true
 	}

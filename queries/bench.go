@@ -47,8 +47,9 @@ type BenchResult struct {
 // BenchQueries lists the example queries bench can run.
 func BenchQueries() []string {
 	ents, _ := fs.Glob(examples.FS, "*.sql")
+	more, _ := fs.Glob(examples.FS, "nexmark/*.sql")
 	var out []string
-	for _, e := range ents {
+	for _, e := range append(ents, more...) {
 		out = append(out, strings.TrimSuffix(e, ".sql"))
 	}
 	sort.Strings(out)

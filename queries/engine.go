@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -67,6 +68,8 @@ type viewRecord struct {
 	// Stopped: POST /v1/queries/{name}/stop took a final checkpoint; the
 	// query stays stopped across restarts until resumed.
 	Stopped bool `json:"stopped,omitempty"`
+	// Reads are the tables and views named in its FROM clauses.
+	Reads []string `json:"reads,omitempty"`
 }
 
 const (
@@ -197,6 +200,22 @@ type catalog struct{ e *Engine }
 func (c catalog) Table(name string) (*plan.TableDef, bool) {
 	t, ok := c.e.tables[name]
 	return t, ok
+}
+
+func (c catalog) ViewSelect(name string) (*parser.Select, bool) {
+	v, ok := c.e.views[name]
+	if !ok {
+		return nil, false
+	}
+	stmts, err := parser.Parse(v.Record.SQL)
+	if err != nil || len(stmts) != 1 {
+		return nil, false
+	}
+	cv, ok := stmts[0].Stmt.(*parser.CreateView)
+	if !ok {
+		return nil, false
+	}
+	return cv.Select, true
 }
 
 func (c catalog) View(name string) (*plan.ViewDef, bool) {
@@ -442,7 +461,12 @@ func (e *Engine) createView(s *parser.CreateView, st *parser.Statement, set []pa
 	if exists && !s.OrReplace {
 		return Result{}, stmtErr(409, st, "view %s already exists (use CREATE OR REPLACE VIEW to start it over)", s.Name)
 	}
-	rec := viewRecord{Name: s.Name, SQL: st.Text, Set: set, Created: time.Now().UTC(), StartOffsets: map[string]int64{}}
+	rec := viewRecord{Name: s.Name, SQL: st.Text, Set: set, Created: time.Now().UTC(), StartOffsets: map[string]int64{}, Reads: fromNames(s.Select)}
+	for _, r := range rec.Reads {
+		if r == s.Name {
+			return Result{}, stmtErr(422, st, "view %s cannot read itself", s.Name)
+		}
+	}
 	// Plan before anything changes, so a bad query leaves the old one running.
 	g, err := e.planView(rec)
 	if err != nil {
@@ -481,6 +505,16 @@ func (e *Engine) createView(s *parser.CreateView, st *parser.Statement, set []pa
 	}
 	e.views[rec.Name] = v
 	return Result{Kind: "create_view", Name: rec.Name}, nil
+}
+
+// allIn reports whether every name is in set.
+func allIn(names, set []string) bool {
+	for _, n := range names {
+		if !slices.Contains(set, n) {
+			return false
+		}
+	}
+	return true
 }
 
 // putView persists a view's record (caller holds mu).
@@ -523,6 +557,9 @@ func (e *Engine) drop(s *parser.Drop, st *parser.Statement) (Result, error) {
 				}
 				return Result{}, stmtErr(404, st, "unknown view %s", name)
 			}
+			if users := e.readers(name); len(users) > 0 && !allIn(users, s.Names) {
+				return Result{}, stmtErr(409, st, "view %s is read by %s; drop them first", name, strings.Join(users, ", "))
+			}
 			drop = append(drop, name)
 			continue
 		}
@@ -564,10 +601,35 @@ func (e *Engine) drop(s *parser.Drop, st *parser.Statement) (Result, error) {
 	return Result{Kind: kind, Name: strings.Join(s.Names, ",")}, nil
 }
 
-// readers lists the views that read table (caller holds mu).
+// fromNames lists the tables and views a SELECT's FROM clauses name,
+// subqueries included.
+func fromNames(sel *parser.Select) []string {
+	var out []string
+	var walk func(r *parser.TableRef)
+	walk = func(r *parser.TableRef) {
+		switch {
+		case r == nil:
+		case r.Join != nil:
+			walk(r.Join.Left)
+			walk(r.Join.Right)
+		case r.Subquery != nil:
+			out = append(out, fromNames(r.Subquery)...)
+		default:
+			out = append(out, r.Name)
+		}
+	}
+	walk(sel.From)
+	return out
+}
+
+// readers lists the views that read table or view name (caller holds mu).
 func (e *Engine) readers(table string) []string {
 	var out []string
 	for name, v := range e.views {
+		if slices.Contains(v.Record.Reads, table) {
+			out = append(out, name)
+			continue
+		}
 		if v.Graph == nil {
 			if strings.Contains(strings.ToLower(v.Record.SQL), strings.ToLower(table)) {
 				out = append(out, name)

@@ -29,6 +29,7 @@ type hashAgg struct {
 	sessions map[string][]window.Window
 	ends     endHeap
 	wm       int64
+	outWM    int64 // the watermark stamped on emitted rows
 	counters *Counters
 	keyBuf   []byte
 	post     plan.Row
@@ -56,7 +57,7 @@ type group struct {
 
 func newHashAgg(spec *plan.Aggregate, env *Env, c *Counters) (*hashAgg, error) {
 	a := &hashAgg{spec: spec, nkeys: len(spec.Keys), groups: map[winKey]*group{}, sessions: map[string][]window.Window{},
-		wm: window.NoWatermark, counters: c, changed: map[winKey]*group{}}
+		wm: window.NoWatermark, outWM: window.NoWatermark, counters: c, changed: map[winKey]*group{}}
 	if spec.Windowed {
 		a.wOff = 2
 	}
@@ -185,6 +186,10 @@ func (a *hashAgg) sessionGroup(r plan.Row, m *RowMeta, res *Batch) *group {
 
 // advance moves the watermark and closes every window it passes.
 func (a *hashAgg) advance(wm int64, res *Batch) error {
+	// Rows emitted while closing carry the watermark before this advance
+	// (outWM): downstream they are on time, as a window's result must be.
+	a.outWM = a.forward(a.wm)
+	defer func() { a.outWM = a.forward(wm) }()
 	a.wm = wm
 	for a.ends.Len() > 0 {
 		top := a.ends[0]
@@ -253,7 +258,7 @@ func (a *hashAgg) emit(g *group, res *Batch, final bool) {
 	}
 	if a.having != nil && !a.having(p).True() {
 		if g.emitted && !final {
-			res.Append(nil, RowMeta{Key: a.upsertKey(g), Op: Delete, WM: a.wm})
+			res.Append(nil, RowMeta{Key: a.upsertKey(g), Op: Delete, WM: a.outWM})
 			g.emitted = false
 			a.changed[g.wk] = g
 		}
@@ -263,22 +268,45 @@ func (a *hashAgg) emit(g *group, res *Batch, final bool) {
 	for i, o := range a.output {
 		row[i] = o(p)
 	}
-	res.Append(row, RowMeta{Key: a.upsertKey(g), Op: Upsert, WM: a.wm})
+	key := a.upsertKey(g)
+	// ID: the result's identity for append-only consumers downstream.
+	res.Append(row, RowMeta{Key: key, ID: key, Op: Upsert, WM: a.outWM})
 	if !g.emitted {
 		g.emitted = true
 		a.changed[g.wk] = g
 	}
 }
 
+// Watermark closes the windows wm passes. In on_window_close mode it
+// forwards wm - allowed_lateness: a window's row (its event time is
+// window_end) is emitted when wm reaches window_end + allowed_lateness, so
+// no later row is older than that (SPEC 5: operators that delay output hold
+// back the watermark they forward).
 func (a *hashAgg) Watermark(wm int64, out Emitter) (int64, error) {
-	if !a.spec.Windowed || wm <= a.wm {
+	if !a.spec.Windowed {
 		return wm, nil
 	}
-	res := &Batch{}
-	if err := a.advance(wm, res); err != nil {
-		return wm, err
+	if wm > a.wm {
+		res := &Batch{}
+		if err := a.advance(wm, res); err != nil {
+			return wm, err
+		}
+		if err := emitIfAny(res, out); err != nil {
+			return wm, err
+		}
 	}
-	return wm, emitIfAny(res, out)
+	return a.forward(a.wm), nil
+}
+
+// forward is the watermark forwarded for input watermark wm.
+func (a *hashAgg) forward(wm int64) int64 {
+	if a.spec.EmitMode != plan.EmitOnWindowClose || wm == window.NoWatermark {
+		return wm
+	}
+	if wm < window.NoWatermark+a.spec.AllowedLateness {
+		return window.NoWatermark
+	}
+	return wm - a.spec.AllowedLateness
 }
 
 func (a *hashAgg) Barrier(_ Barrier, out Emitter) error {

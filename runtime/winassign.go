@@ -40,6 +40,15 @@ func (w *windowAssign) Process(b *Batch, out Emitter) error {
 		case plan.Session:
 			w.buf = append(w.buf[:0], window.Window{Start: ts.I, End: ts.I + w.spec.Gap})
 			wins = w.buf
+		case plan.Given:
+			// The row is [window_start, window_end, rest...] already.
+			win := window.Window{Start: r[0].I, End: r[1].I}
+			if r[1].IsNull() || window.Late(win, w.lateness, m.WM) {
+				w.counters.late(&m, win.End-1)
+				continue
+			}
+			res.Append(r, m)
+			continue
 		}
 		late := false
 		for _, win := range wins {

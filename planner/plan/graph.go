@@ -123,9 +123,13 @@ const (
 	Tumble WindowKind = iota
 	Hop
 	Session
+	// Given: the window comes with the row (cascading windows: grouping by
+	// an upstream window's window_start, window_end); TimeCol and EndCol
+	// are its start and end columns.
+	Given
 )
 
-func (k WindowKind) String() string { return [...]string{"TUMBLE", "HOP", "SESSION"}[k] }
+func (k WindowKind) String() string { return [...]string{"TUMBLE", "HOP", "SESSION", "GIVEN"}[k] }
 
 // WindowSpec is a GROUP BY window.
 type WindowSpec struct {
@@ -135,6 +139,7 @@ type WindowSpec struct {
 	Size     int64
 	Slide    int64
 	Gap      int64
+	EndCol   int // Given: the window_end column
 }
 
 func (w WindowSpec) String() string {
@@ -147,6 +152,8 @@ func (w WindowSpec) String() string {
 		return fmt.Sprintf("TUMBLE(%s, %s)", t, ms(w.Size))
 	case Hop:
 		return fmt.Sprintf("HOP(%s, %s, %s)", t, ms(w.Slide), ms(w.Size))
+	case Given:
+		return fmt.Sprintf("WINDOW(#%d, #%d)", w.TimeCol, w.EndCol)
 	}
 	return fmt.Sprintf("SESSION(%s, %s)", t, ms(w.Gap))
 }

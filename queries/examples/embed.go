@@ -6,5 +6,5 @@ import "embed"
 
 // FS holds the *.sql files.
 //
-//go:embed *.sql
+//go:embed *.sql nexmark/*.sql
 var FS embed.FS

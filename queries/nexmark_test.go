@@ -1,0 +1,139 @@
+package queries
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/queries/examples"
+	"github.com/streamsql/streamsql/runtime/source/nexmark"
+	"github.com/streamsql/streamsql/window"
+)
+
+// runExample runs an example query as a view over a bounded Nexmark bid
+// table until the input ends, and returns its committed results as
+// strings (one per row, columns joined by |), sorted.
+func runExample(t *testing.T, example string, events int, par int) []string {
+	t.Helper()
+	ctx := context.Background()
+	text, err := fs.ReadFile(examples.FS, example+".sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := Open(Config{DataDir: t.TempDir(), CheckpointInterval: 100 * time.Millisecond, EmitInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(ctx)
+	exec(t, e, BenchTable(int64(events)))
+	sel := string(text)
+	if par > 1 {
+		sel = strings.Replace(sel, "SELECT", fmt.Sprintf("SELECT /*+ SET_VAR(parallelism=%d) */", par), 1)
+	}
+	exec(t, e, "CREATE VIEW v AS "+sel)
+	select {
+	case <-e.views["v"].Job.Done():
+	case <-time.After(60 * time.Second):
+		t.Fatal("the query did not finish its bounded input")
+	}
+	if _, err := e.Checkpoint(ctx, "v"); err != nil {
+		t.Fatal(err)
+	}
+	_, rows, err := e.Results("v", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, r := range rows {
+		parts := make([]string, len(r))
+		for i, v := range r {
+			parts[i] = fmt.Sprint(JSONValue(v))
+		}
+		out = append(out, strings.Join(parts, "|"))
+	}
+	sort.Strings(out)
+	return out
+}
+
+type bid struct{ auction, bidder, price, ts int64 }
+
+func bids(events int) []bid {
+	g := nexmark.New(nexmark.Config{})
+	n := nexmark.Count(nexmark.Bid, uint64(events))
+	out := make([]bid, n)
+	for i := range out {
+		r := g.Fill(nexmark.Bid, uint64(i), nil, nil)
+		out[i] = bid{r[nexmark.BidAuction].I, r[nexmark.BidBidder].I, r[nexmark.BidPrice].I, r[nexmark.BidDateTime].I}
+	}
+	return out
+}
+
+func ts(ms int64) string { return plan.FormatTime(ms) }
+
+// TestNexmarkQ7 checks the full q7 (a tumbling MAX joined back to the
+// bids) against a direct computation from the generator.
+func TestNexmarkQ7(t *testing.T) {
+	const events = 60000
+	var want []string
+	max := map[int64]int64{}
+	all := bids(events)
+	for _, b := range all {
+		w := window.Tumble(b.ts, 10000)
+		if b.price > max[w.End] {
+			max[w.End] = b.price
+		}
+	}
+	for _, b := range all {
+		if b.price == max[window.Tumble(b.ts, 10000).End] {
+			want = append(want, fmt.Sprintf("%d|%d|%d|%s", b.auction, b.price, b.bidder, ts(b.ts)))
+		}
+	}
+	sort.Strings(want)
+	for _, par := range []int{1, 2} {
+		got := runExample(t, "nexmark/q7", events, par)
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Fatalf("p%d: %d rows, want %d\ngot  %v\nwant %v", par, len(got), len(want), got, want)
+		}
+	}
+}
+
+// TestNexmarkQ5 checks the full q5 (hot items: HOP counts per auction,
+// the per-window maximum, the join keeping the hottest auctions).
+func TestNexmarkQ5(t *testing.T) {
+	const events = 30000
+	counts := map[window.Window]map[int64]int64{}
+	for _, b := range bids(events) {
+		for _, w := range window.Hop(b.ts, 2000, 10000, nil) {
+			if counts[w] == nil {
+				counts[w] = map[int64]int64{}
+			}
+			counts[w][b.auction]++
+		}
+	}
+	var want []string
+	for w, per := range counts {
+		var max int64
+		for _, n := range per {
+			if n > max {
+				max = n
+			}
+		}
+		for a, n := range per {
+			if n >= max {
+				want = append(want, fmt.Sprintf("%d|%d|%s|%s", a, n, ts(w.Start), ts(w.End)))
+			}
+		}
+	}
+	sort.Strings(want)
+	for _, par := range []int{1, 2} {
+		got := runExample(t, "nexmark/q5", events, par)
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Fatalf("p%d: %d rows, want %d\ngot  %v\nwant %v", par, len(got), len(want), got, want)
+		}
+	}
+}
