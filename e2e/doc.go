@@ -23,6 +23,15 @@
 //     server whose test process died without cleaning up (Linux).
 //   - engine_test.go: the main scenario (many views on one table, parallelism
 //     1 and 2, emit modes changes and on_window_close), restarts and kills.
+//   - join_oracle_test.go: the interval join oracle (a nested loop over
+//     both logs evaluating the ON condition; LEFT rows padded with NULLs
+//     once the right watermark is past their bound) and its hand-computed
+//     cases.
+//   - join_test.go: interval join views over two tables (INNER, residual,
+//     strict and negative bounds, LEFT, an aggregation over a join) at
+//     parallelism 1 and 2, through SIGKILL and restart; state shrinking
+//     once the bounds pass; the LEFT join's exact watermark boundary; the
+//     watermarks a join query reports; join SQL that must be refused.
 //   - badinput_test.go: malformed SQL and ingest requests, conflicts.
 //   - crash_test.go: SIGKILL at random moments under load, every chunk
 //     posted with an Idempotency-Key and resent after a crash; committed

@@ -192,8 +192,8 @@ func (e *Engine) Table(name string) (TableInfo, error) {
 			continue
 		}
 		st := v.Job.Status()
-		if _, reads := st.Offsets[name]; reads {
-			ti.Watermarks[vn] = watermarkJSON(st.Watermark)
+		if wm, reads := st.SourceWatermarks[name]; reads {
+			ti.Watermarks[vn] = watermarkJSON(wm)
 		}
 	}
 	return ti, nil

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"sync/atomic"
 
 	"github.com/streamsql/streamsql/planner/plan"
 )
@@ -132,9 +133,13 @@ func (o *output) End() error              { return o.broadcast(Message{Kind: Msg
 type sinkTerminal struct {
 	sink
 	ended chan struct{}
+	// wm is the watermark that reached the sink: the query's watermark
+	// (read by Status).
+	wm atomic.Int64
 }
 
 func (s *sinkTerminal) Watermark(wm int64) error {
+	s.wm.Store(wm)
 	if w, ok := s.sink.(interface{ watermark(int64) }); ok {
 		w.watermark(wm)
 	}

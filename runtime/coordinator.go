@@ -257,8 +257,12 @@ type Status struct {
 	LateRows       int64
 	RecentLate     []LateRow
 	LastCheckpoint uint64
-	Watermark      int64
-	Offsets        map[string]int64
+	// Watermark is the watermark that reached the query's sinks (the
+	// minimum over them): no result row it emits later is older.
+	Watermark int64
+	// SourceWatermarks is each source table's watermark.
+	SourceWatermarks map[string]int64
+	Offsets          map[string]int64
 	// StateRows is how many groups and held join rows the operators keep.
 	StateRows int64
 }
@@ -271,6 +275,12 @@ func (j *Job) Status() Status {
 	s.RowsIn, s.RowsOut, s.LateRows = j.rowsIn.Load(), j.rowsOut.Load(), j.lateRows.Load()
 	s.LastCheckpoint = j.lastCheckpoint.Load()
 	s.Watermark = window.NoWatermark
+	for i, k := range j.sinks {
+		if w := k.wm.Load(); i == 0 || w < s.Watermark {
+			s.Watermark = w
+		}
+	}
+	s.SourceWatermarks = map[string]int64{}
 	s.Offsets = map[string]int64{}
 	for _, t := range j.tasks {
 		s.StateRows += t.stateRows.Load()
@@ -278,9 +288,7 @@ func (j *Job) Status() Status {
 	for _, src := range j.sources {
 		s.StateRows += src.stateRows.Load()
 		s.Offsets[src.spec.Table] = src.offset.Load()
-		if w := src.published.Load(); w > s.Watermark {
-			s.Watermark = w
-		}
+		s.SourceWatermarks[src.spec.Table] = src.published.Load()
 	}
 	return s
 }

@@ -301,6 +301,7 @@ func (j *Job) build(deps Deps, o StartOptions, committed uint64) error {
 			if s, ok := lastSink(ops); ok {
 				ops = ops[:len(ops)-1]
 				st := &sinkTerminal{ended: make(chan struct{})}
+				st.wm.Store(window.NoWatermark)
 				switch s.Kind {
 				case plan.SinkResults:
 					if j.results == nil {
