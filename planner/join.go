@@ -57,8 +57,18 @@ func (b *builder) join(j *parser.Join, extra []parser.Expr) (*stream, []parser.E
 			}
 		}
 	}
+	if spec.LeftTime < 0 && spec.Lower == math.MinInt64 && spec.Upper == math.MaxInt64 && b.opts.StateTTL > 0 {
+		// A regular join: rows are kept until the other side's watermark is
+		// state_ttl past them (event time, so results stay deterministic).
+		lt, rt := onlyEventTime(left), onlyEventTime(right)
+		if lt < 0 || rt < 0 {
+			return nil, nil, errf("state_ttl", "a regular join with state_ttl needs one event-time column on each side to age its state by")
+		}
+		spec.LeftTime, spec.RightTime, spec.Lower, spec.Upper, spec.TTL = lt, rt, -b.opts.StateTTL, b.opts.StateTTL, b.opts.StateTTL
+		b.stateTTLUnused = false
+	}
 	if spec.LeftTime < 0 || spec.Lower == math.MinInt64 || spec.Upper == math.MaxInt64 {
-		return nil, nil, errf("JOIN", "a join of two streams needs time bounds on both sides' event-time columns, e.g. ON b.auction = a.id AND b.ts BETWEEN a.ts AND a.ts + INTERVAL 10 SECOND, or two windowed subqueries joined on window_end; regular joins without bounds are not available in this release")
+		return nil, nil, errf("JOIN", "a join of two streams needs bounded state: time bounds on both sides' event-time columns (ON b.auction = a.id AND b.ts BETWEEN a.ts AND a.ts + INTERVAL 10 SECOND), two windowed subqueries joined on window_end, or a regular join with SET_VAR(state_ttl='1h'); otherwise its state would grow without end")
 	}
 	if spec.Lower > spec.Upper {
 		return nil, nil, errf("JOIN", "the join's time bounds are empty: left time - right time must be in [%dms, %dms]", spec.Lower, spec.Upper)
@@ -93,6 +103,20 @@ func (b *builder) join(j *parser.Join, extra []parser.Expr) (*stream, []parser.E
 		lateness:  max(left.lateness, right.lateness), sources: append(left.sources, right.sources...),
 		winStart: left.winStart, winEnd: left.winEnd}
 	return s, rest, nil
+}
+
+// onlyEventTime is the stream's one event-time column, or -1.
+func onlyEventTime(s *stream) int {
+	found := -1
+	for i, et := range s.eventTime {
+		if et {
+			if found >= 0 {
+				return -1
+			}
+			found = i
+		}
+	}
+	return found
 }
 
 // conjuncts splits a AND b AND c.

@@ -49,14 +49,22 @@ type IntervalJoin struct {
 	Left      Schema
 	Right     Schema
 	Out       Schema // Left ++ Right (right columns nullable for LEFT)
+	// TTL > 0: a regular join with state_ttl, run as an interval join of
+	// ±TTL on the sides' event times: a row is kept until the other side's
+	// watermark is TTL past it.
+	TTL int64
 }
 
 func (*IntervalJoin) OpName() string { return "IntervalJoin" }
 
 func (j *IntervalJoin) Explain() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "IntervalJoin %s left_keys=%v right_keys=%v bounds: right.#%d%+dms <= left.#%d <= right.#%d%+dms",
-		j.Kind, j.LeftKeys, j.RightKeys, j.RightTime, j.Lower, j.LeftTime, j.RightTime, j.Upper)
+	name := "IntervalJoin"
+	if j.TTL > 0 {
+		name = fmt.Sprintf("RegularJoin state_ttl=%dms", j.TTL)
+	}
+	fmt.Fprintf(&b, "%s %s left_keys=%v right_keys=%v bounds: right.#%d%+dms <= left.#%d <= right.#%d%+dms",
+		name, j.Kind, j.LeftKeys, j.RightKeys, j.RightTime, j.Lower, j.LeftTime, j.RightTime, j.Upper)
 	if j.Residual != nil {
 		b.WriteString(" residual=" + j.Residual.String())
 	}
