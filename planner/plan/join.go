@@ -71,3 +71,47 @@ func (j *IntervalJoin) Explain() string {
 	b.WriteString(" state=left rows until right watermark passes time-lower, right rows until left watermark passes time+upper")
 	return b.String()
 }
+
+// TemporalJoin joins a stream (left) with a PRIMARY KEY table (right, an
+// upsert stream: rows with RowMeta.Op Upsert or Delete, one version per key
+// and event time) on the table's whole key.
+//
+// AsOf (`JOIN t AS OF TIMESTAMP s.ts ON ...`): a left row l joins the
+// version of its key valid at l.time — the newest version whose time is
+// <= l.time, none if that version is a delete. The row waits until the
+// right watermark reaches l.time (every version up to l.time has arrived;
+// an idle table side advances its watermark with the wall clock, so it
+// does not hold rows back for long). Versions no future left row can need
+// (older than the newest version at or before the left watermark) are
+// dropped. Without AsOf the left row joins the latest version at once.
+//
+// INNER drops a left row without a version; LEFT emits it with NULL right
+// columns. Residual, when set, must hold over the joined row (for LEFT, a
+// failing residual counts as no match). Output rows are Left ++ Right.
+type TemporalJoin struct {
+	Kind      JoinKind
+	AsOf      bool
+	LeftKeys  []int // stream columns equal to the table's key, in key order
+	RightKeys []int // the table's key columns
+	LeftTime  int   // the stream's event-time column (AsOf), else -1
+	RightTime int   // the table's event-time column (versions), else -1
+	Residual  Expr
+	Left      Schema
+	Right     Schema
+	Out       Schema
+}
+
+func (*TemporalJoin) OpName() string { return "TemporalJoin" }
+
+func (j *TemporalJoin) Explain() string {
+	var b strings.Builder
+	mode := "latest"
+	if j.AsOf {
+		mode = fmt.Sprintf("as_of=left.#%d versions=right.#%d", j.LeftTime, j.RightTime)
+	}
+	fmt.Fprintf(&b, "TemporalJoin %s %s left_keys=%v right_keys=%v", j.Kind, mode, j.LeftKeys, j.RightKeys)
+	if j.Residual != nil {
+		b.WriteString(" residual=" + j.Residual.String())
+	}
+	return b.String()
+}
