@@ -34,6 +34,8 @@ func testTables(t *testing.T) testCatalog {
 		`CREATE TABLE bids (auction BIGINT NOT NULL, bidder BIGINT NOT NULL, price BIGINT NOT NULL, channel VARCHAR(32), ts TIMESTAMP(3) NOT NULL)
 		 ENGINE=http ENGINE_ATTRIBUTE='{"event_time": "ts", "watermark_delay": "5s", "allowed_lateness": "1s"}'`,
 		`CREATE TABLE clicks (url VARCHAR(64), n BIGINT) ENGINE=http`,
+		`CREATE TABLE persons (id BIGINT, name VARCHAR(64), state VARCHAR(2), ts TIMESTAMP(3) NOT NULL, PRIMARY KEY (id))
+		 ENGINE=http ENGINE_ATTRIBUTE='{"event_time": "ts"}'`,
 		`CREATE TABLE auctions (id BIGINT NOT NULL, seller BIGINT NOT NULL, category BIGINT, name VARCHAR(64), ts TIMESTAMP(3) NOT NULL)
 		 ENGINE=http ENGINE_ATTRIBUTE='{"event_time": "ts", "watermark_delay": "5s"}'`,
 	} {

@@ -19,9 +19,20 @@ func (b *builder) join(j *parser.Join, extra []parser.Expr) (*stream, []parser.E
 	if err != nil {
 		return nil, nil, err
 	}
-	right, err := b.from(j.Right)
+	rref := *j.Right
+	rref.AsOf = nil
+	right, err := b.from(&rref)
 	if err != nil {
 		return nil, nil, err
+	}
+	if left.upsert {
+		return nil, nil, errf(left.table.Name, "a PRIMARY KEY table joins as the right side: FROM stream JOIN %s [AS OF TIMESTAMP stream.ts] ON ...", left.table.Name)
+	}
+	if right.upsert {
+		return b.temporalJoin(j, extra, left, right)
+	}
+	if j.Right.AsOf != nil {
+		return nil, nil, errf(j.Right.Qualifier(), "AS OF TIMESTAMP joins a PRIMARY KEY table; %s has no PRIMARY KEY", j.Right.Name)
 	}
 	nl := len(left.scope.cols)
 	merged := &scope{cols: append(append(plan.Schema{}, left.scope.cols...), right.scope.cols...),

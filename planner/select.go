@@ -69,6 +69,9 @@ func (b *builder) query(sel *parser.Select, sub bool) (*planned, error) {
 	if err != nil {
 		return nil, err
 	}
+	if s.upsert {
+		return nil, errf(s.table.Name, "%s is a PRIMARY KEY table (an upsert stream): read it through a join, FROM stream JOIN %s [AS OF TIMESTAMP stream.ts] ON ...", s.table.Name, s.table.Name)
+	}
 	base := s.scope
 	var filter plan.Expr
 	if len(where) > 0 {

@@ -40,6 +40,9 @@ type stream struct {
 	// winStart, winEnd: the columns holding an upstream window's
 	// window_start and window_end (-1: none), for cascading windows.
 	winStart, winEnd int
+	// upsert: a PRIMARY KEY table's rows (upserts and deletes): it can
+	// only be the table side of a join.
+	upsert bool
 }
 
 // project is the stream after a projection: which output columns are plain
@@ -149,7 +152,7 @@ func (b *builder) from(ref *parser.TableRef) (*stream, error) {
 		return b.subquery(ref.Subquery, ref.Alias, false)
 	}
 	if ref.AsOf != nil {
-		return nil, errf("AS", "AS OF TIMESTAMP joins a PRIMARY KEY table; PRIMARY KEY tables are not available in this release")
+		return nil, errf("AS", "AS OF TIMESTAMP belongs on the table side of a join: FROM stream JOIN t AS OF TIMESTAMP stream.ts ON ...")
 	}
 	tbl, ok := b.cat.Table(ref.Name)
 	if !ok {
@@ -170,9 +173,9 @@ func (b *builder) from(ref *parser.TableRef) (*stream, error) {
 	src := &plan.Source{
 		Table: tbl.Name, TableID: tbl.ID, Engine: tbl.Engine, Schema: tbl.Columns,
 		EventTime: tbl.EventTime, WatermarkDelay: tbl.WatermarkDelay, AllowedLateness: tbl.AllowedLateness,
-		IdleTimeout: tbl.IdleTimeout, StartLatest: tbl.StartLatest, Attrs: tbl.Attrs,
+		IdleTimeout: tbl.IdleTimeout, StartLatest: tbl.StartLatest, Attrs: tbl.Attrs, Upsert: len(tbl.PrimaryKey) > 0,
 	}
-	s := &stream{cur: b.vertex(1, nil, src), scope: newScope(ref.Qualifier(), tbl.Columns),
+	s := &stream{upsert: src.Upsert, cur: b.vertex(1, nil, src), scope: newScope(ref.Qualifier(), tbl.Columns),
 		eventTime: make([]bool, len(tbl.Columns)), lateness: tbl.AllowedLateness, sources: []*plan.Source{src}, table: tbl,
 		winStart: -1, winEnd: -1}
 	if tbl.EventTime >= 0 {
@@ -191,6 +194,8 @@ func schemaOf(v *plan.Vertex) plan.Schema {
 	case *plan.WindowAssign:
 		return op.Out
 	case *plan.IntervalJoin:
+		return op.Out
+	case *plan.TemporalJoin:
 		return op.Out
 	case *plan.Aggregate:
 		return op.Out

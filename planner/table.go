@@ -62,8 +62,8 @@ func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 		}
 		def.PrimaryKey = append(def.PrimaryKey, k)
 	}
-	if len(def.PrimaryKey) > 0 {
-		return nil, errf(ct.Name, "PRIMARY KEY tables (upsert tables for stream-to-table joins) are not available in this release")
+	if len(def.PrimaryKey) > 0 && def.Engine != "http" {
+		return nil, errf(ct.Name, "PRIMARY KEY tables (upsert tables) are ENGINE=http in this release")
 	}
 	attrs := map[string]any{}
 	if ct.Attributes != "" {
@@ -138,6 +138,13 @@ func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 		}
 		if err != nil {
 			return nil, err
+		}
+	}
+	if len(def.PrimaryKey) > 0 {
+		if _, set := attrs["idle_timeout"]; !set {
+			// A table side that goes quiet must not hold back the stream
+			// rows waiting for it (SPEC: default 5s for PRIMARY KEY tables).
+			def.IdleTimeout = 5000
 		}
 	}
 	if def.Engine == "nexmark" {

@@ -77,11 +77,22 @@ func decodeRow(def *plan.TableDef, raw json.RawMessage) (plan.Row, *RowError) {
 	}
 	row := make(plan.Row, len(def.Columns))
 	seen := 0
+	del := false
 	for name, v := range obj {
 		i := def.Columns.Index(name)
 		if i < 0 {
 			if name == "_op" {
-				return nil, &RowError{Column: name, Msg: "_op is only for tables with a PRIMARY KEY"}
+				if len(def.PrimaryKey) == 0 {
+					return nil, &RowError{Column: name, Msg: "_op is only for tables with a PRIMARY KEY"}
+				}
+				switch v {
+				case "delete":
+					del = true
+				case "upsert":
+				default:
+					return nil, &RowError{Column: name, Msg: fmt.Sprintf(`_op must be "upsert" or "delete", not %v`, v)}
+				}
+				continue
 			}
 			return nil, &RowError{Column: name, Msg: fmt.Sprintf("unknown column (table %s has %s)", def.Name, columnList(def.Columns))}
 		}
@@ -93,6 +104,9 @@ func decodeRow(def *plan.TableDef, raw json.RawMessage) (plan.Row, *RowError) {
 		row[i] = val
 	}
 	for i, c := range def.Columns {
+		if del && !isKey(def, c.Name) && i != def.EventTime {
+			continue // a delete needs its key (and its time, for AS OF versions)
+		}
 		if row[i].IsNull() && (c.NotNull || i == def.EventTime) {
 			msg := "missing value for NOT NULL column"
 			if i == def.EventTime {
@@ -101,7 +115,20 @@ func decodeRow(def *plan.TableDef, raw json.RawMessage) (plan.Row, *RowError) {
 			return nil, &RowError{Column: c.Name, Msg: msg}
 		}
 	}
+	if len(def.PrimaryKey) > 0 {
+		// PRIMARY KEY tables log the operation as one more value.
+		row = append(row, plan.Bool(del))
+	}
 	return row, nil
+}
+
+func isKey(def *plan.TableDef, col string) bool {
+	for _, k := range def.PrimaryKey {
+		if strings.EqualFold(k, col) {
+			return true
+		}
+	}
+	return false
 }
 
 func columnList(s plan.Schema) string {

@@ -454,7 +454,7 @@ func (j *Job) reader(src *plan.Source, deps Deps, from int64) (reader, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &logReader{log: l, off: from}, nil
+		return &logReader{log: l, off: from, upsert: src.Upsert}, nil
 	case "nexmark":
 		return newNexmarkReader(src, from, time.Now().UnixMilli())
 	}

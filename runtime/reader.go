@@ -30,8 +30,9 @@ type reader interface {
 
 // logReader reads an HTTP-ingest table's durable log.
 type logReader struct {
-	log *state.Log
-	off int64
+	log    *state.Log
+	off    int64
+	upsert bool // a PRIMARY KEY table: each row ends with its delete flag
 }
 
 var _ reader = (*logReader)(nil)
@@ -43,7 +44,18 @@ func (r *logReader) Poll(_ int64, max int, b *Batch) (int, error) {
 		if err != nil {
 			return fmt.Errorf("log offset %d: %w", off, err)
 		}
-		b.Append(row, RowMeta{Offset: off})
+		m := RowMeta{Offset: off}
+		if r.upsert {
+			if len(row) == 0 {
+				return fmt.Errorf("log offset %d: upsert row without its operation", off)
+			}
+			m.Op = Upsert
+			if row[len(row)-1].True() {
+				m.Op = Delete
+			}
+			row = row[:len(row)-1]
+		}
+		b.Append(row, m)
 		n++
 		return nil
 	})

@@ -105,6 +105,8 @@ type Source struct {
 	// ProcTime: the query windows on PROCTIME(); the source's watermark is
 	// the wall clock.
 	ProcTime bool
+	// Upsert: a PRIMARY KEY table; its rows are upserts and deletes.
+	Upsert bool
 	// Attrs are the engine's own attributes (nexmark kind, rate, events).
 	Attrs map[string]string
 }
