@@ -626,26 +626,29 @@ func fromNames(sel *parser.Select) []string {
 func (e *Engine) readers(table string) []string {
 	var out []string
 	for name, v := range e.views {
-		if slices.Contains(v.Record.Reads, table) {
+		if slices.Contains(v.Record.Reads, table) || readsTable(v, table) {
 			out = append(out, name)
-			continue
-		}
-		if v.Graph == nil {
-			if strings.Contains(strings.ToLower(v.Record.SQL), strings.ToLower(table)) {
-				out = append(out, name)
-			}
-			continue
-		}
-		for _, vx := range v.Graph.Vertices {
-			for _, op := range vx.Ops {
-				if src, ok := op.(*plan.Source); ok && src.Table == table {
-					out = append(out, name)
-				}
-			}
 		}
 	}
 	sort.Strings(out)
 	return out
+}
+
+// readsTable reports whether view v's query has a source on table (views
+// it reads are planned in, so their tables count too).
+func readsTable(v *View, table string) bool {
+	if v.Graph == nil {
+		// Not plannable now: judge by the statement (conservative).
+		return strings.Contains(strings.ToLower(v.Record.SQL), strings.ToLower(table))
+	}
+	for _, vx := range v.Graph.Vertices {
+		for _, op := range vx.Ops {
+			if src, ok := op.(*plan.Source); ok && src.Table == table {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (e *Engine) show(s *parser.Show, st *parser.Statement) (Result, error) {

@@ -2,10 +2,8 @@ package queries
 
 import (
 	"context"
-	"strings"
 	"time"
 
-	planpkg "github.com/streamsql/streamsql/planner/plan"
 	"github.com/streamsql/streamsql/runtime"
 	"github.com/streamsql/streamsql/state"
 )
@@ -105,19 +103,11 @@ func (e *Engine) truncateLogs(now time.Time) {
 // resumeOffset is the offset of table that view v would read from after a
 // restart, and whether v reads table at all (caller holds mu).
 func (e *Engine) resumeOffset(v *View, table string) (int64, bool) {
-	if v.Graph == nil {
-		return 0, strings.Contains(strings.ToLower(v.Record.SQL), strings.ToLower(table))
-	}
-	reads := false
-	for _, vx := range v.Graph.Vertices {
-		for _, op := range vx.Ops {
-			if src, ok := op.(*planpkg.Source); ok && src.Table == table {
-				reads = true
-			}
-		}
-	}
-	if !reads {
+	if !readsTable(v, table) {
 		return 0, false
+	}
+	if v.Graph == nil {
+		return 0, true // not running: keep everything it may need
 	}
 	if c, ok := runtime.LastCheckpointOf(e.store, v.Record.ID); ok {
 		if off, ok := c.Offsets[table]; ok {

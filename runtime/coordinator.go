@@ -138,7 +138,10 @@ func (j *Job) coordinate() {
 			acked++
 			bytes += int64(a.bytes)
 			for t, off := range a.offsets {
-				offsets[t] = off
+				// A table read twice (a self-join) resumes from the lower.
+				if cur, seen := offsets[t]; !seen || off < cur {
+					offsets[t] = off
+				}
 			}
 			if a.err != nil && failed == nil {
 				failed = a.err
@@ -287,8 +290,13 @@ func (j *Job) Status() Status {
 	}
 	for _, src := range j.sources {
 		s.StateRows += src.stateRows.Load()
-		s.Offsets[src.spec.Table] = src.offset.Load()
-		s.SourceWatermarks[src.spec.Table] = src.published.Load()
+		t := src.spec.Table
+		if off, seen := s.Offsets[t]; !seen || src.offset.Load() < off {
+			s.Offsets[t] = src.offset.Load()
+		}
+		if w, seen := s.SourceWatermarks[t]; !seen || src.published.Load() < w {
+			s.SourceWatermarks[t] = src.published.Load()
+		}
 	}
 	return s
 }
