@@ -418,6 +418,8 @@ func buildOperator(spec plan.Op, env *Env, c *Counters) (Operator, error) {
 		return newHashAgg(s, env, c)
 	case *plan.IntervalJoin:
 		return newIntervalJoin(s, env, c)
+	case *plan.TemporalJoin:
+		return newTemporalJoin(s, env, c)
 	}
 	return nil, fmt.Errorf("no operator for %s", spec.OpName())
 }

@@ -65,23 +65,16 @@ import (
 // checkpoint is incremental (see Snapshot).
 type intervalJoin struct {
 	spec     *plan.IntervalJoin
-	residual Eval
 	counters *Counters
-	nl, nr   int
 	side     [2]joinSide
 	// Side watermarks, and the watermark forwarded (and stamped on output).
 	wm    [2]int64
 	outWM int64
 	seq   uint64
-	// Since the last snapshot: rows to write (new, or newly matched) and
-	// record keys to delete (persisted rows that expired); watermarks as
-	// last written.
-	dirty     []*joinRow
-	deadDirty int // rows in dirty that expired
-	removed   [][]byte
-	writtenWM [2]int64
-	scratch   plan.Row
-	keyBuf    []byte
+	joinOutput
+	// Checkpoint bookkeeping: rows to write (new, or newly matched),
+	// records to delete (persisted rows that expired).
+	joinCkpt
 }
 
 var _ TwoInput = (*intervalJoin)(nil)
@@ -104,8 +97,9 @@ type joinRow struct {
 	offset  int64
 	id      string // the input's Meta.ID
 	matched bool   // LEFT: it has been emitted with a match
+	deleted bool   // a table's delete version (temporal join); row is nil
 	// Checkpoint bookkeeping: written by some snapshot; queued in dirty;
-	// expired.
+	// dropped (expired, released or pruned).
 	persisted, dirty, dead bool
 }
 
@@ -120,20 +114,16 @@ func newIntervalJoin(spec *plan.IntervalJoin, env *Env, c *Counters) (*intervalJ
 	if len(spec.LeftKeys) != len(spec.RightKeys) {
 		return nil, fmt.Errorf("interval join: %d left keys, %d right keys", len(spec.LeftKeys), len(spec.RightKeys))
 	}
-	j := &intervalJoin{spec: spec, counters: c, nl: len(spec.Left), nr: len(spec.Right),
-		wm:        [2]int64{window.NoWatermark, window.NoWatermark},
-		outWM:     window.NoWatermark,
-		writtenWM: [2]int64{window.NoWatermark, window.NoWatermark}}
+	out, err := newJoinOutput(spec.Left, spec.Right, spec.Residual, env, "interval join")
+	if err != nil {
+		return nil, err
+	}
+	j := &intervalJoin{spec: spec, counters: c, joinOutput: out, joinCkpt: newJoinCkpt(),
+		wm:    [2]int64{window.NoWatermark, window.NoWatermark},
+		outWM: window.NoWatermark}
 	for s := range j.side {
 		j.side[s].keys = map[string][]*joinRow{}
 	}
-	if spec.Residual != nil {
-		var err error
-		if j.residual, err = Compile(spec.Residual, env); err != nil {
-			return nil, fmt.Errorf("interval join residual: %w", err)
-		}
-	}
-	j.scratch = make(plan.Row, j.nl+j.nr)
 	return j, nil
 }
 
@@ -159,9 +149,9 @@ func (j *intervalJoin) ProcessSide(side int, b *Batch, out Emitter) error {
 }
 
 // joinable reports whether r can match at all: no NULL key column, no
-// NULL time.
+// NULL time (timeCol < 0: no time column).
 func joinable(r plan.Row, keys []int, timeCol int) bool {
-	if r[timeCol].IsNull() {
+	if timeCol >= 0 && r[timeCol].IsNull() {
 		return false
 	}
 	for _, c := range keys {
@@ -175,7 +165,7 @@ func joinable(r plan.Row, keys []int, timeCol int) bool {
 func (j *intervalJoin) left(r plan.Row, m *RowMeta, res *Batch) {
 	if !joinable(r, j.spec.LeftKeys, j.spec.LeftTime) {
 		if j.spec.Kind == plan.LeftJoin {
-			j.emitPadded(r, m.Offset, m.ID, m.Key, res)
+			j.emitPadded(r, m.Offset, m.ID, m.Key, j.outWM, res)
 		}
 		return
 	}
@@ -190,14 +180,14 @@ func (j *intervalJoin) left(r plan.Row, m *RowMeta, res *Batch) {
 		if !j.matches(t, rr.time) {
 			continue
 		}
-		if j.emitPair(r, m.Offset, m.ID, rr.row, rr.offset, rr.id, m.Key, res) {
+		if j.emitPair(r, m.Offset, m.ID, rr.row, rr.offset, rr.id, m.Key, j.outWM, res) {
 			matched = true
 		}
 	}
 	if expired(satSub(t, j.spec.Lower), j.wm[sideRight]) {
 		// Nothing more can match it.
 		if !matched && j.spec.Kind == plan.LeftJoin {
-			j.emitPadded(r, m.Offset, m.ID, m.Key, res)
+			j.emitPadded(r, m.Offset, m.ID, m.Key, j.outWM, res)
 		}
 		return
 	}
@@ -217,7 +207,7 @@ func (j *intervalJoin) right(r plan.Row, m *RowMeta, res *Batch) {
 		if !j.matches(lr.time, t) {
 			continue
 		}
-		if j.emitPair(lr.row, lr.offset, lr.id, r, m.Offset, m.ID, m.Key, res) && !lr.matched && j.spec.Kind == plan.LeftJoin {
+		if j.emitPair(lr.row, lr.offset, lr.id, r, m.Offset, m.ID, m.Key, j.outWM, res) && !lr.matched && j.spec.Kind == plan.LeftJoin {
 			lr.matched = true
 			j.markDirty(lr)
 		}
@@ -298,8 +288,29 @@ func (j *intervalJoin) forward() int64 {
 	return min(shiftWM(j.wm[sideLeft], -max(j.spec.Upper, 0)), shiftWM(j.wm[sideRight], min(j.spec.Lower, 0)))
 }
 
+// joinOutput makes a join's output rows: the left columns, then the right
+// ones, Op Insert, Meta.Offset the left row's, Meta.Key the join key,
+// Meta.ID the row id (rowID). Shared by the interval and temporal joins.
+type joinOutput struct {
+	nl, nr   int
+	residual Eval // nil: none
+	scratch  plan.Row
+	keyBuf   []byte
+}
+
+func newJoinOutput(left, right plan.Schema, residual plan.Expr, env *Env, what string) (joinOutput, error) {
+	o := joinOutput{nl: len(left), nr: len(right), scratch: make(plan.Row, len(left)+len(right))}
+	if residual != nil {
+		var err error
+		if o.residual, err = Compile(residual, env); err != nil {
+			return o, fmt.Errorf("%s residual: %w", what, err)
+		}
+	}
+	return o, nil
+}
+
 // rowID is the deterministic id of an output row.
-func (j *intervalJoin) rowID(lOff int64, lID string, rOff int64, rID string, padded bool) string {
+func (j *joinOutput) rowID(lOff int64, lID string, rOff int64, rID string, padded bool) string {
 	b := j.keyBuf[:0]
 	b = appendIdent(b, lOff, lID)
 	if padded {
@@ -318,9 +329,9 @@ func appendIdent(b []byte, off int64, id string) []byte {
 	return AppendValue(b, plan.Int(off))
 }
 
-// emitPair appends l ++ r when the residual holds, and reports whether it
-// did.
-func (j *intervalJoin) emitPair(l plan.Row, lOff int64, lID string, r plan.Row, rOff int64, rID string, key string, res *Batch) bool {
+// emitPair appends l ++ r, stamped with wm, when the residual holds, and
+// reports whether it did.
+func (j *joinOutput) emitPair(l plan.Row, lOff int64, lID string, r plan.Row, rOff int64, rID string, key string, wm int64, res *Batch) bool {
 	p := j.scratch
 	copy(p, l)
 	copy(p[j.nl:], r)
@@ -328,15 +339,15 @@ func (j *intervalJoin) emitPair(l plan.Row, lOff int64, lID string, r plan.Row, 
 		return false
 	}
 	res.Append(append(make(plan.Row, 0, len(p)), p...),
-		RowMeta{Offset: lOff, WM: j.outWM, Key: key, Op: Insert, ID: j.rowID(lOff, lID, rOff, rID, false)})
+		RowMeta{Offset: lOff, WM: wm, Key: key, Op: Insert, ID: j.rowID(lOff, lID, rOff, rID, false)})
 	return true
 }
 
-// emitPadded appends l ++ NULLs (LEFT join, no match).
-func (j *intervalJoin) emitPadded(l plan.Row, lOff int64, lID string, key string, res *Batch) {
+// emitPadded appends l ++ NULLs (LEFT join, no match), stamped with wm.
+func (j *joinOutput) emitPadded(l plan.Row, lOff int64, lID string, key string, wm int64, res *Batch) {
 	row := make(plan.Row, j.nl+j.nr)
 	copy(row, l)
-	res.Append(row, RowMeta{Offset: lOff, WM: j.outWM, Key: key, Op: Insert, ID: j.rowID(lOff, lID, 0, "", true)})
+	res.Append(row, RowMeta{Offset: lOff, WM: wm, Key: key, Op: Insert, ID: j.rowID(lOff, lID, 0, "", true)})
 }
 
 // store holds a row until it expires.
@@ -365,13 +376,6 @@ func (j *intervalJoin) bound(side int, t int64) int64 {
 	return satAdd(t, j.spec.Upper)
 }
 
-func (j *intervalJoin) markDirty(jr *joinRow) {
-	if !jr.dirty {
-		jr.dirty = true
-		j.dirty = append(j.dirty, jr)
-	}
-}
-
 // advance moves side's watermark to wm and expires the other side's rows
 // it passes (a LEFT join emits the unmatched left ones).
 func (j *intervalJoin) advance(side int, wm int64, res *Batch) {
@@ -384,7 +388,7 @@ func (j *intervalJoin) advance(side int, wm int64, res *Batch) {
 	for s.expires.Len() > 0 && expired(s.expires[0].bound, wm) {
 		jr := heap.Pop(&s.expires).(expiryItem).row
 		if other == sideLeft && j.spec.Kind == plan.LeftJoin && !jr.matched {
-			j.emitPadded(jr.row, jr.offset, jr.id, jr.key, res)
+			j.emitPadded(jr.row, jr.offset, jr.id, jr.key, j.outWM, res)
 		}
 		j.drop(jr)
 	}
@@ -418,28 +422,7 @@ func (j *intervalJoin) drop(jr *joinRow) {
 		s.keys[jr.key] = rows
 	}
 	s.n--
-	jr.dead = true
-	jr.row = nil
-	if jr.persisted {
-		j.removed = append(j.removed, rowRecordKey(nil, jr))
-	}
-	if jr.dirty {
-		// Without checkpoints nothing drains the dirty list: compact it
-		// when it is mostly expired rows.
-		j.deadDirty++
-		if j.deadDirty > 1024 && 2*j.deadDirty > len(j.dirty) {
-			live := j.dirty[:0]
-			for _, d := range j.dirty {
-				if d.dead {
-					d.dirty = false
-				} else {
-					live = append(live, d)
-				}
-			}
-			clear(j.dirty[len(live):])
-			j.dirty, j.deadDirty = live, 0
-		}
-	}
+	j.dropped(jr)
 }
 
 func (j *intervalJoin) WatermarkSide(side int, wm int64, out Emitter) (int64, error) {
@@ -475,25 +458,76 @@ func (j *intervalJoin) Barrier(Barrier, Emitter) error { return nil }
 // stateRows is the number of rows held (both sides).
 func (j *intervalJoin) stateRows() int { return j.side[sideLeft].n + j.side[sideRight].n }
 
-// The join's checkpointed state: one record per held row, keyed by
+// A join's checkpointed state (the interval join's and the temporal
+// join's): one record per held row, keyed by
 //
 //	side(1 byte: 0 left, 1 right) uvarint(len(key)) key varint(time) uvarint(seq)
 //
 // valued
 //
-//	flags(1: matched) varint(offset) uvarint(len(id)) id AppendRow(row)
+//	flags(1: matched, 2: deleted) varint(offset) uvarint(len(id)) id AppendRow(row)
 //
-// written when the row is stored or first matched and deleted when it
-// expires; and the side watermarks, in a record keyed by the byte 2
-// (followed by nothing), valued AppendValue(leftWM) AppendValue(rightWM),
-// written when they moved. Every task of the join writes that same record
-// with the same value: at an aligned barrier each task has consumed the
-// same broadcast watermark messages of every input channel, so the side
-// watermarks agree. Restore still takes the minimum over every record under
-// the byte 2, so records per task (a suffix after the 2) would work
-// unchanged; a watermark lower than the real one is always safe (rows are
-// held longer), a higher one is not. Key lists and expiry heaps are derived
-// on Restore.
+// written when the row is stored or changes (an interval LEFT join's row
+// first matched) and deleted when it is dropped; and the side watermarks,
+// in a record keyed by the byte 2 (followed by nothing), valued
+// AppendValue(leftWM) AppendValue(rightWM), written when they moved. Every
+// task of the join writes that same record with the same value: at an
+// aligned barrier each task has consumed the same broadcast watermark
+// messages of every input channel, so the side watermarks agree. Restore
+// still takes the minimum over every record under the byte 2, so records
+// per task (a suffix after the 2) would work unchanged; a watermark lower
+// than the real one is always safe (rows are held longer), a higher one is
+// not. Indexes (key lists, heaps) are derived on Restore. Records are keyed
+// by the join key, so a task restores the rows of the keys it owns.
+
+// joinCkpt is the incremental checkpoint of a join's held rows: since the
+// last snapshot, the rows to write (new or changed) and the record keys to
+// delete (persisted rows since dropped); the watermarks as last written.
+type joinCkpt struct {
+	dirty     []*joinRow
+	deadDirty int // rows in dirty that were dropped
+	removed   [][]byte
+	writtenWM [2]int64
+}
+
+func newJoinCkpt() joinCkpt {
+	return joinCkpt{writtenWM: [2]int64{window.NoWatermark, window.NoWatermark}}
+}
+
+// markDirty queues a held row for the next snapshot.
+func (c *joinCkpt) markDirty(jr *joinRow) {
+	if !jr.dirty {
+		jr.dirty = true
+		c.dirty = append(c.dirty, jr)
+	}
+}
+
+// dropped records that a held row is gone: its record, if written, is
+// deleted at the next snapshot.
+func (c *joinCkpt) dropped(jr *joinRow) {
+	jr.dead = true
+	jr.row = nil
+	if jr.persisted {
+		c.removed = append(c.removed, rowRecordKey(nil, jr))
+	}
+	if jr.dirty {
+		// Without checkpoints nothing drains the dirty list: compact it
+		// when it is mostly dropped rows.
+		c.deadDirty++
+		if c.deadDirty > 1024 && 2*c.deadDirty > len(c.dirty) {
+			live := c.dirty[:0]
+			for _, d := range c.dirty {
+				if d.dead {
+					d.dirty = false
+				} else {
+					live = append(live, d)
+				}
+			}
+			clear(c.dirty[len(live):])
+			c.dirty, c.deadDirty = live, 0
+		}
+	}
+}
 
 func rowRecordKey(buf []byte, jr *joinRow) []byte {
 	buf = append(buf, byte(jr.side))
@@ -506,7 +540,10 @@ func rowRecordKey(buf []byte, jr *joinRow) []byte {
 func encodeJoinRow(jr *joinRow) []byte {
 	flags := byte(0)
 	if jr.matched {
-		flags = 1
+		flags |= 1
+	}
+	if jr.deleted {
+		flags |= 2
 	}
 	buf := []byte{flags}
 	buf = binary.AppendVarint(buf, jr.offset)
@@ -538,6 +575,7 @@ func decodeRowRecord(k, v []byte) (int, *joinRow, error) {
 		return 0, nil, fmt.Errorf("empty value")
 	}
 	jr.matched = v[0]&1 != 0
+	jr.deleted = v[0]&2 != 0
 	v = v[1:]
 	if jr.offset, w = binary.Varint(v); w <= 0 {
 		return 0, nil, fmt.Errorf("bad offset")
@@ -552,17 +590,21 @@ func decodeRowRecord(k, v []byte) (int, *joinRow, error) {
 	if jr.row, err = DecodeRow(v[w+int(n):]); err != nil {
 		return 0, nil, err
 	}
+	if jr.deleted {
+		jr.row = nil
+	}
 	return side, jr, nil
 }
 
-// Snapshot deletes the rows expired and writes the rows stored or newly
-// matched since the last snapshot, and the side watermarks when they moved.
-func (j *intervalJoin) Snapshot(w StateWriter) error {
-	for _, k := range j.removed {
+// snapshot deletes the records of the rows dropped and writes the rows
+// stored or changed since the last snapshot, and the side watermarks wm
+// when they moved.
+func (c *joinCkpt) snapshot(w StateWriter, wm [2]int64) {
+	for _, k := range c.removed {
 		w.Delete(k)
 	}
-	j.removed = j.removed[:0]
-	for _, jr := range j.dirty {
+	c.removed = c.removed[:0]
+	for _, jr := range c.dirty {
 		jr.dirty = false
 		if jr.dead {
 			continue
@@ -570,14 +612,54 @@ func (j *intervalJoin) Snapshot(w StateWriter) error {
 		w.Put(rowRecordKey(nil, jr), encodeJoinRow(jr))
 		jr.persisted = true
 	}
-	clear(j.dirty)
-	j.dirty, j.deadDirty = j.dirty[:0], 0
-	if j.wm != j.writtenWM {
-		v := AppendValue(nil, plan.Int(j.wm[sideLeft]))
-		v = AppendValue(v, plan.Int(j.wm[sideRight]))
+	clear(c.dirty)
+	c.dirty, c.deadDirty = c.dirty[:0], 0
+	if wm != c.writtenWM {
+		v := AppendValue(nil, plan.Int(wm[sideLeft]))
+		v = AppendValue(v, plan.Int(wm[sideRight]))
 		w.Put([]byte{wmRecord}, v)
-		j.writtenWM = j.wm
+		c.writtenWM = wm
 	}
+}
+
+// restoreRecords reads a join's records: it calls row for each row whose
+// key this task owns, and returns the side watermarks (the minimum over
+// the watermark records; ok false when there is none).
+func (c *joinCkpt) restoreRecords(r StateReader, what string, row func(jr *joinRow)) (wm [2]int64, ok bool, err error) {
+	wm = [2]int64{math.MaxInt64, math.MaxInt64}
+	err = r.Scan(func(k, v []byte) error {
+		if len(k) > 0 && k[0] == wmRecord {
+			l, rest, err := DecodeValue(v)
+			if err != nil {
+				return fmt.Errorf("%s watermark record: %w", what, err)
+			}
+			rr, _, err := DecodeValue(rest)
+			if err != nil {
+				return fmt.Errorf("%s watermark record: %w", what, err)
+			}
+			wm[sideLeft], wm[sideRight] = min(wm[sideLeft], l.I), min(wm[sideRight], rr.I)
+			ok = true
+			return nil
+		}
+		_, jr, err := decodeRowRecord(k, v)
+		if err != nil {
+			return fmt.Errorf("%s state record %x: %w", what, k, err)
+		}
+		if r.Owns(jr.key) {
+			row(jr)
+		}
+		return nil
+	})
+	if err != nil || !ok {
+		return [2]int64{window.NoWatermark, window.NoWatermark}, false, err
+	}
+	c.writtenWM = wm
+	return wm, true, nil
+}
+
+// Snapshot writes what changed since the last snapshot (see joinCkpt).
+func (j *intervalJoin) Snapshot(w StateWriter) error {
+	j.snapshot(w, j.wm)
 	return nil
 }
 
@@ -585,56 +667,37 @@ func (j *intervalJoin) Snapshot(w StateWriter) error {
 // (the minimum over the watermark records), and rebuilds the key lists
 // and expiry heaps.
 func (j *intervalJoin) Restore(r StateReader) error {
-	wm := [2]int64{math.MaxInt64, math.MaxInt64}
-	sawWM := false
-	err := r.Scan(func(k, v []byte) error {
-		if len(k) > 0 && k[0] == wmRecord {
-			l, rest, err := DecodeValue(v)
-			if err != nil {
-				return fmt.Errorf("interval join watermark record: %w", err)
-			}
-			rr, _, err := DecodeValue(rest)
-			if err != nil {
-				return fmt.Errorf("interval join watermark record: %w", err)
-			}
-			wm[sideLeft], wm[sideRight] = min(wm[sideLeft], l.I), min(wm[sideRight], rr.I)
-			sawWM = true
-			return nil
-		}
-		side, jr, err := decodeRowRecord(k, v)
-		if err != nil {
-			return fmt.Errorf("interval join state record %x: %w", k, err)
-		}
-		if !r.Owns(jr.key) {
-			return nil
-		}
-		s := &j.side[side]
+	wm, ok, err := j.restoreRecords(r, "interval join", func(jr *joinRow) {
+		s := &j.side[jr.side]
 		s.keys[jr.key] = append(s.keys[jr.key], jr)
-		s.expires = append(s.expires, expiryItem{bound: j.bound(side, jr.time), row: jr})
+		s.expires = append(s.expires, expiryItem{bound: j.bound(jr.side, jr.time), row: jr})
 		s.n++
 		j.seq = max(j.seq, jr.seq)
-		return nil
 	})
 	if err != nil {
 		return err
 	}
 	for s := range j.side {
 		for _, rows := range j.side[s].keys {
-			sort.Slice(rows, func(a, b int) bool {
-				if rows[a].time != rows[b].time {
-					return rows[a].time < rows[b].time
-				}
-				return rows[a].seq < rows[b].seq
-			})
+			sortRows(rows)
 		}
 		heap.Init(&j.side[s].expires)
 	}
-	if sawWM {
+	if ok {
 		j.wm = wm
-		j.writtenWM = wm
 	}
 	j.outWM = j.forward()
 	return nil
+}
+
+// sortRows orders a key's rows by (time, seq).
+func sortRows(rows []*joinRow) {
+	sort.Slice(rows, func(a, b int) bool {
+		if rows[a].time != rows[b].time {
+			return rows[a].time < rows[b].time
+		}
+		return rows[a].seq < rows[b].seq
+	})
 }
 
 type expiryItem struct {

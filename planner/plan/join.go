@@ -79,11 +79,12 @@ func (j *IntervalJoin) Explain() string {
 // AsOf (`JOIN t AS OF TIMESTAMP s.ts ON ...`): a left row l joins the
 // version of its key valid at l.time — the newest version whose time is
 // <= l.time, none if that version is a delete. The row waits until the
-// right watermark reaches l.time (every version up to l.time has arrived;
-// an idle table side advances its watermark with the wall clock, so it
-// does not hold rows back for long). Versions no future left row can need
-// (older than the newest version at or before the left watermark) are
-// dropped. Without AsOf the left row joins the latest version at once.
+// right watermark passes l.time (strictly: a version exactly at the
+// watermark is still on time; an idle table side advances its watermark
+// with the wall clock, so it does not hold rows back for long). Versions no
+// waiting or future on-time left row can need (older than the newest
+// version at or before min(left, right watermark)) are dropped. Without
+// AsOf the left row joins the latest version to arrive, at once.
 //
 // INNER drops a left row without a version; LEFT emits it with NULL right
 // columns. Residual, when set, must hold over the joined row (for LEFT, a
