@@ -63,7 +63,8 @@ func project(joined []Row, cols ...Column) Result {
 // {hint}) and its expected result over the rows posted to each table.
 type joinView struct {
 	base     string
-	agg      bool // a windowed aggregation in changes mode; else append-only
+	agg      bool   // a windowed aggregation in changes mode; else append-only
+	hints    string // more hints for {hint}, such as SET_VAR(state_ttl='30s')
 	sql      string
 	expected func(bids, auctions []Row) Result
 }
@@ -227,6 +228,9 @@ type joinInstance struct {
 
 func (ji joinInstance) createSQL() string {
 	h := "SET_VAR(parallelism=" + strconv.Itoa(ji.parallelism) + ")"
+	if ji.def.hints != "" {
+		h += " " + ji.def.hints
+	}
 	if ji.def.agg {
 		h += " SET_VAR(emit_mode=changes)"
 	}

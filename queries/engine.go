@@ -634,6 +634,13 @@ func (e *Engine) readers(table string) []string {
 	return out
 }
 
+// tableDef is a table's definition (nil if unknown).
+func (e *Engine) tableDef(name string) *plan.TableDef {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.tables[name]
+}
+
 // readsTable reports whether view v's query has a source on table (views
 // it reads are planned in, so their tables count too).
 func readsTable(v *View, table string) bool {
@@ -744,7 +751,7 @@ func (e *Engine) explain(s *parser.Explain, st *parser.Statement, set []parser.S
 // pull runs SELECT over a view's results.
 func (e *Engine) pull(s *parser.Select, st *parser.Statement) (Result, error) {
 	if s.From == nil || s.From.Name == "" {
-		return Result{}, stmtErr(422, st, "a SELECT that is not over one view runs continuously: CREATE VIEW name AS SELECT ... (joins and subqueries are not available in this release)")
+		return Result{}, stmtErr(422, st, "a SELECT over a join or a subquery runs continuously: CREATE VIEW name AS SELECT ... and read its results; pull queries read one view")
 	}
 	e.mu.RLock()
 	name := ""
@@ -755,6 +762,8 @@ func (e *Engine) pull(s *parser.Select, st *parser.Statement) (Result, error) {
 	_, isTable := e.tables[name]
 	e.mu.RUnlock()
 	switch {
+	case isTable && len(e.tableDef(name).PrimaryKey) > 0:
+		return Result{}, stmtErr(422, st, "%s is a PRIMARY KEY table (an upsert stream): read it through a join, FROM stream JOIN %s [AS OF TIMESTAMP stream.ts] ON ..., in a view", name, name)
 	case isTable:
 		return Result{}, stmtErr(422, st, "%s is a table: a SELECT over a stream runs continuously; CREATE VIEW name AS SELECT ... and read its results", name)
 	case !isView:

@@ -68,6 +68,8 @@ const (
 	MsgBarrier
 	// MsgEnd: the input has ended (a bounded source is exhausted).
 	MsgEnd
+	// MsgIdle: the source became idle (Idle) or active again (!Idle).
+	MsgIdle
 )
 
 // Message is what flows on a queue between tasks.
@@ -76,4 +78,5 @@ type Message struct {
 	Batch     *Batch
 	Watermark int64
 	Barrier   Barrier
+	Idle      bool // MsgIdle
 }

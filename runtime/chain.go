@@ -13,6 +13,8 @@ type terminal interface {
 	Watermark(wm int64) error
 	Barrier(b Barrier) error
 	End() error
+	// Idle tells the consumers that the source became idle or active.
+	Idle(idle bool) error
 }
 
 // chain runs a task's operators in order; what operator i emits goes
@@ -128,6 +130,7 @@ func (o *output) Watermark(wm int64) error {
 }
 func (o *output) Barrier(b Barrier) error { return o.broadcast(Message{Kind: MsgBarrier, Barrier: b}) }
 func (o *output) End() error              { return o.broadcast(Message{Kind: MsgEnd}) }
+func (o *output) Idle(idle bool) error    { return o.broadcast(Message{Kind: MsgIdle, Idle: idle}) }
 
 // sinkTerminal ends a chain in a sink.
 type sinkTerminal struct {
@@ -145,6 +148,8 @@ func (s *sinkTerminal) Watermark(wm int64) error {
 	}
 	return nil
 }
+func (s *sinkTerminal) Idle(bool) error { return nil }
+
 func (s *sinkTerminal) End() error {
 	close(s.ended)
 	return nil

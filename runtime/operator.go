@@ -41,6 +41,12 @@ type TwoInput interface {
 	WatermarkSide(side int, wm int64, out Emitter) (int64, error)
 }
 
+// idler is a two-input operator that reacts to a side going idle (a
+// stream-to-table join stops waiting for an idle table side).
+type idler interface {
+	SideIdle(side int, idle bool, out Emitter) (int64, error)
+}
+
 // StateWriter takes an operator's checkpoint writes. Keys are the
 // operator's own; the task prefixes them with the operator's place.
 type StateWriter interface {

@@ -33,6 +33,7 @@ type sourceTask struct {
 	lastRow   int64 // wall ms of the last row read
 	tick      time.Duration
 	endSent   bool
+	idleSent  bool // consumers were told this source is idle
 	restoreAt uint64
 	// Published for Status (read by other goroutines).
 	offset    atomic.Int64
@@ -113,6 +114,12 @@ func (s *sourceTask) poll(now int64) (int, error) {
 	}
 	s.lastRow = now
 	s.env.ProcTime = now
+	if s.idleSent {
+		s.idleSent = false
+		if err := s.chain.term.Idle(false); err != nil {
+			return 0, nil
+		}
+	}
 	et := s.spec.EventTime
 	for i := range b.Rows {
 		b.Meta[i].WM = s.currentWM(now)
@@ -148,6 +155,14 @@ func (s *sourceTask) idle(now int64) error {
 	case s.spec.ProcTime:
 		wm = now
 	case s.spec.IdleTimeout > 0 && window.Idle(s.lastRow, now, s.spec.IdleTimeout):
+		if !s.idleSent {
+			// Consumers that wait on this input (an AS OF join's table
+			// side) stop waiting.
+			s.idleSent = true
+			if err := s.chain.term.Idle(true); err != nil {
+				return nil
+			}
+		}
 		from := s.tracker.Watermark()
 		if from == window.NoWatermark {
 			return nil

@@ -195,6 +195,31 @@ func (t *task) sideWatermark(side int) error {
 	return t.chain.watermarkFrom(1, fw)
 }
 
+// inputIdle records an input's idleness; when every input of a side of a
+// two-input operator is idle (or one becomes active) the operator is told.
+func (t *task) inputIdle(in int, idle bool) error {
+	if t.idle == nil {
+		t.idle = make([]bool, len(t.inWM))
+	}
+	t.idle[in] = idle
+	op, ok := t.two.(idler)
+	if t.two == nil || !ok {
+		return nil
+	}
+	side, all := t.sides[in], true
+	for i, s := range t.sides {
+		if s == side && !t.idle[i] {
+			all = false
+		}
+	}
+	fw, err := op.SideIdle(side, all, t.chain.links[0])
+	if err != nil || fw <= t.wm {
+		return err
+	}
+	t.wm = fw
+	return t.chain.watermarkFrom(1, fw)
+}
+
 // task runs a non-source vertex subtask: it reads its mailbox, aligns
 // barriers across its inputs and drives its chain.
 type task struct {
@@ -211,6 +236,7 @@ type task struct {
 	two    TwoInput
 	sides  []int
 	sideWM [2]int64
+	idle   []bool // per input: its source said it is idle
 }
 
 func (t *task) run(ctx context.Context) error {
@@ -255,6 +281,8 @@ func (t *task) run(ctx context.Context) error {
 			if done {
 				err = t.barrier(ctx, b, nil, nil)
 			}
+		case MsgIdle:
+			err = t.inputIdle(in, msg.Idle)
 		case MsgEnd:
 			t.ended[in] = true
 			all := true

@@ -73,6 +73,8 @@ type temporalJoin struct {
 	wm    [2]int64
 	outWM int64
 	seq   uint64
+	// rightIdle: the table side's source is idle; rows do not wait for it.
+	rightIdle bool
 	// AS OF: left rows waiting for the right watermark to pass their time.
 	waiting expiryHeap
 	// Versions by key, in (time, seq) order; latest mode: one per key.
@@ -152,7 +154,7 @@ func (j *temporalJoin) left(r plan.Row, m *RowMeta, res *Batch) {
 		return
 	}
 	t := r[j.spec.LeftTime].I
-	if expired(t, j.wm[sideRight]) {
+	if j.rightIdle || expired(t, j.wm[sideRight]) {
 		j.join(r, m.Offset, m.ID, m.Key, j.versionAt(m.Key, t), res)
 		return
 	}
@@ -344,11 +346,31 @@ func (j *temporalJoin) Watermark(wm int64, out Emitter) (int64, error) {
 }
 
 // forward is the watermark the join may forward (see the type comment).
+// While the table side is idle nothing waits for it.
 func (j *temporalJoin) forward() int64 {
-	if !j.spec.AsOf {
+	if !j.spec.AsOf || j.rightIdle {
 		return j.wm[sideLeft]
 	}
 	return j.bound()
+}
+
+// SideIdle: when the table side goes idle, the stream rows waiting for it
+// are joined at once with the versions held (SPEC: an idle table side does
+// not hold them back), and new ones too until it is active again.
+func (j *temporalJoin) SideIdle(side int, idle bool, out Emitter) (int64, error) {
+	if side != sideRight || !j.spec.AsOf {
+		return j.outWM, nil
+	}
+	j.rightIdle = idle
+	res := &Batch{}
+	if idle {
+		for j.waiting.Len() > 0 {
+			lr := heap.Pop(&j.waiting).(expiryItem).row
+			j.join(lr.row, lr.offset, lr.id, lr.key, j.versionAt(lr.key, lr.time), res)
+			j.dropped(lr)
+		}
+	}
+	return j.release(res, out)
 }
 
 // release emits what a watermark advance produced (stamped with the
