@@ -46,23 +46,25 @@ var crashVariants = []variant{
 	{"p2_owc", 2, true},
 }
 
-// idemChunk is a run of consecutive log rows posted as one NDJSON request
-// with its own Idempotency-Key.
+// idemChunk is a run of consecutive rows of one table's log posted as one
+// NDJSON request with its own Idempotency-Key.
 type idemChunk struct {
+	table string
 	key   string
-	first int // log index of rows[0]
+	first int // index of rows[0] in its table's log
 	rows  []Row
 	body  []byte
 }
 
-// idemChunks cuts rows into chunks of size rows with keys prefix-0,
-// prefix-1, ... and encodes them as posted (wireRows).
-func idemChunks(t testing.TB, rows []Row, size int, prefix string) []idemChunk {
+// idemChunks cuts table's rows into chunks of size rows with keys
+// prefix-0, prefix-1, ... and encodes them as posted (wireRows).
+func idemChunks(t testing.TB, table string, rows []Row, size int, prefix string) []idemChunk {
 	t.Helper()
 	var out []idemChunk
 	for start := 0; start < len(rows); start += size {
 		part := rows[start:min(start+size, len(rows))]
 		out = append(out, idemChunk{
+			table: table,
 			key:   prefix + "-" + strconv.Itoa(len(out)),
 			first: start,
 			rows:  part,
@@ -120,7 +122,7 @@ func sendChunk(srv *server, c idemChunk, deadline time.Time, stop <-chan struct{
 			}
 		}
 		st.inFlight.Store(true)
-		r, err := srv.postIdem("bids", c.key, c.body)
+		r, err := srv.postIdem(c.table, c.key, c.body)
 		st.inFlight.Store(false)
 		if err == nil && r.status == http.StatusOK {
 			if r.replayed() {
@@ -158,127 +160,28 @@ func TestCrashRecovery(t *testing.T) {
 	rows := genBids(seed, max(crashMinRows, kills*crashRowsPerKill))
 	sc := newScenario(t, instances(bidViews(), crashVariants), "--checkpoint-interval", "200ms")
 	srv := sc.srv
-	chunks := idemChunks(t, rows, crashChunkRows, "crash")
+	chunks := idemChunks(t, "bids", rows, crashChunkRows, "crash")
 	rng := rand.New(rand.NewPCG(seed, 0xc0ffee))
+	poster := startCrashPoster(t, srv, chunks, kills)
 
-	// The poster: chunks in log order, one at a time.
-	var (
-		acked     atomic.Int64 // chunks acknowledged
-		stats     sendStats
-		postErr   error
-		stop      = make(chan struct{})
-		posted    = make(chan struct{}) // closed when the poster returns
-		postLimit = time.Now().Add(90*time.Second + time.Duration(kills)*5*time.Second)
-	)
-	postStart := time.Now()
-	var postTime time.Duration
-	go func() {
-		defer close(posted)
-		defer func() { postTime = time.Since(postStart) }()
-		var ac ackChecker
-		for i, c := range chunks {
-			if i > 0 {
-				select {
-				case <-stop:
-					postErr = errors.New("stopped")
-					return
-				case <-time.After(crashChunkPause):
+	// Before each kill two random views are checked mid-stream
+	// (checkCommittedPrefix); one view is stopped before the first kill and
+	// resumed after the second restart (stopProbe).
+	prefixChecks := 0
+	var probe stopProbe
+	ks := runKills(t, srv, poster, kills, rng, crashHooks{
+		beforeKill: func(k int) {
+			for range 2 {
+				vi := sc.views[rng.IntN(len(sc.views))]
+				if !probe.holds(vi.name) && sc.checkCommittedPrefix(t, vi, rows) {
+					prefixChecks++
 				}
 			}
-			r, err := sendChunk(srv, c, postLimit, stop, &stats)
-			if err == nil {
-				_, err = ac.check(c, r)
-			}
-			if err != nil {
-				postErr = err
-				return
-			}
-			acked.Add(1)
-		}
-	}()
-	var stopOnce sync.Once
-	stopPoster := func() {
-		stopOnce.Do(func() {
-			close(stop)
-			select {
-			case <-posted:
-			case <-time.After(requestTimeout + time.Second):
-				t.Error("the poster did not stop")
-			}
-		})
-	}
-	defer stopPoster() // when the test fails before the poster is done
-
-	// The killer: a random delay after each restart, then SIGKILL; every
-	// other kill waits (up to aimLimit) for a request to be in flight and
-	// lands 0-8ms into it, so that some in-flight chunks are appended
-	// before the kill and some are not. Before each kill two random views
-	// are checked mid-stream (checkCommittedPrefix). One view is stopped
-	// before the first kill and resumed after the second restart: it must
-	// stay stopped, its committed results unchanged, across the restart.
-	const aimLimit = 500 * time.Millisecond
-	killsUnderLoad, killsAimed, prefixChecks := 0, 0, 0
-	var stopped *viewInstance
-	var stoppedRows []string
-	for k := 0; k < kills; k++ {
-		delay := crashMinDelay + time.Duration(rng.Int64N(int64(crashMaxDelay-crashMinDelay)+1))
-		select {
-		case <-time.After(delay):
-		case <-posted:
-			if postErr != nil {
-				t.Fatalf("posting failed before kill %d: %v", k+1, postErr)
-			}
-			// Every chunk is in: the remaining kills hit an idle server.
-			time.Sleep(delay)
-		}
-		for range 2 {
-			vi := sc.views[rng.IntN(len(sc.views))]
-			if (stopped == nil || vi.name != stopped.name) && sc.checkCommittedPrefix(t, vi, rows) {
-				prefixChecks++
-			}
-		}
-		if k == 0 && kills >= 2 {
-			vi := sc.views[rng.IntN(len(sc.views))]
-			stopped = &vi
-			srv.stopQuery(t, vi.name)
-			stoppedRows = canonicalRows(srv.results(t, vi.name).Rows)
-		}
-		if k%2 == 1 {
-			for limit := time.Now().Add(aimLimit); !stats.inFlight.Load() && time.Now().Before(limit); {
-				time.Sleep(200 * time.Microsecond)
-			}
-			if stats.inFlight.Load() {
-				killsAimed++
-				time.Sleep(time.Duration(rng.Int64N(int64(8 * time.Millisecond))))
-			}
-		}
-		if acked.Load() < int64(len(chunks)) {
-			killsUnderLoad++
-		}
-		srv.kill(t)
-		srv.start(t)
-		if stopped != nil {
-			if q := srv.query(t, stopped.name); q.State != "stopped" {
-				t.Errorf("after restart %d: %s is %q, want stopped (it was stopped before the kill)", k+1, stopped.name, q.State)
-			}
-			if d := diffCanonical(stoppedRows, canonicalRows(srv.results(t, stopped.name).Rows), 5); d != "" {
-				t.Errorf("after restart %d: committed results of the stopped view %s changed: %s", k+1, stopped.name, d)
-			}
-			if k == 1 {
-				srv.resumeQuery(t, stopped.name)
-				stopped = nil
-			}
-		}
-	}
-
-	select {
-	case <-posted:
-	case <-time.After(time.Until(postLimit) + requestTimeout):
-		t.Fatalf("the poster did not finish (%d of %d chunks acknowledged)", acked.Load(), len(chunks))
-	}
-	if postErr != nil {
-		t.Fatalf("posting: %v", postErr)
-	}
+			probe.beforeKill(t, srv, k, kills, func() string { return sc.views[rng.IntN(len(sc.views))].name })
+		},
+		afterRestart: func(k int) { probe.afterRestart(t, srv, k) },
+	})
+	poster.wait(t)
 
 	if end, ok := srv.endOffset(t, "bids"); !ok || end != int64(len(rows)) {
 		t.Errorf("table bids: end_offset %d (reported: %v), want %d: every row exactly once", end, ok, len(rows))
@@ -287,7 +190,182 @@ func TestCrashRecovery(t *testing.T) {
 	srv.waitRunning(t, instanceNames(sc.views)...)
 	sc.verify(t, "final")
 	t.Logf("crash recovery summary: kills=%d (under load %d, aimed at a request %d) mid-stream checks=%d rows=%d chunks=%d resends=%d replayed=%d views=%d posting=%v elapsed=%v",
-		kills, killsUnderLoad, killsAimed, prefixChecks, len(rows), len(chunks), stats.resends, stats.replayed, len(sc.views), postTime.Round(time.Millisecond), time.Since(begin).Round(time.Millisecond))
+		kills, ks.underLoad, ks.aimed, prefixChecks, len(rows), len(chunks), poster.stats.resends, poster.stats.replayed, len(sc.views), poster.took.Round(time.Millisecond), time.Since(begin).Round(time.Millisecond))
+}
+
+// crashPoster posts chunks in order, one at a time, from its own
+// goroutine, crashChunkPause apart; each is resent with its key until it
+// is acknowledged (sendChunk), and every acknowledgement is checked
+// against its table's log so far (one ackChecker per table).
+type crashPoster struct {
+	srv    *server
+	chunks []idemChunk
+	limit  time.Time // posting must be done by then
+	acked  atomic.Int64
+	stats  sendStats
+	// err and took are set before done is closed.
+	err  error
+	took time.Duration
+	stop chan struct{}
+	done chan struct{}
+	once sync.Once
+}
+
+// startCrashPoster starts posting chunks to srv, with a deadline that
+// allows for kills restarts; the poster is stopped when the test ends.
+func startCrashPoster(t *testing.T, srv *server, chunks []idemChunk, kills int) *crashPoster {
+	t.Helper()
+	p := &crashPoster{srv: srv, chunks: chunks, limit: time.Now().Add(90*time.Second + time.Duration(kills)*5*time.Second),
+		stop: make(chan struct{}), done: make(chan struct{})}
+	go p.run()
+	t.Cleanup(func() { p.halt(t) }) // after a failure: before the server is killed for good
+	return p
+}
+
+func (p *crashPoster) run() {
+	start := time.Now()
+	defer close(p.done)
+	defer func() { p.took = time.Since(start) }()
+	acks := map[string]*ackChecker{}
+	for i, c := range p.chunks {
+		if i > 0 {
+			select {
+			case <-p.stop:
+				p.err = errors.New("stopped")
+				return
+			case <-time.After(crashChunkPause):
+			}
+		}
+		r, err := sendChunk(p.srv, c, p.limit, p.stop, &p.stats)
+		if err == nil {
+			if acks[c.table] == nil {
+				acks[c.table] = &ackChecker{}
+			}
+			_, err = acks[c.table].check(c, r)
+		}
+		if err != nil {
+			p.err = err
+			return
+		}
+		p.acked.Add(1)
+	}
+}
+
+// halt stops the poster and waits for it.
+func (p *crashPoster) halt(t *testing.T) {
+	p.once.Do(func() {
+		close(p.stop)
+		select {
+		case <-p.done:
+		case <-time.After(requestTimeout + time.Second):
+			t.Error("the poster did not stop")
+		}
+	})
+}
+
+// wait waits until every chunk is acknowledged; a posting error fails t.
+func (p *crashPoster) wait(t *testing.T) {
+	t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(time.Until(p.limit) + requestTimeout):
+		t.Fatalf("the poster did not finish (%d of %d chunks acknowledged)", p.acked.Load(), len(p.chunks))
+	}
+	if p.err != nil {
+		t.Fatalf("posting: %v", p.err)
+	}
+}
+
+// crashHooks are what a crash test does around each kill.
+type crashHooks struct {
+	beforeKill   func(k int) // after the random delay, before aiming and killing
+	afterRestart func(k int) // once the restarted server answers /healthz
+}
+
+// killStats counts kills that hit the server while chunks were still
+// unacknowledged, and kills aimed at a request in flight.
+type killStats struct{ underLoad, aimed int }
+
+// runKills SIGKILLs and restarts srv kills times while p posts: a random
+// delay after each restart (crashMinDelay..crashMaxDelay), then, every
+// other kill, a wait (up to aimLimit) for a request in flight, landing
+// 0-8ms into it, so that some in-flight chunks are appended before the
+// kill and some are not.
+func runKills(t *testing.T, srv *server, p *crashPoster, kills int, rng *rand.Rand, h crashHooks) killStats {
+	t.Helper()
+	const aimLimit = 500 * time.Millisecond
+	var ks killStats
+	for k := 0; k < kills; k++ {
+		delay := crashMinDelay + time.Duration(rng.Int64N(int64(crashMaxDelay-crashMinDelay)+1))
+		select {
+		case <-time.After(delay):
+		case <-p.done:
+			if p.err != nil {
+				t.Fatalf("posting failed before kill %d: %v", k+1, p.err)
+			}
+			// Every chunk is in: the remaining kills hit an idle server.
+			time.Sleep(delay)
+		}
+		if h.beforeKill != nil {
+			h.beforeKill(k)
+		}
+		if k%2 == 1 {
+			for limit := time.Now().Add(aimLimit); !p.stats.inFlight.Load() && time.Now().Before(limit); {
+				time.Sleep(200 * time.Microsecond)
+			}
+			if p.stats.inFlight.Load() {
+				ks.aimed++
+				time.Sleep(time.Duration(rng.Int64N(int64(8 * time.Millisecond))))
+			}
+		}
+		if p.acked.Load() < int64(len(p.chunks)) {
+			ks.underLoad++
+		}
+		srv.kill(t)
+		srv.start(t)
+		if h.afterRestart != nil {
+			h.afterRestart(k)
+		}
+	}
+	return ks
+}
+
+// stopProbe stops one view before the first kill (when there are at least
+// two) and resumes it after the second restart: across the restart in
+// between it must stay stopped, its committed results unchanged.
+type stopProbe struct {
+	name string   // the view stopped now, if any
+	rows []string // its committed results when it was stopped
+}
+
+// holds reports whether view name is stopped by the probe now.
+func (sp *stopProbe) holds(name string) bool { return sp.name != "" && sp.name == name }
+
+func (sp *stopProbe) beforeKill(t *testing.T, srv *server, k, kills int, pick func() string) {
+	t.Helper()
+	if k != 0 || kills < 2 {
+		return
+	}
+	sp.name = pick()
+	srv.stopQuery(t, sp.name)
+	sp.rows = canonicalRows(srv.results(t, sp.name).Rows)
+}
+
+func (sp *stopProbe) afterRestart(t *testing.T, srv *server, k int) {
+	t.Helper()
+	if sp.name == "" {
+		return
+	}
+	if q := srv.query(t, sp.name); q.State != "stopped" {
+		t.Errorf("after restart %d: %s is %q, want stopped (it was stopped before the kill)", k+1, sp.name, q.State)
+	}
+	if d := diffCanonical(sp.rows, canonicalRows(srv.results(t, sp.name).Rows), 5); d != "" {
+		t.Errorf("after restart %d: committed results of the stopped view %s changed: %s", k+1, sp.name, d)
+	}
+	if k == 1 {
+		srv.resumeQuery(t, sp.name)
+		sp.name = ""
+	}
 }
 
 // committedCheckpoint is the checkpoint a query's results are committed at
@@ -305,58 +383,66 @@ func committedCheckpoint(q queryInfo) int64 {
 	return n
 }
 
-// checkCommittedPrefix checks a running view mid-stream: its committed
-// results must equal the oracle over exactly the log prefix its committed
-// checkpoint read (the offset that checkpoint recorded for bids), where log
-// holds every row in log order, acknowledged or not yet. It reports false
-// when it found no stable committed checkpoint with recorded offsets (one
-// taken before this process started, or a checkpoint completing during
-// every attempt).
-func (sc *scenario) checkCommittedPrefix(t *testing.T, vi viewInstance, log []Row) bool {
+// stableCommitted reads a running view's committed results together with
+// the checkpoint they are committed at and the source offsets that
+// checkpoint recorded (per table). It reports false when it found no
+// stable committed checkpoint with recorded offsets (one taken before this
+// process started, or a checkpoint completing during every attempt).
+func stableCommitted(t *testing.T, srv *server, name string) (int64, resultSet, map[string]int64, bool) {
 	t.Helper()
-	srv := sc.srv
 	for attempt := 0; attempt < 5; attempt++ {
 		if attempt > 0 {
 			time.Sleep(pollInterval)
 		}
-		before := committedCheckpoint(srv.query(t, vi.name))
-		got := srv.results(t, vi.name)
-		if before == 0 || committedCheckpoint(srv.query(t, vi.name)) != before {
+		before := committedCheckpoint(srv.query(t, name))
+		got := srv.results(t, name)
+		if before == 0 || committedCheckpoint(srv.query(t, name)) != before {
 			continue // results may be from another checkpoint
 		}
-		off := int64(-1)
-		for _, c := range srv.checkpointHistory(t, vi.name) {
-			if id, _ := c.ID.Int64(); id == before && c.Status == "completed" {
-				if o, ok := c.Offsets["bids"]; ok {
-					off = o
-				}
+		for _, c := range srv.checkpointHistory(t, name) {
+			if id, _ := c.ID.Int64(); id == before && c.Status == "completed" && len(c.Offsets) > 0 {
+				return before, got, c.Offsets, true
 			}
 		}
-		if off < 0 {
-			continue
+	}
+	return 0, resultSet{}, nil, false
+}
+
+// checkCommittedPrefix checks a running view mid-stream: its committed
+// results must equal the oracle over exactly the log prefix its committed
+// checkpoint read (the offset that checkpoint recorded for bids), where log
+// holds every row in log order, acknowledged or not yet. It reports false
+// when stableCommitted found nothing to check.
+func (sc *scenario) checkCommittedPrefix(t *testing.T, vi viewInstance, log []Row) bool {
+	t.Helper()
+	id, got, offsets, ok := stableCommitted(t, sc.srv, vi.name)
+	if !ok {
+		return false
+	}
+	off, ok := offsets["bids"]
+	if !ok {
+		return false
+	}
+	if off > int64(len(log)) {
+		t.Errorf("%s: checkpoint %d recorded offset %d for bids, beyond the %d rows of the log", vi.name, id, off, len(log))
+		return true
+	}
+	prefix := log[:off]
+	if vi.def.kind == procTime {
+		var total int64
+		for _, r := range got.Rows {
+			n, _ := strconv.ParseInt(jsonText(r["n"]), 10, 64)
+			total += n
 		}
-		if off > int64(len(log)) {
-			t.Errorf("%s: checkpoint %d recorded offset %d for bids, beyond the %d rows of the log", vi.name, before, off, len(log))
-			return true
-		}
-		prefix := log[:off]
-		if vi.def.kind == procTime {
-			var total int64
-			for _, r := range got.Rows {
-				n, _ := strconv.ParseInt(jsonText(r["n"]), 10, 64)
-				total += n
-			}
-			if total != off {
-				t.Errorf("%s at checkpoint %d (offset %d): sum of COUNT(*) = %d, want %d", vi.name, before, off, total, off)
-			}
-			return true
-		}
-		want := vi.expected(prefix)
-		if diffs := diffResult(want, got.Columns, got.Rows); len(diffs) > 0 {
-			t.Errorf("%s: committed results at checkpoint %d differ from the oracle over the %d rows before its offset (%d rows served, %d expected): %s",
-				vi.name, before, off, len(got.Rows), len(want.Rows), formatDiffs(diffs, 5))
+		if total != off {
+			t.Errorf("%s at checkpoint %d (offset %d): sum of COUNT(*) = %d, want %d", vi.name, id, off, total, off)
 		}
 		return true
 	}
-	return false
+	want := vi.expected(prefix)
+	if diffs := diffResult(want, got.Columns, got.Rows); len(diffs) > 0 {
+		t.Errorf("%s: committed results at checkpoint %d differ from the oracle over the %d rows before its offset (%d rows served, %d expected): %s",
+			vi.name, id, off, len(got.Rows), len(want.Rows), formatDiffs(diffs, 5))
+	}
+	return true
 }

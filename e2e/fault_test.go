@@ -79,7 +79,7 @@ func TestFaultPoints(t *testing.T) {
 
 func runFault(t *testing.T, fc faultCase, seed uint64) {
 	rows := genBids(seed, faultRows)
-	chunks := idemChunks(t, rows, faultChunkRows, fc.point)
+	chunks := idemChunks(t, "bids", rows, faultChunkRows, fc.point)
 	arm := []string{"STREAMSQL_FAULT=" + fc.spec()}
 
 	srv := newServer(t, "--checkpoint-interval", "200ms")

@@ -130,11 +130,17 @@ func (e *Engine) load() error {
 	if err != nil {
 		return fmt.Errorf("load views: %w", err)
 	}
-	for _, kv := range kvs {
-		var rec viewRecord
-		if err := json.Unmarshal(kv.Value, &rec); err != nil {
+	recs := make([]viewRecord, len(kvs))
+	for i, kv := range kvs {
+		if err := json.Unmarshal(kv.Value, &recs[i]); err != nil {
 			return fmt.Errorf("catalog %s: %w", kv.Key, err)
 		}
+		// Every view's definition first: a view may read another view
+		// that sorts after it, and planning reads the other's SQL.
+		e.views[recs[i].Name] = &View{Record: recs[i]}
+	}
+	for _, rec := range recs {
+		var err error
 		var v *View
 		if rec.Stopped {
 			v = &View{Record: rec}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/dgraph-io/badger/v4"
@@ -20,6 +22,36 @@ var ErrClosed = errors.New("state: closed")
 // SyncWrites every commit is durable when it returns, and Badger groups
 // concurrent commits into one fsync. The explicit Sync calls remain as the
 // documented durability point (and fault-injection seam).
+// removeEmptyMemtables deletes zero-length memtable files (*.mem) in dir.
+// Badger creates a memtable file empty and sizes it afterwards, and deletes
+// a flushed one by truncating it first: a crash in either window leaves an
+// empty file that makes the next Open fail ("Create a new file"). An empty
+// memtable file holds no data, so removing it loses nothing.
+func removeEmptyMemtables(dir string) error {
+	ents, err := os.ReadDir(dir)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".mem") {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			return err
+		}
+		if info.Size() == 0 {
+			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 func badgerOptions(dir, name string) badger.Options {
 	return badger.DefaultOptions(dir).
 		WithLogger(slogLogger{db: name, dir: dir}).

@@ -52,6 +52,9 @@ func OpenVersioned(dir string) (*BadgerVersioned, error) {
 
 // OpenVersionedWith is OpenVersioned with options.
 func OpenVersionedWith(dir string, opts VersionedOptions) (*BadgerVersioned, error) {
+	if err := removeEmptyMemtables(dir); err != nil {
+		return nil, fmt.Errorf("open state db %s: %w", dir, err)
+	}
 	db, err := badger.OpenManaged(badgerOptions(dir, "state"))
 	if err != nil {
 		return nil, fmt.Errorf("open state db %s: %w", dir, err)

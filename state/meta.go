@@ -65,6 +65,9 @@ type Meta struct {
 
 // OpenMeta opens (creating if needed) the meta DB in dir.
 func OpenMeta(dir string, opts MetaOptions) (*Meta, error) {
+	if err := removeEmptyMemtables(dir); err != nil {
+		return nil, fmt.Errorf("open meta db %s: %w", dir, err)
+	}
 	db, err := badger.Open(badgerOptions(dir, "meta"))
 	if err != nil {
 		return nil, fmt.Errorf("open meta db %s: %w", dir, err)
