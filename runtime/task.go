@@ -195,6 +195,27 @@ func (t *task) sideWatermark(side int) error {
 	return t.chain.watermarkFrom(1, fw)
 }
 
+// clampWM bounds the rows' watermarks by the other inputs' watermarks. A
+// row carries the watermark of its own producer before it; with several
+// producers, the operator's watermark is the minimum over all of them, so
+// a fast producer's rows must not close windows a slow one still feeds.
+func (t *task) clampWM(in int, b *Batch) {
+	if len(t.inWM) < 2 {
+		return
+	}
+	other := int64(math.MaxInt64)
+	for i, w := range t.inWM {
+		if i != in {
+			other = min(other, w)
+		}
+	}
+	for i := range b.Meta {
+		if b.Meta[i].WM > other {
+			b.Meta[i].WM = other
+		}
+	}
+}
+
 // inputIdle records an input's idleness; when every input of a side of a
 // two-input operator is idle (or one becomes active) the operator is told.
 func (t *task) inputIdle(in int, idle bool) error {
@@ -255,6 +276,7 @@ func (t *task) run(ctx context.Context) error {
 			if t.two != nil {
 				err = t.two.ProcessSide(t.sides[in], msg.Batch, t.chain.links[0])
 			} else {
+				t.clampWM(in, msg.Batch)
 				err = t.chain.process(msg.Batch)
 			}
 		case MsgWatermark:
