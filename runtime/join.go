@@ -425,21 +425,33 @@ func (j *intervalJoin) drop(jr *joinRow) {
 	j.dropped(jr)
 }
 
-func (j *intervalJoin) WatermarkSide(side int, wm int64, out Emitter) (int64, error) {
-	if side != sideLeft && side != sideRight {
-		return j.outWM, fmt.Errorf("interval join: no side %d", side)
-	}
+// sided is a join whose sides' watermarks advance separately.
+type sided interface {
+	advance(side int, wm int64, res *Batch)
+	release(res *Batch, out Emitter) (int64, error)
+}
+
+// watermarkSides advances the given sides to wm and emits what that
+// releases; it returns the watermark to forward.
+func watermarkSides(j sided, sides []int, wm int64, out Emitter) (int64, error) {
 	res := &Batch{}
-	j.advance(side, wm, res)
+	for _, side := range sides {
+		if side != sideLeft && side != sideRight {
+			fw, _ := j.release(res, out)
+			return fw, fmt.Errorf("join: no side %d", side)
+		}
+		j.advance(side, wm, res)
+	}
 	return j.release(res, out)
+}
+
+func (j *intervalJoin) WatermarkSide(side int, wm int64, out Emitter) (int64, error) {
+	return watermarkSides(j, []int{side}, wm, out)
 }
 
 // Watermark advances both sides (the end of input: math.MaxInt64).
 func (j *intervalJoin) Watermark(wm int64, out Emitter) (int64, error) {
-	res := &Batch{}
-	j.advance(sideLeft, wm, res)
-	j.advance(sideRight, wm, res)
-	return j.release(res, out)
+	return watermarkSides(j, []int{sideLeft, sideRight}, wm, out)
 }
 
 // release emits what a watermark advance produced (stamped with the

@@ -329,20 +329,12 @@ func (j *temporalJoin) advance(side int, wm int64, res *Batch) {
 }
 
 func (j *temporalJoin) WatermarkSide(side int, wm int64, out Emitter) (int64, error) {
-	if side != sideLeft && side != sideRight {
-		return j.outWM, fmt.Errorf("temporal join: no side %d", side)
-	}
-	res := &Batch{}
-	j.advance(side, wm, res)
-	return j.release(res, out)
+	return watermarkSides(j, []int{side}, wm, out)
 }
 
 // Watermark advances both sides (the end of input: math.MaxInt64).
 func (j *temporalJoin) Watermark(wm int64, out Emitter) (int64, error) {
-	res := &Batch{}
-	j.advance(sideLeft, wm, res)
-	j.advance(sideRight, wm, res)
-	return j.release(res, out)
+	return watermarkSides(j, []int{sideLeft, sideRight}, wm, out)
 }
 
 // forward is the watermark the join may forward (see the type comment).
