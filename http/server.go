@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -73,6 +74,12 @@ func New(e *queries.Engine, opts Options) http.Handler {
 		r.Get("/v1/queries/{name}/results", s.results)
 		r.Post("/v1/checkpoints", s.checkpoints)
 		r.Handle("/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
+		// Profiles, behind the same token as the API.
+		r.HandleFunc("/debug/pprof/*", pprof.Index)
+		r.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		r.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		r.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		r.HandleFunc("/debug/pprof/trace", pprof.Trace)
 		if opts.Web != nil {
 			r.Handle("/*", http.FileServerFS(opts.Web))
 		}

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -29,47 +31,74 @@ type BenchConfig struct {
 }
 
 // BenchResult is what a run measured.
+//
+// events counts the rows the query's sources read (a table read twice
+// counts twice); generator_events is the --events bound.
 type BenchResult struct {
-	Query            string  `json:"query"`
-	Events           int64   `json:"events"`
-	RowsIn           int64   `json:"rows_in"`
-	RowsOut          int64   `json:"rows_out"`
-	Parallelism      int     `json:"parallelism"`
-	CheckpointMs     int64   `json:"checkpoint_interval_ms"`
-	Checkpoints      uint64  `json:"last_checkpoint"`
-	WallSeconds      float64 `json:"wall_seconds"`
-	CPUSeconds       float64 `json:"cpu_seconds"`
-	EventsPerCPUSec  float64 `json:"events_per_cpu_second"`
-	EventsPerWallSec float64 `json:"events_per_wall_second"`
-	MaxRSSMiB        float64 `json:"max_rss_mib"`
+	Query           string  `json:"query"`
+	GeneratorEvents int64   `json:"generator_events"`
+	Events          int64   `json:"events"`
+	RowsOut         int64   `json:"rows_out"`
+	Parallelism     int     `json:"parallelism"`
+	CheckpointMs    int64   `json:"checkpoint_interval_ms"`
+	Checkpoints     int     `json:"checkpoints"`
+	CheckpointP50Ms int64   `json:"checkpoint_p50_ms"`
+	CheckpointP99Ms int64   `json:"checkpoint_p99_ms"`
+	CheckpointP50B  int64   `json:"checkpoint_p50_bytes"`
+	CheckpointP99B  int64   `json:"checkpoint_p99_bytes"`
+	WallSeconds     float64 `json:"wall_seconds"`
+	CPUSeconds      float64 `json:"cpu_seconds"`
+	EventsPerSecond float64 `json:"events_per_second"`
+	EventsPerCPUSec float64 `json:"events_per_cpu_second"`
+	PeakRSSBytes    int64   `json:"peak_rss_bytes"`
+	ResultRows      int     `json:"result_rows"`
 }
 
-// BenchQueries lists the example queries bench can run.
+// BenchQueries lists the example queries bench can run: the Nexmark ones
+// (queries/examples/nexmark) by their name, the others too.
 func BenchQueries() []string {
-	ents, _ := fs.Glob(examples.FS, "*.sql")
-	more, _ := fs.Glob(examples.FS, "nexmark/*.sql")
 	var out []string
-	for _, e := range append(ents, more...) {
-		out = append(out, strings.TrimSuffix(e, ".sql"))
+	for _, pat := range []string{"nexmark/*.sql", "*.sql"} {
+		ents, _ := fs.Glob(examples.FS, pat)
+		for _, e := range ents {
+			out = append(out, strings.TrimSuffix(path.Base(e), ".sql"))
+		}
 	}
 	sort.Strings(out)
 	return out
 }
 
-// BenchTable is the Nexmark bid table the examples read.
-func BenchTable(events int64) string {
-	return fmt.Sprintf(`CREATE TABLE bid (auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR(64), url VARCHAR(256),
-  date_time TIMESTAMP(3), extra VARCHAR(256)) ENGINE=nexmark
-  ENGINE_ATTRIBUTE='{"kind": "bid", "event_time": "date_time", "events": %d}'`, events)
+// exampleSQL reads an example by name.
+func exampleSQL(name string) ([]byte, error) {
+	for _, p := range []string{"nexmark/" + name + ".sql", name + ".sql"} {
+		if b, err := fs.ReadFile(examples.FS, p); err == nil {
+			return b, nil
+		}
+	}
+	return nil, fmt.Errorf("unknown query %q (have %s)", name, strings.Join(BenchQueries(), ", "))
+}
+
+// BenchTables are the Nexmark tables the examples read, bounded to the
+// first events generator events (each table sees its kind's share).
+func BenchTables(events int64) string {
+	attrs := func(kind string) string {
+		return fmt.Sprintf(`ENGINE=nexmark ENGINE_ATTRIBUTE='{"kind": "%s", "event_time": "date_time", "events": %d}'`, kind, events)
+	}
+	return `CREATE TABLE bid (auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR(64), url VARCHAR(256),
+  date_time TIMESTAMP(3), extra VARCHAR(256)) ` + attrs("bid") + `;
+CREATE TABLE auction (id BIGINT, item_name VARCHAR(64), description VARCHAR(256), initial_bid BIGINT, reserve BIGINT,
+  date_time TIMESTAMP(3), expires TIMESTAMP(3), seller BIGINT, category BIGINT, extra VARCHAR(256)) ` + attrs("auction") + `;
+CREATE TABLE person (id BIGINT, name VARCHAR(64), email_address VARCHAR(64), credit_card VARCHAR(64), city VARCHAR(64),
+  state VARCHAR(8), date_time TIMESTAMP(3), extra VARCHAR(256)) ` + attrs("person")
 }
 
 // Bench runs an example query over a bounded Nexmark stream in-process,
 // into a discarding sink, with checkpoints to a real Badger store, and
 // measures CPU time (getrusage) for the whole process.
 func Bench(ctx context.Context, cfg BenchConfig) (BenchResult, error) {
-	text, err := fs.ReadFile(examples.FS, cfg.Query+".sql")
+	text, err := exampleSQL(cfg.Query)
 	if err != nil {
-		return BenchResult{}, fmt.Errorf("unknown query %q (have %s)", cfg.Query, strings.Join(BenchQueries(), ", "))
+		return BenchResult{}, err
 	}
 	dir, err := os.MkdirTemp(cfg.Dir, "streamsql-bench-")
 	if err != nil {
@@ -90,7 +119,7 @@ func Bench(ctx context.Context, cfg BenchConfig) (BenchResult, error) {
 		return BenchResult{}, err
 	}
 	defer e.Close(ctx)
-	if _, err := e.Exec(ctx, BenchTable(cfg.Events)); err != nil {
+	if _, err := e.Exec(ctx, BenchTables(cfg.Events)); err != nil {
 		return BenchResult{}, err
 	}
 	stmts, err := parser.Parse(string(text))
@@ -104,14 +133,15 @@ func Bench(ctx context.Context, cfg BenchConfig) (BenchResult, error) {
 	opts := e.defaults()
 	opts.Parallelism = max(cfg.Parallelism, 1)
 	e.mu.RLock()
-	g, err := planner.Query(sel, catalog{e}, opts, cfg.Query, plan.SinkDiscard)
+	g, err := planner.Query(sel, catalog{e}, opts, cfg.Query, plan.SinkResults)
 	e.mu.RUnlock()
 	if err != nil {
 		return BenchResult{}, err
 	}
 	before := cpuSeconds()
 	start := time.Now()
-	job, err := runtime.Start(g, e.deps(), runtime.StartOptions{QueryID: 1, Name: cfg.Query})
+	res := runtime.NewResults(store, 1)
+	job, err := runtime.Start(g, e.deps(), runtime.StartOptions{QueryID: 1, Name: cfg.Query, Results: res})
 	if err != nil {
 		return BenchResult{}, err
 	}
@@ -120,6 +150,13 @@ func Bench(ctx context.Context, cfg BenchConfig) (BenchResult, error) {
 	case <-ctx.Done():
 		job.Stop()
 		return BenchResult{}, ctx.Err()
+	}
+	if cfg.CheckpointInterval > 0 {
+		// A last checkpoint commits what the end of input released.
+		if _, err := job.Checkpoint(ctx); err != nil {
+			job.Stop()
+			return BenchResult{}, err
+		}
 	}
 	wall := time.Since(start).Seconds()
 	cpu := cpuSeconds() - before
@@ -130,9 +167,33 @@ func Bench(ctx context.Context, cfg BenchConfig) (BenchResult, error) {
 	}
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return BenchResult{Query: cfg.Query, Events: cfg.Events, RowsIn: st.RowsIn, RowsOut: st.RowsOut, Parallelism: g.Options.Parallelism,
-		CheckpointMs: cfg.CheckpointInterval.Milliseconds(), Checkpoints: st.LastCheckpoint, WallSeconds: wall, CPUSeconds: cpu,
-		EventsPerCPUSec: float64(st.RowsIn) / cpu, EventsPerWallSec: float64(st.RowsIn) / wall, MaxRSSMiB: float64(ru.Maxrss) / 1024}, nil
+	r := BenchResult{Query: cfg.Query, GeneratorEvents: cfg.Events, Events: st.RowsIn, RowsOut: st.RowsOut, Parallelism: g.Options.Parallelism,
+		CheckpointMs: cfg.CheckpointInterval.Milliseconds(), WallSeconds: wall, CPUSeconds: cpu,
+		EventsPerSecond: float64(st.RowsIn) / wall, EventsPerCPUSec: float64(st.RowsIn) / cpu, PeakRSSBytes: ru.Maxrss * 1024}
+	var durs, sizes []int64
+	for _, h := range job.History() {
+		if h.Status == "completed" {
+			durs, sizes = append(durs, h.Duration), append(sizes, h.Bytes)
+		}
+	}
+	r.Checkpoints = len(durs)
+	r.CheckpointP50Ms, r.CheckpointP99Ms = percentile(durs, 50), percentile(durs, 99)
+	r.CheckpointP50B, r.CheckpointP99B = percentile(sizes, 50), percentile(sizes, 99)
+	if rows, err := res.Rows(false); err == nil {
+		r.ResultRows = len(rows)
+	}
+	return r, nil
+}
+
+// percentile is the p-th percentile (nearest rank) of xs; 0 when empty.
+func percentile(xs []int64, p int) int64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	i := (len(s)*p + 99) / 100
+	return s[max(i-1, 0)]
 }
 
 func cpuSeconds() float64 {

@@ -3,14 +3,12 @@ package queries
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/streamsql/streamsql/planner/plan"
-	"github.com/streamsql/streamsql/queries/examples"
 	"github.com/streamsql/streamsql/runtime/source/nexmark"
 	"github.com/streamsql/streamsql/window"
 )
@@ -21,7 +19,7 @@ import (
 func runExample(t *testing.T, example string, events int, par int) []string {
 	t.Helper()
 	ctx := context.Background()
-	text, err := fs.ReadFile(examples.FS, example+".sql")
+	text, err := exampleSQL(example)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +28,7 @@ func runExample(t *testing.T, example string, events int, par int) []string {
 		t.Fatal(err)
 	}
 	defer e.Close(ctx)
-	exec(t, e, BenchTable(int64(events)))
+	exec(t, e, BenchTables(int64(events)))
 	sel := string(text)
 	if par > 1 {
 		sel = strings.Replace(sel, "SELECT", fmt.Sprintf("SELECT /*+ SET_VAR(parallelism=%d) */", par), 1)
@@ -95,7 +93,7 @@ func TestNexmarkQ7(t *testing.T) {
 	}
 	sort.Strings(want)
 	for _, par := range []int{1, 2} {
-		got := runExample(t, "nexmark/q7", events, par)
+		got := runExample(t, "q7", events, par)
 		if strings.Join(got, "\n") != strings.Join(want, "\n") {
 			t.Fatalf("p%d: %d rows, want %d\ngot  %v\nwant %v", par, len(got), len(want), got, want)
 		}
@@ -131,7 +129,7 @@ func TestNexmarkQ5(t *testing.T) {
 	}
 	sort.Strings(want)
 	for _, par := range []int{1, 2} {
-		got := runExample(t, "nexmark/q5", events, par)
+		got := runExample(t, "q5", events, par)
 		if strings.Join(got, "\n") != strings.Join(want, "\n") {
 			t.Fatalf("p%d: %d rows, want %d\ngot  %v\nwant %v", par, len(got), len(want), got, want)
 		}

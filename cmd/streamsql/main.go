@@ -216,8 +216,10 @@ func bench(args []string) error {
 	if *asJSON {
 		return json.NewEncoder(os.Stdout).Encode(res)
 	}
-	fmt.Printf("query %s: %d rows in, %d rows out, parallelism %d, checkpoint interval %s\n", res.Query, res.RowsIn, res.RowsOut, res.Parallelism, *ckpt)
-	fmt.Printf("wall %.2fs, cpu %.2fs, max rss %.0f MiB\n", res.WallSeconds, res.CPUSeconds, res.MaxRSSMiB)
-	fmt.Printf("%.0f events per CPU second (%.0f per wall second)\n", res.EventsPerCPUSec, res.EventsPerWallSec)
+	fmt.Printf("query %s: %d events in, %d changes out, %d result rows, parallelism %d, checkpoint interval %s\n",
+		res.Query, res.Events, res.RowsOut, res.ResultRows, res.Parallelism, *ckpt)
+	fmt.Printf("wall %.2fs, cpu %.2fs, peak rss %.0f MiB\n", res.WallSeconds, res.CPUSeconds, float64(res.PeakRSSBytes)/(1<<20))
+	fmt.Printf("%.0f events per CPU second, %.0f per second\n", res.EventsPerCPUSec, res.EventsPerSecond)
+	fmt.Printf("%d checkpoints: p50 %d ms / %d bytes, p99 %d ms / %d bytes\n", res.Checkpoints, res.CheckpointP50Ms, res.CheckpointP50B, res.CheckpointP99Ms, res.CheckpointP99B)
 	return nil
 }
