@@ -307,6 +307,9 @@ func (j *Job) build(deps Deps, o StartOptions, committed uint64) error {
 					if j.results == nil {
 						return fmt.Errorf("query %s: a results sink needs a results table", j.Name)
 					}
+					if s.Key == plan.KeyRowID {
+						j.results.setAppendOnly()
+					}
 					rs := newResultsSink(j.results, j.store, j.ID, s.Key, counters)
 					rs.retention, rs.task, rs.tasks = g.Options.ResultsRetention, i, v.Parallelism
 					st.sink = rs

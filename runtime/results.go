@@ -41,6 +41,19 @@ type Results struct {
 	latest    map[string]plan.Row
 	loaded    bool // latest holds the rows (else latest reads read committed)
 	committed uint64
+	// appendOnly results (rows keyed by row id, never updated) are not all
+	// kept in memory: latest reads are the committed rows plus recent, the
+	// rows published since the last completed checkpoint.
+	appendOnly bool
+	recent     map[string]plan.Row
+}
+
+// setAppendOnly switches the results to append-only keeping (before the
+// job runs).
+func (r *Results) setAppendOnly() {
+	r.mu.Lock()
+	r.appendOnly, r.latest, r.recent = true, map[string]plan.Row{}, map[string]plan.Row{}
+	r.mu.Unlock()
 }
 
 // NewResults opens the results of query qid: empty for a new query; a
@@ -60,7 +73,10 @@ func (r *Results) restoring(id uint64) {
 // Load sets committed to checkpoint id and latest to the rows as of id.
 func (r *Results) Load(id uint64) error {
 	latest := map[string]plan.Row{}
-	if id > 0 {
+	r.mu.RLock()
+	appendOnly := r.appendOnly
+	r.mu.RUnlock()
+	if id > 0 && !appendOnly {
 		err := r.store.Scan(r.prefix, id, func(k, v []byte) error {
 			row, err := DecodeRow(v)
 			if err != nil {
@@ -100,15 +116,30 @@ func (r *Results) Committed() uint64 {
 	return r.committed
 }
 
+// setCommitted makes checkpoint id the committed one. Every row published
+// so far is in it (the next barrier comes only after it completed).
 func (r *Results) setCommitted(id uint64) {
 	r.mu.Lock()
 	r.committed = id
+	if r.appendOnly {
+		clear(r.recent)
+	}
 	r.mu.Unlock()
 }
 
 func (r *Results) apply(changes map[string]change) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.appendOnly {
+		for k, c := range changes {
+			if c.del {
+				delete(r.recent, k)
+			} else {
+				r.recent[k] = c.row
+			}
+		}
+		return
+	}
 	for k, c := range changes {
 		if c.del {
 			delete(r.latest, k)
@@ -122,8 +153,11 @@ func (r *Results) apply(changes map[string]change) {
 // ones as of the last completed checkpoint.
 func (r *Results) Rows(committed bool) ([]plan.Row, error) {
 	r.mu.RLock()
-	loaded := r.loaded
+	loaded, appendOnly := r.loaded, r.appendOnly
 	r.mu.RUnlock()
+	if !committed && appendOnly {
+		return r.appendOnlyLatest()
+	}
 	if !committed && loaded {
 		r.mu.RLock()
 		keys := make([]string, 0, len(r.latest))
@@ -152,6 +186,49 @@ func (r *Results) Rows(committed bool) ([]plan.Row, error) {
 		return nil
 	})
 	return rows, err
+}
+
+// appendOnlyLatest is the committed rows plus those published since, in
+// key order.
+func (r *Results) appendOnlyLatest() ([]plan.Row, error) {
+	r.mu.RLock()
+	at := r.committed
+	recent := make(map[string]plan.Row, len(r.recent))
+	for k, row := range r.recent {
+		recent[k] = row
+	}
+	r.mu.RUnlock()
+	type keyed struct {
+		k   string
+		row plan.Row
+	}
+	var all []keyed
+	if at > 0 {
+		err := r.store.Scan(r.prefix, at, func(k, v []byte) error {
+			key := string(k[len(r.prefix):])
+			if _, newer := recent[key]; newer {
+				return nil
+			}
+			row, err := DecodeRow(v)
+			if err != nil {
+				return fmt.Errorf("result %x: %w", k, err)
+			}
+			all = append(all, keyed{key, row})
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	for k, row := range recent {
+		all = append(all, keyed{k, row})
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].k < all[j].k })
+	rows := make([]plan.Row, len(all))
+	for i, kr := range all {
+		rows[i] = kr.row
+	}
+	return rows, nil
 }
 
 // change is one pending result change.
