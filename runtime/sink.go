@@ -31,6 +31,7 @@ type resultsSink struct {
 	uncommitted map[string]change
 	counters    *Counters
 	keyBuf      []byte
+	written     int // bytes pre-committed, for checkpoint statistics
 	// retention > 0 drops result rows of windows that ended more than
 	// retention before the watermark (results_retention), at checkpoints.
 	retention   int64
@@ -110,6 +111,7 @@ func (s *resultsSink) Barrier(b Barrier) error {
 		} else {
 			kvs = append(kvs, state.KV{Key: key, Value: AppendRow(nil, c.row)})
 		}
+		s.written += len(kvs[len(kvs)-1].Key) + len(kvs[len(kvs)-1].Value)
 	}
 	if err := s.store.Write(b.CheckpointID, kvs); err != nil {
 		return fmt.Errorf("results pre-commit at checkpoint %d: %w", b.CheckpointID, err)
@@ -125,3 +127,14 @@ var _ sink = (*discardSink)(nil)
 
 func (d *discardSink) Emit(b *Batch) error   { d.counters.RowsOut += int64(b.Len()); return nil }
 func (d *discardSink) Barrier(Barrier) error { return nil }
+
+// bytesWritten reports (and resets) what a sink pre-committed.
+func bytesWritten(s sink) int {
+	r, ok := s.(*resultsSink)
+	if !ok {
+		return 0
+	}
+	n := r.written
+	r.written = 0
+	return n
+}

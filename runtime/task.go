@@ -140,6 +140,9 @@ func (t *taskBase) barrier(ctx context.Context, b Barrier, extra []state.KV, off
 			a.err = fmt.Errorf("%s: %w", t.name, err)
 		}
 	}
+	if st, isSink := t.chain.term.(*sinkTerminal); isSink {
+		a.bytes += bytesWritten(st.sink)
+	}
 	t.publish()
 	if b.CheckpointID != 0 {
 		a.deltas = t.sinceCkpt
