@@ -133,17 +133,22 @@ func (j *intervalJoin) Process(*Batch, Emitter) error {
 }
 
 func (j *intervalJoin) ProcessSide(side int, b *Batch, out Emitter) error {
+	return processSide(side, b, out, j.left, j.right)
+}
+
+// processSide feeds a batch of one side's rows to a join's left or right
+// handler and emits what they produced.
+func processSide(side int, b *Batch, out Emitter, left, right func(plan.Row, *RowMeta, *Batch)) error {
 	if side != sideLeft && side != sideRight {
-		return fmt.Errorf("interval join: no side %d", side)
+		return fmt.Errorf("join: no side %d", side)
+	}
+	handle := left
+	if side == sideRight {
+		handle = right
 	}
 	res := &Batch{}
 	for i, r := range b.Rows {
-		m := &b.Meta[i]
-		if side == sideLeft {
-			j.left(r, m, res)
-		} else {
-			j.right(r, m, res)
-		}
+		handle(r, &b.Meta[i], res)
 	}
 	return emitIfAny(res, out)
 }

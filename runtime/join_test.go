@@ -93,51 +93,48 @@ func (c *joinCollector) Emit(b *Batch) error {
 // joinDriver feeds an operator and checks every call's output against the
 // watermark forwarded before it: rows are stamped with it and, inputs
 // being on time, none is older than it on either side's time.
-type joinDriver struct {
+// sideDriver drives a two-input join operator directly, checking every
+// output row: stamped with the forwarded watermark, an insert with a row
+// id, and (on-time input) no time column behind the forwarded watermark.
+type sideDriver struct {
 	t       *testing.T
-	j       *intervalJoin
+	op      TwoInput
+	keys    [2][]int // join key columns of each side
 	out     joinCollector
 	fw      int64
 	checked int
 	// onTime: the input respects its watermarks (the time checks apply).
-	onTime bool
+	onTime   bool
+	timeCols []int                 // output time columns checked against fw
+	extra    func(r plan.Row) bool // a driver's own row check (false: fail)
 }
 
-// restore restores the operator and takes the watermark it forwards.
-func (d *joinDriver) restore(r StateReader) {
+func newSideDriver(t *testing.T, op TwoInput, left, right []int, timeCols ...int) sideDriver {
+	return sideDriver{t: t, op: op, keys: [2][]int{left, right}, fw: window.NoWatermark, onTime: true, timeCols: timeCols}
+}
+
+// restoreOp restores the operator and takes the watermark it forwards.
+func (d *sideDriver) restoreOp(r StateReader, outWM *int64) {
 	d.t.Helper()
-	if err := d.j.Restore(r); err != nil {
+	if err := d.op.Restore(r); err != nil {
 		d.t.Fatalf("restore: %v", err)
 	}
-	d.fw = d.j.outWM
+	d.fw = *outWM
 }
 
-func newJoinDriver(t *testing.T, spec *plan.IntervalJoin) *joinDriver {
-	t.Helper()
-	j, err := newIntervalJoin(spec, &Env{}, &Counters{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &joinDriver{t: t, j: j, fw: window.NoWatermark, onTime: true}
-}
-
-func (d *joinDriver) row(side int, off int64, r plan.Row) {
+func (d *sideDriver) send(side int, off int64, r plan.Row, op Op) {
 	d.t.Helper()
-	keys := d.j.spec.LeftKeys
-	if side == sideRight {
-		keys = d.j.spec.RightKeys
-	}
 	b := &Batch{}
-	b.Append(r, RowMeta{Offset: off, Key: string(EncodeKey(nil, r, keys))})
-	if err := d.j.ProcessSide(side, b, &d.out); err != nil {
+	b.Append(r, RowMeta{Offset: off, Key: string(EncodeKey(nil, r, d.keys[side])), Op: op})
+	if err := d.op.ProcessSide(side, b, &d.out); err != nil {
 		d.t.Fatal(err)
 	}
 	d.check()
 }
 
-func (d *joinDriver) wm(side int, wm int64) {
+func (d *sideDriver) wm(side int, wm int64) {
 	d.t.Helper()
-	fw, err := d.j.WatermarkSide(side, wm, &d.out)
+	fw, err := d.op.WatermarkSide(side, wm, &d.out)
 	if err != nil {
 		d.t.Fatal(err)
 	}
@@ -145,9 +142,9 @@ func (d *joinDriver) wm(side int, wm int64) {
 	d.forwarded(fw)
 }
 
-func (d *joinDriver) both(wm int64) {
+func (d *sideDriver) both(wm int64) {
 	d.t.Helper()
-	fw, err := d.j.Watermark(wm, &d.out)
+	fw, err := d.op.Watermark(wm, &d.out)
 	if err != nil {
 		d.t.Fatal(err)
 	}
@@ -155,7 +152,7 @@ func (d *joinDriver) both(wm int64) {
 	d.forwarded(fw)
 }
 
-func (d *joinDriver) forwarded(fw int64) {
+func (d *sideDriver) forwarded(fw int64) {
 	d.t.Helper()
 	if fw < d.fw {
 		d.t.Fatalf("forwarded watermark went back from %d to %d", d.fw, fw)
@@ -163,7 +160,7 @@ func (d *joinDriver) forwarded(fw int64) {
 	d.fw = fw
 }
 
-func (d *joinDriver) check() {
+func (d *sideDriver) check() {
 	d.t.Helper()
 	for i := d.checked; i < len(d.out.rows); i++ {
 		r, m := d.out.rows[i], d.out.meta[i]
@@ -173,10 +170,13 @@ func (d *joinDriver) check() {
 		if m.Op != Insert || m.ID == "" {
 			d.t.Fatalf("row %s: op %d id %q", fmtJoinRow(r), m.Op, m.ID)
 		}
+		if d.extra != nil && !d.extra(r) {
+			d.t.Fatalf("row %s fails the driver's check", fmtJoinRow(r))
+		}
 		if !d.onTime {
 			continue
 		}
-		for _, c := range []int{1, 4} {
+		for _, c := range d.timeCols {
 			if !r[c].IsNull() && r[c].I < d.fw {
 				d.t.Fatalf("row %s emitted with time %d behind the forwarded watermark %d", fmtJoinRow(r), r[c].I, d.fw)
 			}
@@ -186,7 +186,7 @@ func (d *joinDriver) check() {
 }
 
 // since returns the rows emitted from index i on, rendered and sorted.
-func (d *joinDriver) since(i int) []string {
+func (d *sideDriver) since(i int) []string {
 	var s []string
 	for _, r := range d.out.rows[i:] {
 		s = append(s, fmtJoinRow(r))
@@ -194,6 +194,25 @@ func (d *joinDriver) since(i int) []string {
 	sort.Strings(s)
 	return s
 }
+
+// joinDriver drives an interval join (output time columns 1 and 4).
+type joinDriver struct {
+	sideDriver
+	j *intervalJoin
+}
+
+func newJoinDriver(t *testing.T, spec *plan.IntervalJoin) *joinDriver {
+	t.Helper()
+	j, err := newIntervalJoin(spec, &Env{}, &Counters{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &joinDriver{sideDriver: newSideDriver(t, j, spec.LeftKeys, spec.RightKeys, 1, 4), j: j}
+}
+
+func (d *joinDriver) restore(r StateReader) { d.t.Helper(); d.restoreOp(r, &d.j.outWM) }
+
+func (d *joinDriver) row(side int, off int64, r plan.Row) { d.t.Helper(); d.send(side, off, r, Insert) }
 
 func sorted(s ...string) []string {
 	s = append([]string(nil), s...)

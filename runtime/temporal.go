@@ -111,19 +111,7 @@ func (j *temporalJoin) Process(*Batch, Emitter) error {
 }
 
 func (j *temporalJoin) ProcessSide(side int, b *Batch, out Emitter) error {
-	if side != sideLeft && side != sideRight {
-		return fmt.Errorf("temporal join: no side %d", side)
-	}
-	res := &Batch{}
-	for i, r := range b.Rows {
-		m := &b.Meta[i]
-		if side == sideLeft {
-			j.left(r, m, res)
-		} else {
-			j.right(r, m)
-		}
-	}
-	return emitIfAny(res, out)
+	return processSide(side, b, out, j.left, func(r plan.Row, m *RowMeta, _ *Batch) { j.right(r, m) })
 }
 
 // timeCol is side's time column, -1 in latest mode.

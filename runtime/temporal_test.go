@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/streamsql/streamsql/planner/plan"
-	"github.com/streamsql/streamsql/window"
 )
 
 // The stream (left) is (k, ts, v), the table (right) (k, ts, w) with
@@ -28,13 +27,11 @@ func temporalSpec(kind plan.JoinKind, asOf bool, residual plan.Expr) *plan.Tempo
 // stamped with the watermark forwarded before them and, input being on
 // time, none has a left time behind it; an AS OF row's version is not
 // newer than its left row.
+// tjDriver drives a temporal join (output time column 1; with AS OF a
+// joined version is never newer than its row).
 type tjDriver struct {
-	t       *testing.T
-	j       *temporalJoin
-	out     joinCollector
-	fw      int64
-	checked int
-	onTime  bool
+	sideDriver
+	j *temporalJoin
 }
 
 func newTJDriver(t *testing.T, spec *plan.TemporalJoin) *tjDriver {
@@ -43,30 +40,12 @@ func newTJDriver(t *testing.T, spec *plan.TemporalJoin) *tjDriver {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &tjDriver{t: t, j: j, fw: window.NoWatermark, onTime: true}
+	d := &tjDriver{sideDriver: newSideDriver(t, j, spec.LeftKeys, spec.RightKeys, 1), j: j}
+	d.extra = func(r plan.Row) bool { return !spec.AsOf || r[4].IsNull() || r[4].I <= r[1].I }
+	return d
 }
 
-func (d *tjDriver) restore(r StateReader) {
-	d.t.Helper()
-	if err := d.j.Restore(r); err != nil {
-		d.t.Fatalf("restore: %v", err)
-	}
-	d.fw = d.j.outWM
-}
-
-func (d *tjDriver) send(side int, off int64, r plan.Row, op Op) {
-	d.t.Helper()
-	keys := d.j.spec.LeftKeys
-	if side == sideRight {
-		keys = d.j.spec.RightKeys
-	}
-	b := &Batch{}
-	b.Append(r, RowMeta{Offset: off, Key: string(EncodeKey(nil, r, keys)), Op: op})
-	if err := d.j.ProcessSide(side, b, &d.out); err != nil {
-		d.t.Fatal(err)
-	}
-	d.check()
-}
+func (d *tjDriver) restore(r StateReader) { d.t.Helper(); d.restoreOp(r, &d.j.outWM) }
 
 func (d *tjDriver) left(off int64, r plan.Row) { d.t.Helper(); d.send(sideLeft, off, r, Insert) }
 func (d *tjDriver) up(off int64, r plan.Row)   { d.t.Helper(); d.send(sideRight, off, r, Upsert) }
@@ -77,63 +56,6 @@ func (d *tjDriver) del(off, k, ts int64) {
 	r := jrn(k, ts, 0)
 	r[2] = plan.Null
 	d.send(sideRight, off, r, Delete)
-}
-
-func (d *tjDriver) wm(side int, wm int64) {
-	d.t.Helper()
-	fw, err := d.j.WatermarkSide(side, wm, &d.out)
-	if err != nil {
-		d.t.Fatal(err)
-	}
-	d.check()
-	d.forwarded(fw)
-}
-
-func (d *tjDriver) both(wm int64) {
-	d.t.Helper()
-	fw, err := d.j.Watermark(wm, &d.out)
-	if err != nil {
-		d.t.Fatal(err)
-	}
-	d.check()
-	d.forwarded(fw)
-}
-
-func (d *tjDriver) forwarded(fw int64) {
-	d.t.Helper()
-	if fw < d.fw {
-		d.t.Fatalf("forwarded watermark went back from %d to %d", d.fw, fw)
-	}
-	d.fw = fw
-}
-
-func (d *tjDriver) check() {
-	d.t.Helper()
-	for i := d.checked; i < len(d.out.rows); i++ {
-		r, m := d.out.rows[i], d.out.meta[i]
-		if m.WM != d.fw {
-			d.t.Fatalf("row %s stamped WM %d, forwarded %d", fmtJoinRow(r), m.WM, d.fw)
-		}
-		if m.Op != Insert || m.ID == "" {
-			d.t.Fatalf("row %s: op %d id %q", fmtJoinRow(r), m.Op, m.ID)
-		}
-		if d.j.spec.AsOf && !r[4].IsNull() && r[4].I > r[1].I {
-			d.t.Fatalf("row %s joined a version newer than the row", fmtJoinRow(r))
-		}
-		if d.onTime && !r[1].IsNull() && r[1].I < d.fw {
-			d.t.Fatalf("row %s emitted with time %d behind the forwarded watermark %d", fmtJoinRow(r), r[1].I, d.fw)
-		}
-	}
-	d.checked = len(d.out.rows)
-}
-
-func (d *tjDriver) since(i int) []string {
-	var s []string
-	for _, r := range d.out.rows[i:] {
-		s = append(s, fmtJoinRow(r))
-	}
-	sort.Strings(s)
-	return s
 }
 
 func (d *tjDriver) rows(t *testing.T, what string, want int) {
