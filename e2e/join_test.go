@@ -204,16 +204,22 @@ GROUP BY TUMBLE(a.ts, '10s'), a.seller`,
 }
 
 func joinViewsByBase(bases ...string) []joinView {
-	var out []joinView
+	return pickByBase(joinViews(), func(v joinView) string { return v.base }, bases...)
+}
+
+// pickByBase returns the definitions with the given base names, in that
+// order; a name with no definition is a bug in the test.
+func pickByBase[T any](defs []T, base func(T) string, bases ...string) []T {
+	var out []T
 	for _, b := range bases {
 		found := false
-		for _, v := range joinViews() {
-			if v.base == b {
+		for _, v := range defs {
+			if base(v) == b {
 				out, found = append(out, v), true
 			}
 		}
 		if !found {
-			panic("no join view " + b)
+			panic("no view definition " + b)
 		}
 	}
 	return out

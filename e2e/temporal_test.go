@@ -176,19 +176,7 @@ FROM bids b LEFT JOIN persons p ON b.bidder = p.id AND p.state = 'OR'`,
 }
 
 func temporalViewsByBase(defs []temporalView, bases ...string) []temporalView {
-	var out []temporalView
-	for _, b := range bases {
-		found := false
-		for _, v := range defs {
-			if v.base == b {
-				out, found = append(out, v), true
-			}
-		}
-		if !found {
-			panic("no temporal view " + b)
-		}
-	}
-	return out
+	return pickByBase(defs, func(v temporalView) string { return v.base }, bases...)
 }
 
 // temporalInstance is one temporal view created on a server.
