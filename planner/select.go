@@ -373,9 +373,15 @@ func (b *builder) aggregation(sel *parser.Select, st *stream, filter plan.Expr, 
 	var args []plan.Expr
 	argIdx := map[string]int{}
 	aggIdx := map[aggKey]int{}
-	wOff := 0
+	// wOff: window columns of the post-aggregation row; inOff: window
+	// columns of the aggregation's input (its time column, or a cascading
+	// window's start and end).
+	wOff, inOff := 0, 0
 	if win != nil {
-		wOff = 2
+		wOff, inOff = 2, 1
+		if win.Kind == plan.Given {
+			inOff = 2
+		}
 	}
 	var aggErr error
 	collect := func(e parser.Expr) {
@@ -400,7 +406,7 @@ func (b *builder) aggregation(sel *parser.Select, st *stream, filter plan.Expr, 
 					argIdx[arg.String()] = i
 					args = append(args, arg)
 				}
-				a.Arg = wOff + len(groups) + i
+				a.Arg = inOff + len(groups) + i
 			}
 			aggIdx[key] = len(aggs)
 			aggs = append(aggs, a)
@@ -527,18 +533,12 @@ func (b *builder) aggregation(sel *parser.Select, st *stream, filter plan.Expr, 
 		calcOut = append(calcOut, plan.Column{Name: a.String(), Type: a.Type()})
 	}
 	st.cur.Ops = append(st.cur.Ops, &plan.Calc{Filter: filter, Project: project, Out: calcOut})
-	aggIn := calcOut
-	if win != nil && win.Kind == plan.Given {
+	if win != nil {
 		win.TimeCol, win.EndCol = 0, 1
-		st.cur.Ops = append(st.cur.Ops, &plan.WindowAssign{Window: *win, AllowedLateness: st.lateness, Out: aggIn})
-	} else if win != nil {
-		win.TimeCol = 0
-		aggIn = append(plan.Schema{post[0], post[1]}, calcOut[1:]...)
-		st.cur.Ops = append(st.cur.Ops, &plan.WindowAssign{Window: *win, AllowedLateness: st.lateness, Out: aggIn})
 	}
 	keys := make([]int, len(groups))
 	for i := range groups {
-		keys[i] = wOff + i
+		keys[i] = inOff + i
 	}
 	p := opts.Parallelism
 	if p < 1 {

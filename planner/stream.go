@@ -191,8 +191,6 @@ func schemaOf(v *plan.Vertex) plan.Schema {
 		return op.Schema
 	case *plan.Calc:
 		return op.Out
-	case *plan.WindowAssign:
-		return op.Out
 	case *plan.IntervalJoin:
 		return op.Out
 	case *plan.TemporalJoin:

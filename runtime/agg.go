@@ -2,14 +2,19 @@ package runtime
 
 import (
 	"container/heap"
+	"slices"
+	"unsafe"
 
 	"github.com/streamsql/streamsql/planner/plan"
 	"github.com/streamsql/streamsql/window"
 )
 
-// hashAgg is the keyed aggregation (plan.Aggregate): tumble and hop windows
-// (assigned upstream), session windows (merged here), and running
-// aggregates. Input rows are [window_start, window_end,] keys..., args...;
+// hashAgg is the keyed aggregation (plan.Aggregate): tumble, hop and given
+// (cascading) windows, session windows (merged here), and running
+// aggregates. It assigns rows to windows itself, so the exchange before it
+// carries each input row once rather than once per window.
+//
+// Input rows are [window columns,] keys..., args... (see plan.Aggregate);
 // Meta.Key is the encoded group key (set by the hash exchange) and Meta.WM
 // the watermark before the row in log order.
 //
@@ -18,46 +23,65 @@ import (
 // when it stops passing HAVING or a session it belonged to merged away);
 // in on_window_close mode, one final row per window when the watermark
 // passes window_end + allowed_lateness. Closed windows are purged.
+//
+// State is two-level: open windows, each with its groups by key. Closing a
+// window drops its groups at once, and a group costs one small map entry
+// plus one allocation (see memory in BENCHMARKS.md).
 type hashAgg struct {
-	spec     *plan.Aggregate
-	nkeys    int
-	wOff     int
-	output   []Eval
-	having   Eval
-	groups   map[winKey]*group
-	dirty    []*group
-	sessions map[string][]window.Window
+	spec   *plan.Aggregate
+	nkeys  int
+	wOff   int // window columns of the post-aggregation row (0 or 2)
+	output []Eval
+	having Eval
+	// wins holds the open windows (running aggregates: one, the zero
+	// window); ends orders windowed ones by end, so closing is a pop.
+	wins     map[window.Window]*winGroups
 	ends     endHeap
+	sessions map[string][]window.Window
+	live     int      // open groups
+	dirty    []*group // changes mode: groups changed since the last barrier
 	wm       int64
 	outWM    int64 // the watermark stamped on emitted rows
 	counters *Counters
 	keyBuf   []byte
+	winBuf   []window.Window
 	post     plan.Row
-	// Since the last snapshot: groups changed, and keys of groups removed
-	// (closed, or absorbed by a session merge).
-	changed map[winKey]*group
-	removed []winKey
+	// Since the last snapshot: groups changed (written), and groups removed
+	// (closed, or absorbed by a session merge) that a snapshot had written
+	// (deleted).
+	changed []*group
+	removed []*group
 }
 
 var _ Operator = (*hashAgg)(nil)
 
-type winKey struct {
-	start, end int64
-	key        string
+// winGroups is one open window's groups, in creation order (list: a
+// deterministic emission order) and by encoded key.
+type winGroups struct {
+	win    window.Window
+	groups map[string]*group
+	list   []*group
 }
 
 type group struct {
-	wk      winKey
-	keys    plan.Row
-	accs    []acc
-	emitted bool
-	dirty   bool
-	dead    bool
+	win  *winGroups
+	key  string // the encoded group key; the key columns are decoded from it
+	accs []acc
+	// emitted: a row is out for it (a later failing HAVING deletes it);
+	// dirty: in hashAgg.dirty; changed: in hashAgg.changed; persisted: a
+	// snapshot wrote it; dead: closed or merged away.
+	emitted, dirty, changed, persisted, dead bool
+}
+
+// group1 allocates a one-aggregate group and its accumulator together.
+type group1 struct {
+	group
+	acc [1]acc
 }
 
 func newHashAgg(spec *plan.Aggregate, env *Env, c *Counters) (*hashAgg, error) {
-	a := &hashAgg{spec: spec, nkeys: len(spec.Keys), groups: map[winKey]*group{}, sessions: map[string][]window.Window{},
-		wm: window.NoWatermark, outWM: window.NoWatermark, counters: c, changed: map[winKey]*group{}}
+	a := &hashAgg{spec: spec, nkeys: len(spec.Keys), wins: map[window.Window]*winGroups{}, sessions: map[string][]window.Window{},
+		wm: window.NoWatermark, outWM: window.NoWatermark, counters: c}
 	if spec.Windowed {
 		a.wOff = 2
 	}
@@ -83,40 +107,75 @@ func (a *hashAgg) Process(b *Batch, out Emitter) error {
 				return err
 			}
 		}
-		var g *group
+		if !a.spec.Windowed {
+			if err := a.add(a.lookup(window.Window{}, m.Key), r); err != nil {
+				return err
+			}
+			continue
+		}
+		if r[0].IsNull() {
+			continue // no time, no window
+		}
+		w := a.spec.Window
 		switch {
 		case a.spec.Session:
-			g = a.sessionGroup(r, m, res)
+			g := a.sessionGroup(r, m, res)
 			if g == nil {
 				continue // late
 			}
-		case a.spec.Windowed:
-			wk := winKey{r[0].I, r[1].I, m.Key}
-			if g = a.groups[wk]; g == nil {
-				g = a.newGroup(wk, r)
+			if err := a.add(g, r); err != nil {
+				return err
 			}
+			continue
+		case w.Kind == plan.Given:
+			// The row is [window_start, window_end, ...] already.
+			win := window.Window{Start: r[0].I, End: r[1].I}
+			if r[1].IsNull() || window.Late(win, a.spec.AllowedLateness, a.wm) {
+				a.counters.late(m, win.End-1)
+				continue
+			}
+			a.winBuf = append(a.winBuf[:0], win)
+		case w.Kind == plan.Tumble:
+			a.winBuf = append(a.winBuf[:0], window.Tumble(r[0].I, w.Size))
 		default:
-			wk := winKey{key: m.Key}
-			if g = a.groups[wk]; g == nil {
-				g = a.newGroup(wk, r)
-			}
+			a.winBuf = window.Hop(r[0].I, w.Slide, w.Size, a.winBuf[:0])
 		}
-		for j, ag := range a.spec.Aggs {
-			v := plan.Null
-			if ag.Arg >= 0 {
-				v = r[ag.Arg]
+		late := false
+		for _, win := range a.winBuf {
+			// Judged against the operator's watermark (at least the row's):
+			// a window it has closed never reopens.
+			if !w.ProcTime && w.Kind != plan.Given && window.Late(win, a.spec.AllowedLateness, a.wm) {
+				late = true
+				continue
 			}
-			if err := g.accs[j].add(ag.Fn, ag.T, v, a.keyBuf); err != nil {
+			if err := a.add(a.lookup(win, m.Key), r); err != nil {
 				return err
 			}
 		}
-		a.markDirty(g)
+		if late {
+			a.counters.late(m, r[0].I)
+		}
 	}
 	return emitIfAny(res, out)
 }
 
+// add folds row r into g.
+func (a *hashAgg) add(g *group, r plan.Row) error {
+	for j, ag := range a.spec.Aggs {
+		v := plan.Null
+		if ag.Arg >= 0 {
+			v = r[ag.Arg]
+		}
+		if err := g.accs[j].add(ag.Fn, ag.T, v, a.keyBuf); err != nil {
+			return err
+		}
+	}
+	a.markDirty(g)
+	return nil
+}
+
 // stateRows is the number of open groups.
-func (a *hashAgg) stateRows() int { return len(a.groups) }
+func (a *hashAgg) stateRows() int { return a.live }
 
 func emitIfAny(b *Batch, out Emitter) error {
 	if b.Len() == 0 {
@@ -125,23 +184,73 @@ func emitIfAny(b *Batch, out Emitter) error {
 	return out.Emit(b)
 }
 
-func (a *hashAgg) newGroup(wk winKey, r plan.Row) *group {
-	g := &group{wk: wk, keys: append(plan.Row(nil), r[a.wOff:a.wOff+a.nkeys]...), accs: make([]acc, len(a.spec.Aggs))}
-	a.groups[wk] = g
-	if a.spec.Windowed {
-		heap.Push(&a.ends, endItem{wk.end, wk})
+// lookup returns the group of key in win, creating both as needed.
+func (a *hashAgg) lookup(win window.Window, key string) *group {
+	wg := a.wins[win]
+	if wg == nil {
+		wg = a.openWindow(win)
 	}
+	if g := wg.groups[key]; g != nil {
+		return g
+	}
+	return a.newGroup(wg, key)
+}
+
+func (a *hashAgg) openWindow(win window.Window) *winGroups {
+	wg := &winGroups{win: win, groups: map[string]*group{}}
+	a.wins[win] = wg
+	if a.spec.Windowed {
+		heap.Push(&a.ends, win)
+	}
+	return wg
+}
+
+func (a *hashAgg) newGroup(wg *winGroups, key string) *group {
+	var g *group
+	if len(a.spec.Aggs) == 1 {
+		h := &group1{}
+		h.accs = h.acc[:]
+		g = &h.group
+	} else {
+		g = &group{accs: make([]acc, len(a.spec.Aggs))}
+	}
+	g.win, g.key = wg, key
+	wg.groups[key] = g
+	wg.list = append(wg.list, g)
+	a.live++
 	return g
 }
 
+// kill removes g from its window (closed, or absorbed by a session merge).
+func (a *hashAgg) kill(g *group) {
+	g.dead = true
+	a.live--
+	if g.persisted {
+		a.removed = append(a.removed, g)
+	}
+}
+
 func (a *hashAgg) markDirty(g *group) {
-	a.changed[g.wk] = g
+	a.markChanged(g)
 	if !g.dirty {
 		g.dirty = true
 		if a.spec.EmitMode == plan.EmitChanges {
 			a.dirty = append(a.dirty, g)
 		}
 	}
+}
+
+func (a *hashAgg) markChanged(g *group) {
+	if g.changed {
+		return
+	}
+	g.changed = true
+	if len(a.changed) > 2*a.live+1024 {
+		// Without snapshots (checkpoints off) nothing drains the list:
+		// dropping the closed groups keeps it within the open ones.
+		a.changed = slices.DeleteFunc(a.changed, func(g *group) bool { return g.dead })
+	}
+	a.changed = append(a.changed, g)
 }
 
 // sessionGroup merges the row's [ts, ts+gap) into its key's sessions and
@@ -155,14 +264,13 @@ func (a *hashAgg) sessionGroup(r plan.Row, m *RowMeta, res *Batch) *group {
 		a.counters.late(m, ts)
 		return nil
 	}
-	wk := winKey{merged.Start, merged.End, m.Key}
-	g := a.groups[wk]
-	if g == nil {
-		g = a.newGroup(wk, r)
-	}
+	g := a.lookup(merged, m.Key)
 	for _, old := range absorbed {
-		ok := winKey{old.Start, old.End, m.Key}
-		og := a.groups[ok]
+		wg := a.wins[old]
+		if wg == nil {
+			continue
+		}
+		og := wg.groups[m.Key]
 		if og == nil {
 			continue
 		}
@@ -176,9 +284,8 @@ func (a *hashAgg) sessionGroup(r plan.Row, m *RowMeta, res *Batch) *group {
 		if og.emitted {
 			res.Append(nil, RowMeta{Key: a.upsertKey(og), Op: Delete, WM: m.WM})
 		}
-		og.dead = true
-		delete(a.groups, ok)
-		a.removed = append(a.removed, ok)
+		delete(wg.groups, m.Key) // its list entry stays, dead, until the window closes
+		a.kill(og)
 	}
 	a.sessions[m.Key] = next
 	return g
@@ -193,54 +300,58 @@ func (a *hashAgg) advance(wm int64, res *Batch) error {
 	a.wm = wm
 	for a.ends.Len() > 0 {
 		top := a.ends[0]
-		if !window.Late(window.Window{Start: top.wk.start, End: top.end}, a.spec.AllowedLateness, wm) {
+		if !window.Late(top, a.spec.AllowedLateness, wm) {
 			break
 		}
 		heap.Pop(&a.ends)
-		g := a.groups[top.wk]
-		if g == nil {
-			continue // merged away
+		wg := a.wins[top]
+		if wg == nil {
+			continue
 		}
-		switch a.spec.EmitMode {
-		case plan.EmitOnWindowClose:
-			a.emit(g, res, true)
-		default:
-			if g.dirty {
-				a.emit(g, res, false)
+		delete(a.wins, top)
+		for _, g := range wg.list {
+			if g.dead {
+				continue
 			}
-		}
-		g.dead = true
-		delete(a.groups, top.wk)
-		a.removed = append(a.removed, top.wk)
-		if a.spec.Session {
-			a.dropSession(top.wk)
+			switch a.spec.EmitMode {
+			case plan.EmitOnWindowClose:
+				a.emit(g, res, true)
+			default:
+				if g.dirty {
+					a.emit(g, res, false)
+				}
+			}
+			a.kill(g)
+			if a.spec.Session {
+				a.dropSession(g)
+			}
 		}
 	}
 	return nil
 }
 
-func (a *hashAgg) dropSession(wk winKey) {
-	list := a.sessions[wk.key]
+func (a *hashAgg) dropSession(g *group) {
+	list := a.sessions[g.key]
 	for i, s := range list {
-		if s.Start == wk.start && s.End == wk.end {
+		if s == g.win.win {
 			list = append(list[:i:i], list[i+1:]...)
 			break
 		}
 	}
 	if len(list) == 0 {
-		delete(a.sessions, wk.key)
+		delete(a.sessions, g.key)
 	} else {
-		a.sessions[wk.key] = list
+		a.sessions[g.key] = list
 	}
 }
 
 func (a *hashAgg) upsertKey(g *group) string {
 	if !a.spec.Windowed {
-		return g.wk.key
+		return g.key
 	}
-	a.keyBuf = AppendValue(a.keyBuf[:0], plan.Time(g.wk.start))
-	a.keyBuf = AppendValue(a.keyBuf, plan.Time(g.wk.end))
-	a.keyBuf = append(a.keyBuf, g.wk.key...)
+	a.keyBuf = AppendValue(a.keyBuf[:0], plan.Time(g.win.win.Start))
+	a.keyBuf = AppendValue(a.keyBuf, plan.Time(g.win.win.End))
+	a.keyBuf = append(a.keyBuf, g.key...)
 	return string(a.keyBuf)
 }
 
@@ -250,9 +361,17 @@ func (a *hashAgg) emit(g *group, res *Batch, final bool) {
 	g.dirty = false
 	p := a.post
 	if a.spec.Windowed {
-		p[0], p[1] = plan.Time(g.wk.start), plan.Time(g.wk.end)
+		p[0], p[1] = plan.Time(g.win.win.Start), plan.Time(g.win.win.End)
 	}
-	copy(p[a.wOff:], g.keys)
+	// The key columns, decoded from the group key (encoded by the exchange
+	// from exactly these columns); the bytes are only read.
+	kb := unsafe.Slice(unsafe.StringData(g.key), len(g.key))
+	for i := range a.nkeys {
+		var err error
+		if p[a.wOff+i], kb, err = DecodeValue(kb); err != nil {
+			panic("runtime: group key does not decode: " + err.Error())
+		}
+	}
 	for j, ag := range a.spec.Aggs {
 		p[a.wOff+a.nkeys+j] = g.accs[j].result(ag.Fn, ag.T)
 	}
@@ -260,7 +379,7 @@ func (a *hashAgg) emit(g *group, res *Batch, final bool) {
 		if g.emitted && !final {
 			res.Append(nil, RowMeta{Key: a.upsertKey(g), Op: Delete, WM: a.outWM})
 			g.emitted = false
-			a.changed[g.wk] = g
+			a.markChanged(g)
 		}
 		return
 	}
@@ -273,7 +392,7 @@ func (a *hashAgg) emit(g *group, res *Batch, final bool) {
 	res.Append(row, RowMeta{Key: key, ID: key, Op: Upsert, WM: a.outWM})
 	if !g.emitted {
 		g.emitted = true
-		a.changed[g.wk] = g
+		a.markChanged(g)
 	}
 }
 
@@ -319,22 +438,20 @@ func (a *hashAgg) Barrier(_ Barrier, out Emitter) error {
 			a.emit(g, res, false)
 		}
 	}
+	clear(a.dirty) // drop the pointers: closed groups can be collected
 	a.dirty = a.dirty[:0]
 	return emitIfAny(res, out)
 }
 
-type endItem struct {
-	end int64
-	wk  winKey
+// endHeap orders open windows by end (then start), so closing is a pop.
+type endHeap []window.Window
+
+func (h endHeap) Len() int { return len(h) }
+func (h endHeap) Less(i, j int) bool {
+	return h[i].End < h[j].End || h[i].End == h[j].End && h[i].Start < h[j].Start
 }
-
-// endHeap orders open windows by end, so closing is a pop.
-type endHeap []endItem
-
-func (h endHeap) Len() int           { return len(h) }
-func (h endHeap) Less(i, j int) bool { return h[i].end < h[j].end }
-func (h endHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *endHeap) Push(x any)        { *h = append(*h, x.(endItem)) }
+func (h endHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *endHeap) Push(x any)   { *h = append(*h, x.(window.Window)) }
 func (h *endHeap) Pop() any {
 	old := *h
 	it := old[len(old)-1]

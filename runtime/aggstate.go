@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"container/heap"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -17,12 +16,19 @@ import (
 //
 // (start = end = 0 for running aggregates), valued
 //
-//	flags(1: emitted) keys-row accumulators...
+//	flags(1: emitted) accumulators...
 //
 // where an accumulator is n, i (varints), f (8 bytes), v (a value) and the
 // COUNT(DISTINCT) set (count, then length-prefixed members, sorted so the
-// encoding is deterministic). Sessions, the close-order heap and dirty
-// lists are derived on Restore.
+// encoding is deterministic). The key columns are decoded from groupKey
+// when needed. Windows, sessions, the close-order heap and the dirty lists
+// are derived on Restore.
+
+// winKey names one group: its window and encoded group key.
+type winKey struct {
+	start, end int64
+	key        string
+}
 
 func encodeWinKey(buf []byte, wk winKey) []byte {
 	buf = AppendValue(buf, plan.Int(wk.start))
@@ -42,14 +48,12 @@ func decodeWinKey(b []byte) (winKey, error) {
 	return winKey{start: s.I, end: e.I, key: string(rest)}, nil
 }
 
-func (a *hashAgg) encodeGroup(g *group) []byte {
-	var buf []byte
+func (a *hashAgg) encodeGroup(buf []byte, g *group) []byte {
 	flags := byte(0)
 	if g.emitted {
 		flags = 1
 	}
 	buf = append(buf, flags)
-	buf = AppendRow(buf, g.keys)
 	for i := range g.accs {
 		c := &g.accs[i]
 		buf = binary.AppendVarint(buf, c.n)
@@ -70,48 +74,36 @@ func (a *hashAgg) encodeGroup(g *group) []byte {
 	return buf
 }
 
-func (a *hashAgg) decodeGroup(wk winKey, b []byte) (*group, error) {
+// decodeGroup decodes a group record into g's accumulators.
+func (a *hashAgg) decodeGroup(g *group, b []byte) error {
 	if len(b) < 1 {
-		return nil, fmt.Errorf("empty group record")
+		return fmt.Errorf("empty group record")
 	}
-	g := &group{wk: wk, emitted: b[0]&1 != 0, accs: make([]acc, len(a.spec.Aggs))}
+	g.emitted = b[0]&1 != 0
 	b = b[1:]
-	n, k := binary.Uvarint(b)
-	if k <= 0 {
-		return nil, fmt.Errorf("group keys: bad length")
-	}
-	// AppendRow wrote a count then values: decode in place.
-	keys := make(plan.Row, n)
-	b = b[k:]
 	var err error
-	for i := range keys {
-		if keys[i], b, err = DecodeValue(b); err != nil {
-			return nil, fmt.Errorf("group key %d: %w", i, err)
-		}
-	}
-	g.keys = keys
 	for i := range g.accs {
 		c := &g.accs[i]
 		var k int
 		if c.n, k = binary.Varint(b); k <= 0 {
-			return nil, fmt.Errorf("accumulator %d: bad count", i)
+			return fmt.Errorf("accumulator %d: bad count", i)
 		}
 		b = b[k:]
 		if c.i, k = binary.Varint(b); k <= 0 {
-			return nil, fmt.Errorf("accumulator %d: bad sum", i)
+			return fmt.Errorf("accumulator %d: bad sum", i)
 		}
 		b = b[k:]
 		if len(b) < 8 {
-			return nil, fmt.Errorf("accumulator %d: short", i)
+			return fmt.Errorf("accumulator %d: short", i)
 		}
 		c.f = math.Float64frombits(binary.BigEndian.Uint64(b))
 		b = b[8:]
 		if c.v, b, err = DecodeValue(b); err != nil {
-			return nil, fmt.Errorf("accumulator %d: %w", i, err)
+			return fmt.Errorf("accumulator %d: %w", i, err)
 		}
 		m, k := binary.Uvarint(b)
 		if k <= 0 {
-			return nil, fmt.Errorf("accumulator %d: bad set size", i)
+			return fmt.Errorf("accumulator %d: bad set size", i)
 		}
 		b = b[k:]
 		if m > 0 {
@@ -120,37 +112,41 @@ func (a *hashAgg) decodeGroup(wk winKey, b []byte) (*group, error) {
 		for j := uint64(0); j < m; j++ {
 			l, k := binary.Uvarint(b)
 			if k <= 0 || uint64(len(b)-k) < l {
-				return nil, fmt.Errorf("accumulator %d: bad set member", i)
+				return fmt.Errorf("accumulator %d: bad set member", i)
 			}
 			c.seen[string(b[k:k+int(l)])] = struct{}{}
 			b = b[k+int(l):]
 		}
 	}
-	return g, nil
+	return nil
 }
 
 // Snapshot writes the groups changed and deletes the groups removed since
 // the last snapshot. Dirty groups were emitted by Barrier just before.
 func (a *hashAgg) Snapshot(w StateWriter) error {
 	var kb []byte
-	for _, wk := range a.removed {
-		kb = encodeWinKey(kb[:0], wk)
+	for _, g := range a.removed {
+		kb = encodeWinKey(kb[:0], winKey{g.win.win.Start, g.win.win.End, g.key})
 		w.Delete(append([]byte(nil), kb...))
 	}
+	clear(a.removed)
 	a.removed = a.removed[:0]
-	for wk, g := range a.changed {
+	for _, g := range a.changed {
+		g.changed = false
 		if g.dead {
 			continue
 		}
-		kb = encodeWinKey(kb[:0], wk)
-		w.Put(append([]byte(nil), kb...), a.encodeGroup(g))
+		kb = encodeWinKey(kb[:0], winKey{g.win.win.Start, g.win.win.End, g.key})
+		w.Put(append([]byte(nil), kb...), a.encodeGroup(nil, g))
+		g.persisted = true
 	}
 	clear(a.changed)
+	a.changed = a.changed[:0]
 	return nil
 }
 
-// Restore loads the groups this task owns and rebuilds sessions and the
-// close-order heap from them.
+// Restore loads the groups this task owns and rebuilds windows, sessions
+// and the close-order heap from them.
 func (a *hashAgg) Restore(r StateReader) error {
 	return r.Scan(func(k, v []byte) error {
 		wk, err := decodeWinKey(k)
@@ -160,14 +156,11 @@ func (a *hashAgg) Restore(r StateReader) error {
 		if !r.Owns(wk.key) {
 			return nil
 		}
-		g, err := a.decodeGroup(wk, v)
-		if err != nil {
+		g := a.lookup(window.Window{Start: wk.start, End: wk.end}, wk.key)
+		if err := a.decodeGroup(g, v); err != nil {
 			return fmt.Errorf("aggregation state of %x: %w", k, err)
 		}
-		a.groups[wk] = g
-		if a.spec.Windowed {
-			heap.Push(&a.ends, endItem{wk.end, wk})
-		}
+		g.persisted = true
 		if a.spec.Session {
 			list := a.sessions[wk.key]
 			list = append(list, window.Window{Start: wk.start, End: wk.end})

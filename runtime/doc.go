@@ -5,7 +5,7 @@
 // and completes checkpoints by committing a marker in the versioned store.
 //
 // Threading: one goroutine per task plus one coordinator per job.
-// Operators (calc, windowAssign, hashAgg) are deterministic and run only on
+// Operators (calc, hashAgg, the joins) are deterministic and run only on
 // their task's goroutine: no goroutines, no clock reads, no I/O; the task
 // loop owns channels, time (Env.ProcTime, watermarks) and barriers. Sources
 // (readers) and sinks do I/O on their task's goroutine. Results is shared

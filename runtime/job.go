@@ -415,8 +415,6 @@ func buildOperator(spec plan.Op, env *Env, c *Counters) (Operator, error) {
 	switch s := spec.(type) {
 	case *plan.Calc:
 		return newCalc(s, env)
-	case *plan.WindowAssign:
-		return &windowAssign{spec: s.Window, lateness: s.AllowedLateness, counters: c}, nil
 	case *plan.Aggregate:
 		return newHashAgg(s, env, c)
 	case *plan.IntervalJoin:

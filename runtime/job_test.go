@@ -28,21 +28,20 @@ func bidGraph(events int, win plan.WindowSpec, mode plan.EmitMode, par int) *pla
 	auction := &plan.ColRef{Index: cols.Index("auction"), Name: "auction", T: plan.TypeBigint}
 	price := &plan.ColRef{Index: cols.Index("price"), Name: "price", T: plan.TypeBigint}
 	calcOut := plan.Schema{{Name: "_time", Type: plan.TypeTimestamp}, {Name: "auction", Type: plan.TypeBigint}, {Name: "price", Type: plan.TypeBigint}}
-	aggIn := plan.Schema{{Name: "window_start", Type: plan.TypeTimestamp}, {Name: "window_end", Type: plan.TypeTimestamp}, calcOut[1], calcOut[2]}
-	out := plan.Schema{aggIn[0], aggIn[1], aggIn[2], {Name: "n", Type: plan.TypeBigint}, {Name: "hi", Type: plan.TypeBigint}, {Name: "sum", Type: plan.TypeBigint}}
+	ws, we := plan.Column{Name: "window_start", Type: plan.TypeTimestamp}, plan.Column{Name: "window_end", Type: plan.TypeTimestamp}
+	out := plan.Schema{ws, we, calcOut[1], {Name: "n", Type: plan.TypeBigint}, {Name: "hi", Type: plan.TypeBigint}, {Name: "sum", Type: plan.TypeBigint}}
 	col := func(i int, t plan.Type) plan.Expr { return &plan.ColRef{Index: i, T: t} }
 	win.TimeCol = 0
-	agg := &plan.Aggregate{Windowed: true, Session: win.Kind == plan.Session, Window: win, Keys: []int{2},
-		Aggs:   []plan.Agg{{Fn: plan.AggCountStar, Arg: -1, T: plan.TypeBigint}, {Fn: plan.AggMax, Arg: 3, T: plan.TypeBigint}, {Fn: plan.AggSum, Arg: 3, T: plan.TypeBigint}},
+	agg := &plan.Aggregate{Windowed: true, Session: win.Kind == plan.Session, Window: win, Keys: []int{1},
+		Aggs:   []plan.Agg{{Fn: plan.AggCountStar, Arg: -1, T: plan.TypeBigint}, {Fn: plan.AggMax, Arg: 2, T: plan.TypeBigint}, {Fn: plan.AggSum, Arg: 2, T: plan.TypeBigint}},
 		Output: []plan.Expr{col(0, plan.TypeTimestamp), col(1, plan.TypeTimestamp), col(2, plan.TypeBigint), col(3, plan.TypeBigint), col(4, plan.TypeBigint), col(5, plan.TypeBigint)},
 		Out:    out, EmitMode: mode}
 	return &plan.Graph{
 		Options: plan.Options{EmitMode: mode, Parallelism: par, CheckpointInterval: 50, EmitInterval: 10},
 		Key:     plan.KeyWindowGroup, Out: out,
 		Vertices: []*plan.Vertex{
-			{ID: 0, Parallelism: 1, Ops: []plan.Op{src, &plan.Calc{Project: []plan.Expr{ts, auction, price}, Out: calcOut},
-				&plan.WindowAssign{Window: win, Out: aggIn}}},
-			{ID: 1, Parallelism: par, Inputs: []plan.Edge{{From: 0, Partition: plan.Hash, KeyCols: []int{2}}},
+			{ID: 0, Parallelism: 1, Ops: []plan.Op{src, &plan.Calc{Project: []plan.Expr{ts, auction, price}, Out: calcOut}}},
+			{ID: 1, Parallelism: par, Inputs: []plan.Edge{{From: 0, Partition: plan.Hash, KeyCols: []int{1}}},
 				Ops: []plan.Op{agg, &plan.Sink{Kind: plan.SinkResults, Name: "t", Key: plan.KeyWindowGroup}}},
 		},
 	}

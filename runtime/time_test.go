@@ -64,8 +64,7 @@ func countGraph(src *plan.Source, proc bool) *plan.Graph {
 	return &plan.Graph{Options: plan.Options{EmitMode: plan.EmitOnWindowClose, Parallelism: 1, CheckpointInterval: 100, EmitInterval: 50},
 		Key: plan.KeyWindowGroup, Out: out,
 		Vertices: []*plan.Vertex{
-			{ID: 0, Parallelism: 1, Ops: []plan.Op{src, &plan.Calc{Project: []plan.Expr{t}, Out: plan.Schema{{Name: "_time", Type: plan.TypeTimestamp}}},
-				&plan.WindowAssign{Window: win, Out: plan.Schema{ws, we}}}},
+			{ID: 0, Parallelism: 1, Ops: []plan.Op{src, &plan.Calc{Project: []plan.Expr{t}, Out: plan.Schema{{Name: "_time", Type: plan.TypeTimestamp}}}}},
 			{ID: 1, Parallelism: 1, Inputs: []plan.Edge{{From: 0, Partition: plan.Hash}},
 				Ops: []plan.Op{agg, &plan.Sink{Kind: plan.SinkResults, Name: "t", Key: plan.KeyWindowGroup}}},
 		}}

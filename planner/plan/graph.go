@@ -162,22 +162,17 @@ func (w WindowSpec) String() string {
 
 func ms(v int64) string { return fmt.Sprintf("%dms", v) }
 
-// WindowAssign assigns each row to its windows: it emits one row per
-// (row, window) that is not late, with window_start and window_end
-// prepended. Session windows emit the row's own [ts, ts+gap); the
-// aggregation merges them. Tumble and hop rows late for a window are dropped
-// here and counted.
-type WindowAssign struct {
-	Window          WindowSpec
-	AllowedLateness int64
-	Out             Schema
-}
-
-// Aggregate is a keyed aggregation. Its input rows are
-// [window_start, window_end,] group columns..., aggregate arguments... (the
-// planner arranges them so). Output rows are computed by Output over the
-// row [window_start, window_end,] keys..., aggregate results..., and kept
-// only where Having (over the same row) holds.
+// Aggregate is a keyed, optionally windowed aggregation. Its input rows are
+// [window columns,] group columns..., aggregate arguments... (the planner
+// arranges them so), where the window columns are the row's time for
+// TUMBLE, HOP and SESSION windows (Window.TimeCol = 0) and a cascading
+// window's start and end for Given windows (TimeCol = 0, EndCol = 1); none
+// for running aggregates. The aggregation assigns rows to windows itself:
+// a row goes to every window it is not late for (late rows are counted),
+// so the exchange before it carries each row once, not once per window.
+// Output rows are computed by Output over the row
+// [window_start, window_end,] keys..., aggregate results..., and kept only
+// where Having (over the same row) holds.
 type Aggregate struct {
 	Windowed        bool
 	Session         bool // merge session windows; Gap from Window
@@ -206,11 +201,10 @@ type Sink struct {
 	Key  KeyKind
 }
 
-func (*Source) OpName() string       { return "Source" }
-func (*Calc) OpName() string         { return "Calc" }
-func (*WindowAssign) OpName() string { return "WindowAssign" }
-func (*Aggregate) OpName() string    { return "Aggregate" }
-func (*Sink) OpName() string         { return "Sink" }
+func (*Source) OpName() string    { return "Source" }
+func (*Calc) OpName() string      { return "Calc" }
+func (*Aggregate) OpName() string { return "Aggregate" }
+func (*Sink) OpName() string      { return "Sink" }
 
 func (s *Source) Explain() string {
 	et := "proctime"
@@ -232,15 +226,11 @@ func (c *Calc) Explain() string {
 	return b.String()
 }
 
-func (w *WindowAssign) Explain() string {
-	return fmt.Sprintf("WindowAssign %s allowed_lateness=%s", w.Window, ms(w.AllowedLateness))
-}
-
 func (a *Aggregate) Explain() string {
 	var b strings.Builder
 	b.WriteString("Aggregate")
-	if a.Session {
-		b.WriteString(" session_gap=" + ms(a.Window.Gap))
+	if a.Windowed {
+		fmt.Fprintf(&b, " window=%s allowed_lateness=%s", a.Window, ms(a.AllowedLateness))
 	}
 	fmt.Fprintf(&b, " keys=%v aggs=[", a.Keys)
 	for i, g := range a.Aggs {
