@@ -46,6 +46,11 @@ type hashAgg struct {
 	keyBuf   []byte
 	winBuf   []window.Window
 	post     plan.Row
+	// hot: the windows looked up most recently (a ring, never holding a
+	// closed one); lastSize: the group count of the last window closed.
+	hot      [8]*winGroups
+	hotNext  int
+	lastSize int
 	// Since the last snapshot: groups changed (written), and groups removed
 	// (closed, or absorbed by a session merge) that a snapshot had written
 	// (deleted).
@@ -186,9 +191,21 @@ func emitIfAny(b *Batch, out Emitter) error {
 
 // lookup returns the group of key in win, creating both as needed.
 func (a *hashAgg) lookup(win window.Window, key string) *group {
-	wg := a.wins[win]
+	// Consecutive rows mostly fall in the same windows: try the last ones
+	// looked up before the window map.
+	var wg *winGroups
+	for _, h := range a.hot {
+		if h != nil && h.win == win {
+			wg = h
+			break
+		}
+	}
 	if wg == nil {
-		wg = a.openWindow(win)
+		if wg = a.wins[win]; wg == nil {
+			wg = a.openWindow(win)
+		}
+		a.hot[a.hotNext] = wg
+		a.hotNext = (a.hotNext + 1) % len(a.hot)
 	}
 	if g := wg.groups[key]; g != nil {
 		return g
@@ -197,7 +214,9 @@ func (a *hashAgg) lookup(win window.Window, key string) *group {
 }
 
 func (a *hashAgg) openWindow(win window.Window) *winGroups {
-	wg := &winGroups{win: win, groups: map[string]*group{}}
+	// Sized like the last window opened, so a window's map does not grow
+	// step by step (rehashing) to the size its neighbours had.
+	wg := &winGroups{win: win, groups: make(map[string]*group, a.lastSize)}
 	a.wins[win] = wg
 	if a.spec.Windowed {
 		heap.Push(&a.ends, win)
@@ -309,6 +328,8 @@ func (a *hashAgg) advance(wm int64, res *Batch) error {
 			continue
 		}
 		delete(a.wins, top)
+		a.forget(wg)
+		a.lastSize = len(wg.groups)
 		for _, g := range wg.list {
 			if g.dead {
 				continue
@@ -328,6 +349,15 @@ func (a *hashAgg) advance(wm int64, res *Batch) error {
 		}
 	}
 	return nil
+}
+
+// forget drops a closing window from the hot ring.
+func (a *hashAgg) forget(wg *winGroups) {
+	for i, h := range a.hot {
+		if h == wg {
+			a.hot[i] = nil
+		}
+	}
 }
 
 func (a *hashAgg) dropSession(g *group) {

@@ -31,8 +31,10 @@ func newCalc(spec *plan.Calc, env *Env) (*calc, error) {
 }
 
 func (c *calc) Process(b *Batch, out Emitter) error {
-	res := &Batch{Rows: make([]plan.Row, 0, len(b.Rows)), Meta: make([]RowMeta, 0, len(b.Rows))}
+	// The batch is ours once emitted to us: rows are filtered and
+	// projected in place.
 	var vals []plan.Value
+	n := 0
 	for i, r := range b.Rows {
 		if c.filter != nil && !c.filter(r).True() {
 			continue
@@ -48,12 +50,15 @@ func (c *calc) Process(b *Batch, out Emitter) error {
 			}
 			r = row
 		}
-		res.Append(r, b.Meta[i])
+		b.Rows[n], b.Meta[n] = r, b.Meta[i]
+		n++
 	}
-	if res.Len() == 0 {
+	if n == 0 {
 		return nil
 	}
-	return out.Emit(res)
+	clear(b.Rows[n:]) // the dropped rows can be collected
+	b.Rows, b.Meta = b.Rows[:n], b.Meta[:n]
+	return out.Emit(b)
 }
 
 func (c *calc) Watermark(wm int64, _ Emitter) (int64, error) { return wm, nil }

@@ -91,6 +91,15 @@ func (o *output) Emit(b *Batch) error {
 		return o.targets[0].Send(o.ctx, Message{Kind: MsgData, Batch: b})
 	}
 	n := len(o.targets)
+	if n == 1 {
+		// One target: the batch (ours once emitted to us) goes on as it
+		// is, its rows keyed in place.
+		for i, r := range b.Rows {
+			o.keyBuf = EncodeKey(o.keyBuf[:0], r, o.keyCols)
+			b.Meta[i].Key = string(o.keyBuf)
+		}
+		return o.targets[0].Send(o.ctx, Message{Kind: MsgData, Batch: b})
+	}
 	parts := make([]*Batch, n)
 	for i, r := range b.Rows {
 		// The group key is encoded once, here, and travels with the row.

@@ -169,13 +169,20 @@ func (r *nexmarkReader) available(now int64) uint64 {
 
 func (r *nexmarkReader) Poll(now int64, max int, b *Batch) (int, error) {
 	end := r.available(now)
-	n := 0
-	for ; n < max && r.idx < end; n++ {
-		row := r.gen.Fill(r.kind, r.idx, r.cols, make(plan.Row, len(r.cols)))
+	want := int(min(uint64(max), end-min(r.idx, end)))
+	if want == 0 {
+		return 0, nil
+	}
+	// One allocation for the batch's rows, one for its values.
+	w := len(r.cols)
+	slab := make([]plan.Value, want*w)
+	b.Rows, b.Meta = make([]plan.Row, 0, want), make([]RowMeta, 0, want)
+	for n := range want {
+		row := r.gen.Fill(r.kind, r.idx, r.cols, plan.Row(slab[n*w:(n+1)*w:(n+1)*w]))
 		b.Append(row, RowMeta{Offset: int64(r.idx)})
 		r.idx++
 	}
-	return n, nil
+	return want, nil
 }
 
 func (r *nexmarkReader) Offset() int64 { return int64(r.idx) }
