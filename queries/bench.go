@@ -18,6 +18,7 @@ import (
 	"github.com/streamsql/streamsql/planner/plan"
 	"github.com/streamsql/streamsql/queries/examples"
 	"github.com/streamsql/streamsql/runtime"
+	"github.com/streamsql/streamsql/runtime/source/nexmark"
 	"github.com/streamsql/streamsql/state"
 )
 
@@ -28,6 +29,17 @@ type BenchConfig struct {
 	CheckpointInterval time.Duration
 	Parallelism        int
 	Dir                string // scratch directory for the state stores
+	// Progress, when set, is called about once a second while the query
+	// runs (a terminal's progress line).
+	Progress func(BenchProgress)
+}
+
+// BenchProgress is a running bench's position.
+type BenchProgress struct {
+	Events      int64 // read so far
+	Expected    int64 // rows the sources will read in all (bounded tables)
+	Checkpoints int
+	Elapsed     time.Duration
 }
 
 // BenchResult is what a run measured.
@@ -145,11 +157,23 @@ func Bench(ctx context.Context, cfg BenchConfig) (BenchResult, error) {
 	if err != nil {
 		return BenchResult{}, err
 	}
-	select {
-	case <-job.Done():
-	case <-ctx.Done():
-		job.Stop()
-		return BenchResult{}, ctx.Err()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	expected := benchExpected(g, cfg.Events)
+wait:
+	for {
+		select {
+		case <-job.Done():
+			break wait
+		case <-ctx.Done():
+			job.Stop()
+			return BenchResult{}, ctx.Err()
+		case <-tick.C:
+			if cfg.Progress != nil {
+				st := job.Status()
+				cfg.Progress(BenchProgress{Events: st.RowsIn, Expected: expected, Checkpoints: len(job.History()), Elapsed: time.Since(start)})
+			}
+		}
 	}
 	if cfg.CheckpointInterval > 0 {
 		// A last checkpoint commits what the end of input released.
@@ -183,6 +207,22 @@ func Bench(ctx context.Context, cfg BenchConfig) (BenchResult, error) {
 		r.ResultRows = len(rows)
 	}
 	return r, nil
+}
+
+// benchExpected is how many rows the query's sources read in all: each
+// bounded generator table's share of the events.
+func benchExpected(g *plan.Graph, events int64) int64 {
+	var n int64
+	for _, v := range g.Vertices {
+		for _, op := range v.Ops {
+			if src, ok := op.(*plan.Source); ok {
+				if k, err := nexmark.ParseKind(src.Attrs["kind"]); err == nil {
+					n += int64(nexmark.Count(k, uint64(events)))
+				}
+			}
+		}
+	}
+	return n
 }
 
 // percentile is the p-th percentile (nearest rank) of xs; 0 when empty.

@@ -124,10 +124,13 @@ func (a *hashAgg) decodeGroup(g *group, b []byte) error {
 // Snapshot writes the groups changed and deletes the groups removed since
 // the last snapshot. Dirty groups were emitted by Barrier just before.
 func (a *hashAgg) Snapshot(w StateWriter) error {
-	var kb []byte
+	if w.Full() {
+		return a.snapshotAll(w)
+	}
+	var kb, vb []byte
 	for _, g := range a.removed {
 		kb = encodeWinKey(kb[:0], winKey{g.win.win.Start, g.win.win.End, g.key})
-		w.Delete(append([]byte(nil), kb...))
+		w.Delete(kb)
 	}
 	clear(a.removed)
 	a.removed = a.removed[:0]
@@ -137,11 +140,36 @@ func (a *hashAgg) Snapshot(w StateWriter) error {
 			continue
 		}
 		kb = encodeWinKey(kb[:0], winKey{g.win.win.Start, g.win.win.End, g.key})
-		w.Put(append([]byte(nil), kb...), a.encodeGroup(nil, g))
+		vb = a.encodeGroup(vb[:0], g)
+		w.Put(kb, vb)
 		g.persisted = true
 	}
 	clear(a.changed)
 	a.changed = a.changed[:0]
+	return nil
+}
+
+// snapshotAll writes every open group (a full snapshot).
+func (a *hashAgg) snapshotAll(w StateWriter) error {
+	for _, g := range a.changed {
+		g.changed = false
+	}
+	clear(a.changed)
+	a.changed = a.changed[:0]
+	clear(a.removed)
+	a.removed = a.removed[:0]
+	var kb, vb []byte
+	for _, wg := range a.wins {
+		for _, g := range wg.list {
+			if g.dead {
+				continue
+			}
+			kb = encodeWinKey(kb[:0], winKey{wg.win.Start, wg.win.End, g.key})
+			vb = a.encodeGroup(vb[:0], g)
+			w.Put(kb, vb)
+			g.persisted = true
+		}
+	}
 	return nil
 }
 

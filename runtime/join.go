@@ -616,14 +616,19 @@ func decodeRowRecord(k, v []byte) (int, *joinRow, error) {
 // snapshot deletes the records of the rows dropped and writes the rows
 // stored or changed since the last snapshot, and the side watermarks wm
 // when they moved.
-func (c *joinCkpt) snapshot(w StateWriter, wm [2]int64) {
-	for _, k := range c.removed {
-		w.Delete(k)
+//
+// A full snapshot writes every held row instead (all calls fn for each).
+func (c *joinCkpt) snapshot(w StateWriter, wm [2]int64, all func(fn func(*joinRow))) {
+	full := w.Full()
+	if !full {
+		for _, k := range c.removed {
+			w.Delete(k)
+		}
 	}
 	c.removed = c.removed[:0]
 	for _, jr := range c.dirty {
 		jr.dirty = false
-		if jr.dead {
+		if jr.dead || full {
 			continue
 		}
 		w.Put(rowRecordKey(nil, jr), encodeJoinRow(jr))
@@ -631,7 +636,15 @@ func (c *joinCkpt) snapshot(w StateWriter, wm [2]int64) {
 	}
 	clear(c.dirty)
 	c.dirty, c.deadDirty = c.dirty[:0], 0
-	if wm != c.writtenWM {
+	if full {
+		all(func(jr *joinRow) {
+			if !jr.dead {
+				w.Put(rowRecordKey(nil, jr), encodeJoinRow(jr))
+				jr.persisted = true
+			}
+		})
+	}
+	if wm != c.writtenWM || full {
 		v := AppendValue(nil, plan.Int(wm[sideLeft]))
 		v = AppendValue(v, plan.Int(wm[sideRight]))
 		w.Put([]byte{wmRecord}, v)
@@ -676,7 +689,15 @@ func (c *joinCkpt) restoreRecords(r StateReader, what string, row func(jr *joinR
 
 // Snapshot writes what changed since the last snapshot (see joinCkpt).
 func (j *intervalJoin) Snapshot(w StateWriter) error {
-	j.snapshot(w, j.wm)
+	j.snapshot(w, j.wm, func(fn func(*joinRow)) {
+		for s := range j.side {
+			for _, rows := range j.side[s].keys {
+				for _, jr := range rows {
+					fn(jr)
+				}
+			}
+		}
+	})
 	return nil
 }
 

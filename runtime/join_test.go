@@ -461,8 +461,11 @@ func TestIntervalJoinInnerHoldBack(t *testing.T) {
 // memState is a checkpoint store: it applies snapshots in order.
 type memState struct {
 	kv         map[string][]byte
-	badDeletes int // deletes of keys never written
+	badDeletes int  // deletes of keys never written
+	full       bool // snapshots into it are full ones
 }
+
+func (m *memState) Full() bool { return m.full }
 
 func (m *memState) Put(k, v []byte) { m.kv[string(k)] = append([]byte(nil), v...) }
 func (m *memState) Delete(k []byte) {
@@ -823,6 +826,7 @@ type countingWriter struct {
 
 func (w *countingWriter) Put(k, v []byte) { w.puts++; w.st.Put(k, v) }
 func (w *countingWriter) Delete(k []byte) { w.dels++; w.st.Delete(k) }
+func (w *countingWriter) Full() bool      { return w.st.full }
 
 // Incremental snapshots: a row stored and expired between two checkpoints
 // is never written; a written row that expires is deleted; a newly matched

@@ -48,10 +48,15 @@ type idler interface {
 }
 
 // StateWriter takes an operator's checkpoint writes. Keys are the
-// operator's own; the task prefixes them with the operator's place.
+// operator's own; the task logs them in its place (statelog.go). Put and
+// Delete copy what they keep: the caller may reuse its buffers.
 type StateWriter interface {
 	Put(key, value []byte)
 	Delete(key []byte)
+	// Full reports that this snapshot must write all the operator's state,
+	// not only what changed since the last one (the task starts a new base
+	// of its state log); nothing needs deleting then.
+	Full() bool
 }
 
 // StateReader reads an operator's state as of the restored checkpoint.

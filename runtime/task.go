@@ -40,119 +40,151 @@ type taskBase struct {
 	opPrefix [][]byte
 	subtask  int
 	parallel int
-	// unwritten holds state writes of a checkpoint whose write failed:
-	// they go out with the next checkpoint (snapshots are incremental).
-	unwritten []state.KV
+	// logs[i] is operator i's state log (statelog.go).
+	logs []*stateLog
+	// writes feeds writeLoop (started at the first checkpoint).
+	writes chan stateWrite
 	// sinceCkpt: counters since the last checkpoint barrier.
 	sinceCkpt counts
 	// stateRows is this task's operators' state size, read by Status.
 	stateRows *atomic.Int64
 }
 
-// stateWriter collects an operator's snapshot under its prefix.
-type stateWriter struct {
-	prefix []byte
-	kvs    []state.KV
-	bytes  int
-}
-
-func (w *stateWriter) key(k []byte) []byte {
-	return append(append(make([]byte, 0, len(w.prefix)+len(k)), w.prefix...), k...)
-}
-
-func (w *stateWriter) Put(k, v []byte) {
-	w.kvs = append(w.kvs, state.KV{Key: w.key(k), Value: v})
-	w.bytes += len(w.prefix) + len(k) + len(v)
-}
-
-func (w *stateWriter) Delete(k []byte) {
-	w.kvs = append(w.kvs, state.KV{Key: w.key(k), Delete: true})
-	w.bytes += len(w.prefix) + len(k)
-}
-
-// stateReader reads an operator's state at the restored checkpoint.
-type stateReader struct {
-	store    state.Versioned
-	prefix   []byte
-	at       uint64
-	subtask  int
-	parallel int
-}
-
-func (r stateReader) Scan(fn func(k, v []byte) error) error {
-	return r.store.Scan(r.prefix, r.at, func(k, v []byte) error { return fn(k[len(r.prefix):], v) })
-}
-
-func (r stateReader) Owns(groupKey string) bool {
-	return r.parallel <= 1 || int(HashKey(groupKey)%uint64(r.parallel)) == r.subtask
-}
-
-// restore loads every operator's state as of checkpoint at.
+// restore loads every operator's state as of checkpoint at, from the
+// state logs of every subtask that wrote them (see statelog.go).
 func (t *taskBase) restore(at uint64) error {
 	if at == 0 {
 		return nil
 	}
 	for i, op := range t.chain.ops {
 		fault.Point("restore.during")
-		r := stateReader{store: t.job.store, prefix: t.opPrefix[i], at: at, subtask: t.subtask, parallel: t.parallel}
+		keys, vals, blocks, err := readStateLog(t.job.store, t.opPrefix[i], at)
+		if err != nil {
+			return fmt.Errorf("%s: read state of operator %d at checkpoint %d: %w", t.name, i, at, err)
+		}
+		r := stateReader{keys: keys, vals: vals, subtask: t.subtask, parallel: t.parallel}
 		if err := op.Restore(r); err != nil {
 			return fmt.Errorf("%s: restore operator %d at checkpoint %d: %w", t.name, i, at, err)
+		}
+		// The old logs this task supersedes at its first base: its own
+		// subtask's, and those of subtasks beyond the new parallelism.
+		l := t.log(i)
+		for s, keys := range blocks {
+			if s%t.parallel == t.subtask {
+				l.written = append(l.written, keys...)
+			}
 		}
 	}
 	return nil
 }
 
+// log is operator i's state log at this task.
+func (t *taskBase) log(i int) *stateLog {
+	if t.logs == nil {
+		t.logs = make([]*stateLog, len(t.chain.ops))
+	}
+	if t.logs[i] == nil {
+		t.logs[i] = &stateLog{prefix: t.opPrefix[i], subtask: t.subtask}
+	}
+	return t.logs[i]
+}
+
 // barrier runs barrier b through the task: the operators emit the epoch's
 // changes; for a checkpoint, their state (and extra, a source's position)
-// is written at the checkpoint id; then the terminal takes the barrier (a
-// sink pre-commits, an exchange forwards it). It acks the coordinator. A
-// failed write fails the checkpoint, not the query; an operator error is
-// fatal and returned.
+// is collected for the checkpoint id; then the terminal takes the barrier
+// (a sink pre-commits, an exchange forwards it). The state is written to
+// the store off the task goroutine (writeLoop), which acks the coordinator
+// once it is; other barriers are acked here. A failed write fails the
+// checkpoint, not the query; an operator error is fatal and returned.
 func (t *taskBase) barrier(ctx context.Context, b Barrier, extra []state.KV, offsets map[string]int64) error {
 	if err := t.chain.barrier(b); err != nil {
 		return fmt.Errorf("%s: barrier %d: %w", t.name, b.Epoch, err)
 	}
 	a := ack{epoch: b.Epoch, ckpt: b.CheckpointID, offsets: offsets}
+	var kvs []state.KV
 	if b.CheckpointID != 0 {
-		kvs := append(t.unwritten, extra...)
+		kvs = extra
 		for i, op := range t.chain.ops {
-			w := &stateWriter{prefix: t.opPrefix[i]}
+			l := t.log(i)
+			w := &stateWriter{all: l.full()}
 			if err := op.Snapshot(w); err != nil {
 				return fmt.Errorf("%s: snapshot at checkpoint %d: %w", t.name, b.CheckpointID, err)
 			}
-			kvs = append(kvs, w.kvs...)
-			a.bytes += w.bytes
+			kvs = append(kvs, l.blocks(b.CheckpointID, w)...)
+			a.bytes += len(w.buf)
 		}
-		t.unwritten = nil
-		if len(kvs) > 0 {
-			if err := t.job.store.Write(b.CheckpointID, kvs); err != nil {
-				a.err = fmt.Errorf("%s: write state: %w", t.name, err)
-				t.unwritten = kvs
-			}
-		}
-		fault.Point("checkpoint.after_state")
 	}
 	if err := t.chain.term.Barrier(b); err != nil {
 		if _, isSink := t.chain.term.(*sinkTerminal); !isSink {
 			return nil // the exchange only fails when the query stops
 		}
-		if a.err == nil {
-			a.err = fmt.Errorf("%s: %w", t.name, err)
-		}
+		a.err = fmt.Errorf("%s: %w", t.name, err)
 	}
 	if st, isSink := t.chain.term.(*sinkTerminal); isSink {
 		a.bytes += bytesWritten(st.sink)
 	}
 	t.publish()
-	if b.CheckpointID != 0 {
-		a.deltas = t.sinceCkpt
-		t.sinceCkpt = counts{}
+	if b.CheckpointID == 0 {
+		select {
+		case t.job.acks <- a:
+		case <-ctx.Done():
+		}
+		return nil
 	}
+	a.deltas = t.sinceCkpt
+	t.sinceCkpt = counts{}
+	if t.writes == nil {
+		t.writes = make(chan stateWrite, 1)
+		go t.writeLoop(ctx)
+	}
+	// The coordinator sends the next barrier only after this ack, so the
+	// writer is idle here and the send does not block for long.
 	select {
-	case t.job.acks <- a:
+	case t.writes <- stateWrite{kvs: kvs, ack: a}:
 	case <-ctx.Done():
 	}
 	return nil
+}
+
+// stateWrite is one checkpoint's state writes for writeLoop, and the ack
+// to send once they are written.
+type stateWrite struct {
+	kvs []state.KV
+	ack ack
+}
+
+// writeLoop writes checkpoints' state in the background, so the task goes
+// on processing rows while the store takes them (asynchronous snapshots:
+// the operators' state was captured, as bytes, at the barrier). It is the
+// only goroutine a task starts besides its own, and touches nothing of the
+// task but its channel: the kvs and the ack are handed over.
+func (t *taskBase) writeLoop(ctx context.Context) {
+	// unwritten holds state writes of a checkpoint whose write failed:
+	// they go out with the next checkpoint (snapshots are incremental).
+	var unwritten []state.KV
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case w := <-t.writes:
+			kvs := append(unwritten, w.kvs...)
+			unwritten = nil
+			if len(kvs) > 0 {
+				if err := t.job.store.Write(w.ack.ckpt, kvs); err != nil {
+					if w.ack.err == nil {
+						w.ack.err = fmt.Errorf("%s: write state: %w", t.name, err)
+					}
+					unwritten = kvs
+				}
+			}
+			fault.Point("checkpoint.after_state")
+			select {
+			case t.job.acks <- w.ack:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
 }
 
 // publish moves the operators' counters to the job.

@@ -371,7 +371,16 @@ func (j *temporalJoin) stateRows() int { return j.waiting.Len() + j.nversions }
 
 // Snapshot writes what changed since the last snapshot (see joinCkpt).
 func (j *temporalJoin) Snapshot(w StateWriter) error {
-	j.snapshot(w, j.wm)
+	j.snapshot(w, j.wm, func(fn func(*joinRow)) {
+		for _, it := range j.waiting {
+			fn(it.row)
+		}
+		for _, vs := range j.versions {
+			for _, jr := range vs {
+				fn(jr)
+			}
+		}
+	})
 	return nil
 }
 

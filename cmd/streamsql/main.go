@@ -209,7 +209,22 @@ func bench(args []string) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	res, err := queries.Bench(context.Background(), queries.BenchConfig{Query: *query, Events: *events, CheckpointInterval: *ckpt, Parallelism: *par})
+	cfg := queries.BenchConfig{Query: *query, Events: *events, CheckpointInterval: *ckpt, Parallelism: *par}
+	tty := isTerminal(os.Stderr)
+	if tty {
+		cfg.Progress = func(p queries.BenchProgress) {
+			pct := 0.0
+			if p.Expected > 0 {
+				pct = 100 * float64(p.Events) / float64(p.Expected)
+			}
+			fmt.Fprintf(os.Stderr, "\r\033[K%s: %d of %d events (%.0f%%), %.0f events/s, %d checkpoints, %s",
+				*query, p.Events, p.Expected, pct, float64(p.Events)/p.Elapsed.Seconds(), p.Checkpoints, p.Elapsed.Round(time.Second))
+		}
+	}
+	res, err := queries.Bench(context.Background(), cfg)
+	if tty {
+		fmt.Fprint(os.Stderr, "\r\033[K")
+	}
 	if err != nil {
 		return err
 	}
@@ -222,4 +237,11 @@ func bench(args []string) error {
 	fmt.Printf("%.0f events per CPU second, %.0f per second\n", res.EventsPerCPUSec, res.EventsPerSecond)
 	fmt.Printf("%d checkpoints: p50 %d ms / %d bytes, p99 %d ms / %d bytes\n", res.Checkpoints, res.CheckpointP50Ms, res.CheckpointP50B, res.CheckpointP99Ms, res.CheckpointP99B)
 	return nil
+}
+
+// isTerminal reports whether f is a terminal (a character device), where
+// bench draws its progress line.
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
