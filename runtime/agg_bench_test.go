@@ -1,0 +1,88 @@
+package runtime
+
+import (
+	"runtime"
+	"testing"
+
+	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/window"
+)
+
+// q5CoreAgg is the aggregation of Nexmark q5-core: COUNT(*) per auction
+// over HOP(date_time, 2s, 10s), changes mode. Input rows: [time, auction].
+func q5CoreAgg(tb testing.TB) *hashAgg {
+	ws, we := plan.Column{Name: "window_start", Type: plan.TypeTimestamp}, plan.Column{Name: "window_end", Type: plan.TypeTimestamp}
+	col := func(i int, t plan.Type) plan.Expr { return &plan.ColRef{Index: i, T: t} }
+	spec := &plan.Aggregate{Windowed: true, Window: plan.WindowSpec{Kind: plan.Hop, Slide: 2000, Size: 10000}, Keys: []int{1},
+		Aggs:   []plan.Agg{{Fn: plan.AggCountStar, Arg: -1, T: plan.TypeBigint}},
+		Output: []plan.Expr{col(2, plan.TypeBigint), col(3, plan.TypeBigint), col(0, plan.TypeTimestamp), col(1, plan.TypeTimestamp)},
+		Out:    plan.Schema{{Name: "auction", Type: plan.TypeBigint}, {Name: "num", Type: plan.TypeBigint}, ws, we}, EmitMode: plan.EmitChanges}
+	a, err := newHashAgg(spec, &Env{}, &Counters{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return a
+}
+
+type nopEmitter struct{}
+
+func (nopEmitter) Emit(*Batch) error { return nil }
+
+// q5CoreBatch is n rows of distinct auctions at time ts, keyed as the
+// exchange keys them.
+func q5CoreBatch(first, n int, ts int64) *Batch {
+	b := &Batch{Rows: make([]plan.Row, n), Meta: make([]RowMeta, n)}
+	for i := range n {
+		r := plan.Row{plan.Time(ts), plan.Int(int64(first + i))}
+		b.Rows[i] = r
+		b.Meta[i] = RowMeta{Key: string(EncodeKey(nil, r, []int{1})), WM: window.NoWatermark}
+	}
+	return b
+}
+
+// BenchmarkAggEntryMemory reports the heap bytes per live (window, key)
+// group of q5-core's aggregation (metric bytes/entry): 100,000 auctions,
+// each in the 5 windows of one HOP row. Run with
+// `go test -run X -bench AggEntryMemory ./runtime`.
+func BenchmarkAggEntryMemory(b *testing.B) {
+	const auctions = 100_000
+	for b.Loop() {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		a := q5CoreAgg(b)
+		for i := 0; i < auctions; i += 1000 {
+			if err := a.Process(q5CoreBatch(i, 1000, 10_000), nopEmitter{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		if a.stateRows() != 5*auctions {
+			b.Fatalf("%d groups, want %d", a.stateRows(), 5*auctions)
+		}
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(a.stateRows()), "bytes/entry")
+		runtime.KeepAlive(a)
+	}
+}
+
+// BenchmarkAggHop measures q5-core's aggregation alone: ns per input row
+// (5 window updates each), rows over a sliding range of auctions and time.
+func BenchmarkAggHop(b *testing.B) {
+	a := q5CoreAgg(b)
+	batches := make([]*Batch, 100)
+	for i := range batches {
+		batches[i] = q5CoreBatch(i*50%5000, 1000, int64(i)*100)
+	}
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		src := batches[n%len(batches)]
+		bt := &Batch{Rows: append([]plan.Row(nil), src.Rows...), Meta: append([]RowMeta(nil), src.Meta...)}
+		if err := a.Process(bt, nopEmitter{}); err != nil {
+			b.Fatal(err)
+		}
+		n++
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n*1000), "ns/row")
+}
