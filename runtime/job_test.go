@@ -231,6 +231,71 @@ func TestRestoreMatchesNaive(t *testing.T) {
 	}
 }
 
+// TestRestartChains restarts a job several times, alternating
+// parallelism, each time after a checkpoint and some uncheckpointed work:
+// the state logs of each run supersede the last ones' (statelog.go) and
+// the final results still equal a naive evaluation.
+func TestRestartChains(t *testing.T) {
+	const events = 12000
+	g0 := nexmark.New(nexmark.Config{})
+	n := int(nexmark.Count(nexmark.Bid, events))
+	all := make([]plan.Row, n)
+	for i := range all {
+		all[i] = g0.Fill(nexmark.Bid, uint64(i), nil, nil)
+	}
+	for name, win := range map[string]plan.WindowSpec{
+		"hop":     {Kind: plan.Hop, Size: 300, Slide: 70},
+		"session": {Kind: plan.Session, Gap: 40},
+	} {
+		t.Run(name, func(t *testing.T) {
+			want := naive(events, win)
+			store := state.NewMemVersioned()
+			// Each step: parallelism, checkpoints at (the first writes a
+			// base, the second a delta), stop at (n: finish).
+			steps := [][4]int{{1, n / 8, n / 6, n / 4}, {2, n / 3, n * 2 / 5, n / 2}, {1, n / 2, n * 3 / 5, n * 2 / 3}, {2, n * 3 / 4, n * 3 / 4, n * 4 / 5}, {1, n * 5 / 6, n * 9 / 10, n}}
+			for _, st := range steps {
+				par, ckptAt, ckpt2, stopAt := st[0], st[1], st[2], st[3]
+				g := bidGraph(events, win, plan.EmitChanges, par)
+				g.Vertices[0].Ops[0].(*plan.Source).Engine = "mem"
+				var rd *memReader
+				deps := Deps{Store: store, openReader: func(_ *plan.Source, from int64) (reader, error) {
+					rd = &memReader{ready: make(chan struct{}), off: from}
+					return rd, nil
+				}}
+				res := NewResults(store, 3)
+				job, err := Start(g, deps, StartOptions{QueryID: 3, Name: "t", Results: res})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx := context.Background()
+				// The reader holds the rows by offset and reads from the
+				// restored one.
+				rd.add(all[:ckptAt]...)
+				if _, err := job.Checkpoint(ctx); err != nil {
+					t.Fatal(err)
+				}
+				rd.add(all[ckptAt:ckpt2]...)
+				if _, err := job.Checkpoint(ctx); err != nil {
+					t.Fatal(err)
+				}
+				rd.add(all[ckpt2:stopAt]...)
+				if stopAt < n {
+					for job.Status().Offsets["bid"] < int64(stopAt) {
+						time.Sleep(time.Millisecond)
+					}
+					job.Stop()
+					continue
+				}
+				if _, err := job.Checkpoint(ctx); err != nil {
+					t.Fatal(err)
+				}
+				job.Stop()
+				checkNaive(t, res, want)
+			}
+		})
+	}
+}
+
 // checkNaive compares committed results of bidGraph with naive's.
 func checkNaive(t *testing.T, res *Results, want map[string]aggRow) {
 	t.Helper()
