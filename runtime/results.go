@@ -19,7 +19,7 @@ import (
 //	q/<qid>/r/<key>              an updating query's result row on its upsert key
 //	q/<qid>/b/<sink>/<ckpt>/<n>  a block of an append-only query's result rows
 //	q/<qid>/s/<v>/<i>            source task (vertex v, subtask i) position
-//	q/<qid>/o/<v>/<op>/<key>     operator op of vertex v: its state per group
+//	q/<qid>/o/<v>/<op>/L...      operator op of vertex v: its state log (stateLog)
 //
 // A block key holds the sink subtask (4 bytes big-endian), the checkpoint
 // the block was written for (8 bytes) and the block's number in that
