@@ -146,7 +146,7 @@ func (e *Engine) load() error {
 			v = &View{Record: rec}
 			v.Graph, err = e.planView(rec)
 			if err == nil {
-				v.Results, err = runtime.OpenResults(e.store, rec.ID)
+				v.Results, err = runtime.OpenResults(e.store, rec.ID, v.Graph)
 			}
 		} else {
 			v, err = e.startView(rec)

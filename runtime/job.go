@@ -309,10 +309,12 @@ func (j *Job) build(deps Deps, o StartOptions, committed uint64) error {
 					}
 					if s.Key == plan.KeyRowID {
 						j.results.setAppendOnly()
+						st.sink = newAppendSink(j.results, j.store, j.ID, i, counters)
+					} else {
+						rs := newResultsSink(j.results, j.store, j.ID, s.Key, counters)
+						rs.retention, rs.task, rs.tasks = g.Options.ResultsRetention, i, v.Parallelism
+						st.sink = rs
 					}
-					rs := newResultsSink(j.results, j.store, j.ID, s.Key, counters)
-					rs.retention, rs.task, rs.tasks = g.Options.ResultsRetention, i, v.Parallelism
-					st.sink = rs
 				default:
 					st.sink = &discardSink{counters: counters}
 				}

@@ -2,8 +2,11 @@ package runtime
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/streamsql/streamsql/planner/plan"
@@ -12,9 +15,20 @@ import (
 
 // Key layout of a query in the versioned store (all under QueryPrefix):
 //
-//	q/<qid>/m          the checkpoint marker (value: marker JSON)
-//	q/<qid>/r/<key>    a built-in result row on its upsert key
-//	q/<qid>/s/<v>/<i>  source task (vertex v, subtask i) position
+//	q/<qid>/m                    the checkpoint marker (value: marker JSON)
+//	q/<qid>/r/<key>              an updating query's result row on its upsert key
+//	q/<qid>/b/<sink>/<ckpt>/<n>  a block of an append-only query's result rows
+//	q/<qid>/s/<v>/<i>            source task (vertex v, subtask i) position
+//	q/<qid>/o/<v>/<op>/L...      operator op of vertex v: its state log (stateLog)
+//
+// A block key holds the sink subtask (4 bytes big-endian), the checkpoint
+// the block was written for (8 bytes) and the block's number in that
+// checkpoint (4 bytes); its value is records of (row id, row) (see
+// blockBuilder), and its version is that checkpoint's id (a later one when
+// a failed write is retried). Append-only rows are never updated or
+// deleted, so a few large entries per checkpoint hold them as well as one
+// entry per row would, at a fraction of the cost: a read at a marker sees
+// exactly the blocks of the checkpoints up to it.
 //
 // Query ids come from a durable sequence and never repeat, so a replaced
 // or dropped query's leftovers can never be read as a new one's.
@@ -26,40 +40,57 @@ func QueryPrefix(qid uint64) []byte {
 
 func markerKey(qid uint64) []byte    { return append(QueryPrefix(qid), "/m"...) }
 func resultPrefix(qid uint64) []byte { return append(QueryPrefix(qid), "/r/"...) }
+func blockPrefix(qid uint64) []byte  { return append(QueryPrefix(qid), "/b/"...) }
 func sourceKey(qid uint64, v, i int) []byte {
 	return fmt.Appendf(QueryPrefix(qid), "/s/%d/%d", v, i)
 }
 
-// Results is a view's built-in results table: the latest values in
-// memory (consistency=latest) and, in the versioned store, the values as of
-// each completed checkpoint (consistency=committed reads at the marker).
+// blockKey is the key of block n that sink subtask task wrote for
+// checkpoint ckpt.
+func blockKey(prefix []byte, task int, ckpt uint64, n int) []byte {
+	k := make([]byte, 0, len(prefix)+18)
+	k = append(k, prefix...)
+	k = binary.BigEndian.AppendUint32(k, uint32(task))
+	k = append(k, '/')
+	k = binary.BigEndian.AppendUint64(k, ckpt)
+	k = append(k, '/')
+	return binary.BigEndian.AppendUint32(k, uint32(n))
+}
+
+// Results is a view's built-in results table: the latest values
+// (consistency=latest; in memory, or for append-only results the committed
+// rows plus those published since) and, in the versioned store, the values
+// as of each completed checkpoint (consistency=committed reads at the
+// marker).
 type Results struct {
 	store  state.Versioned
-	prefix []byte
+	prefix []byte // updating results: one entry per upsert key
+	blocks []byte // append-only results: blocks of rows
 
 	mu        sync.RWMutex
 	latest    map[string]plan.Row
 	loaded    bool // latest holds the rows (else latest reads read committed)
 	committed uint64
-	// appendOnly results (rows keyed by row id, never updated) are not all
-	// kept in memory: latest reads are the committed rows plus recent, the
-	// rows published since the last completed checkpoint.
+	// appendOnly results (rows keyed by row id, never updated) are not kept
+	// in memory: latest reads are the committed rows plus recent, the rows
+	// published since the last completed checkpoint, as block records
+	// (shared with the sinks' blocks, never modified).
 	appendOnly bool
-	recent     map[string]plan.Row
+	recent     [][]byte
 }
 
 // setAppendOnly switches the results to append-only keeping (before the
 // job runs).
 func (r *Results) setAppendOnly() {
 	r.mu.Lock()
-	r.appendOnly, r.latest, r.recent = true, map[string]plan.Row{}, map[string]plan.Row{}
+	r.appendOnly, r.latest, r.recent = true, map[string]plan.Row{}, nil
 	r.mu.Unlock()
 }
 
 // NewResults opens the results of query qid: empty for a new query; a
 // restarting job sets the committed id and loads the latest rows.
 func NewResults(store state.Versioned, qid uint64) *Results {
-	return &Results{store: store, prefix: resultPrefix(qid), latest: map[string]plan.Row{}, loaded: true}
+	return &Results{store: store, prefix: resultPrefix(qid), blocks: blockPrefix(qid), latest: map[string]plan.Row{}, loaded: true}
 }
 
 // restoring makes committed reads read at checkpoint id at once, and latest
@@ -71,6 +102,8 @@ func (r *Results) restoring(id uint64) {
 }
 
 // Load sets committed to checkpoint id and latest to the rows as of id.
+// Append-only results have nothing to load: their latest reads read the
+// store.
 func (r *Results) Load(id uint64) error {
 	latest := map[string]plan.Row{}
 	r.mu.RLock()
@@ -96,9 +129,13 @@ func (r *Results) Load(id uint64) error {
 }
 
 // OpenResults opens query qid's results as of its last completed
-// checkpoint, for a query that is not running (stopped).
-func OpenResults(store state.Versioned, qid uint64) (*Results, error) {
+// checkpoint, for a query that is not running (stopped); g is its plan,
+// which says how its results are stored.
+func OpenResults(store state.Versioned, qid uint64, g *plan.Graph) (*Results, error) {
 	r := NewResults(store, qid)
+	if resultsKey(g) == plan.KeyRowID {
+		r.setAppendOnly()
+	}
 	id, _, ok, err := store.LastMarker(markerKey(qid))
 	if err != nil {
 		return nil, fmt.Errorf("results of query %d: %w", qid, err)
@@ -107,6 +144,17 @@ func OpenResults(store state.Versioned, qid uint64) (*Results, error) {
 		err = r.Load(id)
 	}
 	return r, err
+}
+
+// resultsKey is what the results sink of g is keyed on (KeyGroup when g
+// has none).
+func resultsKey(g *plan.Graph) plan.KeyKind {
+	for _, v := range g.Vertices {
+		if s, ok := lastSink(v.Ops); ok && s.Kind == plan.SinkResults {
+			return s.Key
+		}
+	}
+	return plan.KeyGroup
 }
 
 // Committed is the checkpoint id committed reads see (0: none yet).
@@ -122,24 +170,16 @@ func (r *Results) setCommitted(id uint64) {
 	r.mu.Lock()
 	r.committed = id
 	if r.appendOnly {
-		clear(r.recent)
+		clear(r.recent) // let the blocks go; keep the capacity
+		r.recent = r.recent[:0]
 	}
 	r.mu.Unlock()
 }
 
+// apply publishes an updating sink's changes.
 func (r *Results) apply(changes map[string]change) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.appendOnly {
-		for k, c := range changes {
-			if c.del {
-				delete(r.recent, k)
-			} else {
-				r.recent[k] = c.row
-			}
-		}
-		return
-	}
 	for k, c := range changes {
 		if c.del {
 			delete(r.latest, k)
@@ -149,14 +189,22 @@ func (r *Results) apply(changes map[string]change) {
 	}
 }
 
+// appendRecent publishes an append-only sink's rows: records of a block
+// (see blockBuilder) that nobody modifies any more.
+func (r *Results) appendRecent(records ...[]byte) {
+	r.mu.Lock()
+	r.recent = append(r.recent, records...)
+	r.mu.Unlock()
+}
+
 // Rows returns the rows in key order: the latest ones, or (committed) the
 // ones as of the last completed checkpoint.
 func (r *Results) Rows(committed bool) ([]plan.Row, error) {
 	r.mu.RLock()
 	loaded, appendOnly := r.loaded, r.appendOnly
 	r.mu.RUnlock()
-	if !committed && appendOnly {
-		return r.appendOnlyLatest()
+	if appendOnly {
+		return r.appendOnlyRows(committed)
 	}
 	if !committed && loaded {
 		r.mu.RLock()
@@ -188,47 +236,153 @@ func (r *Results) Rows(committed bool) ([]plan.Row, error) {
 	return rows, err
 }
 
-// appendOnlyLatest is the committed rows plus those published since, in
-// key order.
-func (r *Results) appendOnlyLatest() ([]plan.Row, error) {
+// appendOnlyRows reads append-only results in key order: the rows in the
+// blocks as of the last completed checkpoint and, unless committed, those
+// published since.
+func (r *Results) appendOnlyRows(committed bool) ([]plan.Row, error) {
 	r.mu.RLock()
 	at := r.committed
-	recent := make(map[string]plan.Row, len(r.recent))
-	for k, row := range r.recent {
-		recent[k] = row
+	var recent [][]byte
+	if !committed {
+		recent = slices.Clone(r.recent)
 	}
 	r.mu.RUnlock()
+	// Rows in the order read (the store's blocks, then recent) and their
+	// keys with their index, sorted: moving 24-byte keys, not rows too.
 	type keyed struct {
-		k   string
-		row plan.Row
+		k string
+		i int
 	}
-	var all []keyed
+	var rows []plan.Row
+	var keys []keyed
+	add := func(key []byte, row plan.Row) error {
+		keys = append(keys, keyed{string(key), len(rows)})
+		rows = append(rows, row)
+		return nil
+	}
 	if at > 0 {
-		err := r.store.Scan(r.prefix, at, func(k, v []byte) error {
-			key := string(k[len(r.prefix):])
-			if _, newer := recent[key]; newer {
-				return nil
+		err := r.store.Scan(r.blocks, at, func(k, v []byte) error {
+			if err := decodeBlock(v, add); err != nil {
+				return fmt.Errorf("result block %x: %w", k, err)
 			}
-			row, err := DecodeRow(v)
-			if err != nil {
-				return fmt.Errorf("result %x: %w", k, err)
-			}
-			all = append(all, keyed{key, row})
 			return nil
 		})
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("read results at %d: %w", at, err)
 		}
 	}
-	for k, row := range recent {
-		all = append(all, keyed{k, row})
+	for _, records := range recent {
+		if err := decodeBlock(records, add); err != nil {
+			return nil, fmt.Errorf("recent results: %w", err)
+		}
 	}
-	sort.Slice(all, func(i, j int) bool { return all[i].k < all[j].k })
-	rows := make([]plan.Row, len(all))
-	for i, kr := range all {
-		rows[i] = kr.row
+	// Row ids are unique per query, so no key should appear twice; if one
+	// did, the one read last wins, as with an update of the key.
+	slices.SortFunc(keys, func(a, b keyed) int {
+		if c := strings.Compare(a.k, b.k); c != 0 {
+			return c
+		}
+		return a.i - b.i
+	})
+	out := make([]plan.Row, 0, len(keys))
+	for j, kr := range keys {
+		if j+1 < len(keys) && keys[j+1].k == kr.k {
+			continue
+		}
+		out = append(out, rows[kr.i])
 	}
-	return rows, nil
+	return out, nil
+}
+
+// blockBuilder encodes append-only result rows into blocks of records, one
+// (key, row) record per row: the key and the encoded row (AppendRow), each
+// preceded by its length as a uvarint. A block is closed once it holds
+// target bytes or more. Blocks are never modified once written to, so
+// their bytes may be shared (with Results.recent, with a failed write
+// kept for retry).
+type blockBuilder struct {
+	target  int
+	closed  [][]byte
+	cur     []byte // the open block
+	scratch []byte
+}
+
+// add appends the record of (key, row).
+func (b *blockBuilder) add(key string, row plan.Row) {
+	b.scratch = AppendRow(b.scratch[:0], row)
+	n := uvarintLen(len(key)) + len(key) + uvarintLen(len(b.scratch)) + len(b.scratch)
+	if cap(b.cur)-len(b.cur) < n {
+		// Grow by doubling up to the target (plus some room for the record
+		// that crosses it), not by append's smaller steps. After a full
+		// block, rows come fast: the next one starts at its full size.
+		full := b.target + b.target/8
+		c := max(2*cap(b.cur), 4<<10)
+		if len(b.closed) > 0 {
+			c = full
+		}
+		c = max(min(c, full), len(b.cur)+n)
+		cur := make([]byte, len(b.cur), c)
+		copy(cur, b.cur)
+		b.cur = cur
+	}
+	b.cur = binary.AppendUvarint(b.cur, uint64(len(key)))
+	b.cur = append(b.cur, key...)
+	b.cur = binary.AppendUvarint(b.cur, uint64(len(b.scratch)))
+	b.cur = append(b.cur, b.scratch...)
+	if len(b.cur) >= b.target {
+		b.closed, b.cur = append(b.closed, b.cur), nil
+	}
+}
+
+// take returns every block (the open one closed) and starts over.
+func (b *blockBuilder) take() [][]byte {
+	blocks := b.closed
+	if len(b.cur) > 0 {
+		blocks = append(blocks, b.cur)
+	}
+	b.closed, b.cur = nil, nil
+	return blocks
+}
+
+func uvarintLen(n int) int {
+	k := 1
+	for ; n >= 0x80; n >>= 7 {
+		k++
+	}
+	return k
+}
+
+// decodeBlock calls fn with each record of a block, in order. key is only
+// valid during the call; the row is the caller's.
+func decodeBlock(b []byte, fn func(key []byte, row plan.Row) error) error {
+	for len(b) > 0 {
+		key, rest, err := lengthPrefixed(b)
+		if err != nil {
+			return fmt.Errorf("record key: %w", err)
+		}
+		enc, rest, err := lengthPrefixed(rest)
+		if err != nil {
+			return fmt.Errorf("record %x: row: %w", key, err)
+		}
+		row, err := DecodeRow(enc)
+		if err != nil {
+			return fmt.Errorf("record %x: %w", key, err)
+		}
+		if err := fn(key, row); err != nil {
+			return err
+		}
+		b = rest
+	}
+	return nil
+}
+
+// lengthPrefixed splits a uvarint-length-prefixed byte string off b.
+func lengthPrefixed(b []byte) (s, rest []byte, err error) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 || uint64(len(b)-k) < n {
+		return nil, nil, errors.New("bad length")
+	}
+	return b[k : k+int(n)], b[k+int(n):], nil
 }
 
 // change is one pending result change.

@@ -18,19 +18,18 @@ type sink interface {
 	Barrier(b Barrier) error
 }
 
-// resultsSink writes the built-in results table. Changes are deduplicated
-// per key: pending since the last barrier (published to the latest view at
-// the next one) and uncommitted since the last checkpoint (written to the
-// versioned store at the checkpoint's id).
+// resultsSink writes an updating query's built-in results table. Changes
+// are deduplicated per key: pending since the last barrier (published to
+// the latest view at the next one) and uncommitted since the last
+// checkpoint (written to the versioned store at the checkpoint's id, one
+// entry per key).
 type resultsSink struct {
 	res         *Results
 	store       state.Versioned
 	prefix      []byte
-	appendOnly  bool
 	pending     map[string]change
 	uncommitted map[string]change
 	counters    *Counters
-	keyBuf      []byte
 	written     int // bytes pre-committed, for checkpoint statistics
 	// retention > 0 drops result rows of windows that ended more than
 	// retention before the watermark (results_retention), at checkpoints.
@@ -43,7 +42,7 @@ type resultsSink struct {
 var _ sink = (*resultsSink)(nil)
 
 func newResultsSink(res *Results, store state.Versioned, qid uint64, key plan.KeyKind, c *Counters) *resultsSink {
-	return &resultsSink{res: res, store: store, prefix: resultPrefix(qid), appendOnly: key == plan.KeyRowID,
+	return &resultsSink{res: res, store: store, prefix: resultPrefix(qid),
 		pending: map[string]change{}, uncommitted: map[string]change{}, counters: c, kind: key, wm: math.MinInt64, tasks: 1}
 }
 
@@ -75,20 +74,9 @@ func (s *resultsSink) expire() {
 func (s *resultsSink) Emit(b *Batch) error {
 	for i, r := range b.Rows {
 		m := &b.Meta[i]
-		key := m.Key
-		if s.appendOnly {
-			// The deterministic row id: a join's (RowMeta.ID), else the
-			// source offset of the input row.
-			if m.ID != "" {
-				key = m.ID
-			} else {
-				s.keyBuf = AppendValue(s.keyBuf[:0], plan.Int(m.Offset))
-				key = string(s.keyBuf)
-			}
-		}
 		c := change{row: r, del: m.Op == Delete}
-		s.pending[key] = c
-		s.uncommitted[key] = c
+		s.pending[m.Key] = c
+		s.uncommitted[m.Key] = c
 	}
 	s.counters.RowsOut += int64(b.Len())
 	return nil
@@ -120,6 +108,111 @@ func (s *resultsSink) Barrier(b Barrier) error {
 	return nil
 }
 
+func (s *resultsSink) takeWritten() int { n := s.written; s.written = 0; return n }
+
+// blockTarget is the size at which an append-only sink closes a block.
+// It stays well below Badger's value threshold (1 MiB) so that blocks live
+// in the LSM tree, where compaction reclaims them after a query is dropped;
+// values above it go to the value log, which nothing garbage-collects.
+const blockTarget = 256 << 10
+
+// appendSink writes an append-only query's built-in results table. Its
+// rows are never updated or deleted (each has a unique row id), so it
+// encodes them as they come into blocks (blockBuilder), which is all it
+// keeps: at a barrier it publishes the records added since the last one to
+// the latest view (sharing the bytes), and at a checkpoint it writes the
+// blocks at the checkpoint's id, each as one entry (see blockKey), rather
+// than one entry per row.
+type appendSink struct {
+	res      *Results
+	store    state.Versioned
+	prefix   []byte
+	task     int // the sink's subtask: blocks of several sinks never collide
+	counters *Counters
+	blocks   blockBuilder
+	// Published so far: blocks.closed[:pubBlocks], and pubOff bytes of the
+	// next block (closed or open).
+	pubBlocks, pubOff int
+	// unwritten are blocks whose write failed. They are written again, at
+	// the next checkpoint's id but under the same keys, so what the failed
+	// write left behind is overwritten rather than read twice.
+	unwritten []state.KV
+	keyBuf    []byte
+	written   int // bytes pre-committed, for checkpoint statistics
+}
+
+var _ sink = (*appendSink)(nil)
+
+func newAppendSink(res *Results, store state.Versioned, qid uint64, task int, c *Counters) *appendSink {
+	return &appendSink{res: res, store: store, prefix: blockPrefix(qid), task: task, counters: c,
+		blocks: blockBuilder{target: blockTarget}}
+}
+
+func (s *appendSink) Emit(b *Batch) error {
+	for i, r := range b.Rows {
+		m := &b.Meta[i]
+		if m.Op == Delete {
+			// The planner feeds append-only results only insert-only
+			// streams (subqueries included); a delete is a broken invariant.
+			return fmt.Errorf("append-only results: a delete of key %x", m.Key)
+		}
+		// The deterministic row id: a join's or a subquery's (RowMeta.ID),
+		// else the source offset of the input row.
+		if m.ID != "" {
+			s.blocks.add(m.ID, r)
+		} else {
+			s.keyBuf = AppendValue(s.keyBuf[:0], plan.Int(m.Offset))
+			s.blocks.add(string(s.keyBuf), r)
+		}
+	}
+	s.counters.RowsOut += int64(b.Len())
+	return nil
+}
+
+// publish hands the records added since the last barrier to the latest
+// view.
+func (s *appendSink) publish() {
+	var recs [][]byte
+	for ; s.pubBlocks < len(s.blocks.closed); s.pubBlocks++ {
+		if b := s.blocks.closed[s.pubBlocks][s.pubOff:]; len(b) > 0 {
+			recs = append(recs, b)
+		}
+		s.pubOff = 0
+	}
+	if cur := s.blocks.cur; len(cur) > s.pubOff {
+		recs = append(recs, cur[s.pubOff:len(cur):len(cur)])
+		s.pubOff = len(cur)
+	}
+	if len(recs) > 0 {
+		s.res.appendRecent(recs...)
+	}
+}
+
+func (s *appendSink) Barrier(b Barrier) error {
+	s.publish()
+	if b.CheckpointID == 0 {
+		return nil
+	}
+	kvs := s.unwritten
+	for n, block := range s.blocks.take() {
+		kvs = append(kvs, state.KV{Key: blockKey(s.prefix, s.task, b.CheckpointID, n), Value: block})
+	}
+	s.pubBlocks, s.pubOff, s.unwritten = 0, 0, nil
+	if len(kvs) == 0 {
+		return nil
+	}
+	for _, kv := range kvs {
+		s.written += len(kv.Key) + len(kv.Value)
+	}
+	if err := s.store.Write(b.CheckpointID, kvs); err != nil {
+		s.unwritten = kvs
+		return fmt.Errorf("results pre-commit at checkpoint %d: %w", b.CheckpointID, err)
+	}
+	return nil
+}
+
+func (s *appendSink) takeWritten() int { n := s.written; s.written = 0; return n }
+
 // discardSink counts rows and drops them (benchmarks).
 type discardSink struct{ counters *Counters }
 
@@ -130,11 +223,8 @@ func (d *discardSink) Barrier(Barrier) error { return nil }
 
 // bytesWritten reports (and resets) what a sink pre-committed.
 func bytesWritten(s sink) int {
-	r, ok := s.(*resultsSink)
-	if !ok {
-		return 0
+	if w, ok := s.(interface{ takeWritten() int }); ok {
+		return w.takeWritten()
 	}
-	n := r.written
-	r.written = 0
-	return n
+	return 0
 }
