@@ -106,13 +106,9 @@ func (e *Engine) Ingest(ctx context.Context, table string, body []byte, idemKey 
 		return state.AppendResult{}, &Error{Status: 409, Title: statusTitle(409), Statement: -1,
 			Detail: fmt.Sprintf("table %s has ENGINE=%s; rows can only be posted to ENGINE=http tables", table, def.Engine)}
 	}
-	rows, err := DecodeRows(def, body)
+	enc, err := EncodeRows(def, body)
 	if err != nil {
 		return state.AppendResult{}, &Error{Status: 400, Title: statusTitle(400), Detail: err.Error(), Statement: -1}
-	}
-	enc := make([][]byte, len(rows))
-	for i, r := range rows {
-		enc[i] = runtime.AppendRow(nil, r)
 	}
 	l, err := e.meta.Log(def.ID)
 	if err != nil {
