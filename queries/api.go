@@ -94,8 +94,9 @@ func notFound(what, name string) error {
 }
 
 // Ingest validates and appends rows to an HTTP table; it returns once they
-// are durable.
-func (e *Engine) Ingest(ctx context.Context, table string, body []byte, idemKey string) (state.AppendResult, error) {
+// are durable. The body is a string so that decoded VARCHAR values can be
+// substrings of it (EncodeRows).
+func (e *Engine) Ingest(ctx context.Context, table, body, idemKey string) (state.AppendResult, error) {
 	e.mu.RLock()
 	def, ok := e.tables[table]
 	e.mu.RUnlock()

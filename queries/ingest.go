@@ -30,9 +30,9 @@ func (e *RowError) Error() string {
 }
 
 // DecodeRows parses a JSON array or NDJSON body into rows of def's schema,
-// validating every row; any bad row rejects the whole request. String
-// values share the memory of one copy of the body.
-func DecodeRows(def *plan.TableDef, body []byte) ([]plan.Row, error) {
+// validating every row; any bad row rejects the whole request. VARCHAR
+// values are substrings of body where they have no escapes.
+func DecodeRows(def *plan.TableDef, body string) ([]plan.Row, error) {
 	var rows []plan.Row
 	err := decodeRows(def, body, func(r plan.Row) { rows = append(rows, slices.Clone(r)) })
 	if err != nil {
@@ -44,7 +44,7 @@ func DecodeRows(def *plan.TableDef, body []byte) ([]plan.Row, error) {
 // EncodeRows is DecodeRows with each row in the ingest log's encoding
 // (runtime.AppendRow), all in one buffer: the hot path of ingest, with no
 // allocation per row.
-func EncodeRows(def *plan.TableDef, body []byte) ([][]byte, error) {
+func EncodeRows(def *plan.TableDef, body string) ([][]byte, error) {
 	buf := make([]byte, 0, len(body)*3/4+64) // encoded rows are smaller than their JSON (no member names)
 	var ends []int
 	err := decodeRows(def, body, func(r plan.Row) {
@@ -75,8 +75,8 @@ func EncodeRows(def *plan.TableDef, body []byte) ([][]byte, error) {
 // only the key and event-time columns) and logs the operation as one more
 // value. Errors name the row (0-based) and the column; the first error in
 // the body is reported.
-func decodeRows(def *plan.TableDef, body []byte, emit func(plan.Row)) error {
-	d := rowDecoder{def: def, j: jsonScan{s: string(body)}, row: make(plan.Row, len(def.Columns), len(def.Columns)+1)}
+func decodeRows(def *plan.TableDef, body string, emit func(plan.Row)) error {
+	d := rowDecoder{def: def, j: jsonScan{s: body}, row: make(plan.Row, len(def.Columns), len(def.Columns)+1)}
 	j := &d.j
 	if j.ws(); j.peek() != '[' {
 		for n := 0; !j.atEnd(); n++ {

@@ -44,10 +44,10 @@ func FuzzDecodeRows(f *testing.F) {
 		if withKey {
 			def = pk
 		}
-		got, err := DecodeRows(def, []byte(body))
+		got, err := DecodeRows(def, body)
 		want, oerr := oracleDecodeRows(def, []byte(body))
 		if err == nil {
-			enc, eerr := EncodeRows(def, []byte(body))
+			enc, eerr := EncodeRows(def, body)
 			if eerr != nil || len(enc) != len(got) {
 				t.Fatalf("EncodeRows: %d rows, %v; DecodeRows: %d rows", len(enc), eerr, len(got))
 			}

@@ -35,9 +35,9 @@ func TestDecodeUpsertRows(t *testing.T) {
 	if pk.IdleTimeout != 5000 {
 		t.Fatalf("PRIMARY KEY tables default to a 5s idle timeout, got %d", pk.IdleTimeout)
 	}
-	rows, err := DecodeRows(pk, []byte(`{"id": 1, "name": "a", "ts": 5}
+	rows, err := DecodeRows(pk, `{"id": 1, "name": "a", "ts": 5}
 {"id": 1, "ts": 6, "_op": "delete"}
-{"id": 2, "name": "b", "ts": 7, "_op": "upsert"}`))
+{"id": 2, "name": "b", "ts": 7, "_op": "upsert"}`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,13 +50,13 @@ func TestDecodeUpsertRows(t *testing.T) {
 		{`{"id": 1, "_op": "delete"}`, "event-time"},
 		{`{"id": 1, "ts": 6}`, "column name"},
 	} {
-		_, err := DecodeRows(pk, []byte(c.body))
+		_, err := DecodeRows(pk, c.body)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: err %v, want it to mention %q", c.body, err, c.want)
 		}
 	}
 	plain := tableDef(t, `CREATE TABLE q (id BIGINT) ENGINE=http`)
-	if _, err := DecodeRows(plain, []byte(`{"id": 1, "_op": "delete"}`)); err == nil || !strings.Contains(err.Error(), "PRIMARY KEY") {
+	if _, err := DecodeRows(plain, `{"id": 1, "_op": "delete"}`); err == nil || !strings.Contains(err.Error(), "PRIMARY KEY") {
 		t.Fatalf("_op on a table without a key: %v", err)
 	}
 }
@@ -104,7 +104,7 @@ func TestDecodeRows(t *testing.T) {
 		{"last of a repeated column", `{"auction": 1, "auction": 2, "ts": 1}`, []plan.Row{{plan.Int(2), plan.Null, plan.Null, plan.Null, plan.Time(1)}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := DecodeRows(def, []byte(c.body))
+			got, err := DecodeRows(def, c.body)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -151,7 +151,7 @@ func TestDecodeRows(t *testing.T) {
 		{"bracket after array", `[{"auction": 1, "ts": 1}]]`, "unexpected data after the JSON array"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			rows, err := DecodeRows(def, []byte(c.body))
+			rows, err := DecodeRows(def, c.body)
 			if err == nil || !strings.HasPrefix(err.Error(), c.want) {
 				t.Fatalf("rows %v, error %v, want %q", rows, err, c.want)
 			}
@@ -162,9 +162,9 @@ func TestDecodeRows(t *testing.T) {
 // TestEncodeRows: the ingest path's encoding is the row codec's.
 func TestEncodeRows(t *testing.T) {
 	pk := tableDef(t, `CREATE TABLE p (id BIGINT, name VARCHAR(8) NOT NULL, ts TIMESTAMP(3) NOT NULL, PRIMARY KEY (id)) ENGINE=http ENGINE_ATTRIBUTE='{"event_time": "ts"}'`)
-	body := []byte(`{"id": 1, "name": "a\n", "ts": "2024-01-01T00:00:01.000Z"}
+	body := `{"id": 1, "name": "a\n", "ts": "2024-01-01T00:00:01.000Z"}
 {"id": 1, "ts": 6, "_op": "delete"}
-{"id": 2, "name": "b", "ts": 7, "_op": "upsert"}`)
+{"id": 2, "name": "b", "ts": 7, "_op": "upsert"}`
 	rows, err := DecodeRows(pk, body)
 	if err != nil {
 		t.Fatal(err)
@@ -181,7 +181,7 @@ func TestEncodeRows(t *testing.T) {
 			t.Errorf("row %d: encoded %x, want %x", i, enc[i], want)
 		}
 	}
-	if _, err := EncodeRows(pk, []byte(`{"id": 1, "ts": 6, "name": 7}`)); err == nil || err.Error() != "row 0, column name: expected VARCHAR, got a number" {
+	if _, err := EncodeRows(pk, `{"id": 1, "ts": 6, "name": 7}`); err == nil || err.Error() != "row 0, column name: expected VARCHAR, got a number" {
 		t.Errorf("EncodeRows error %v", err)
 	}
 }
@@ -225,10 +225,11 @@ func BenchmarkDecodeNDJSON(b *testing.B) {
 	}
 	const rows = 1000
 	r := NewBidRenderer()
-	var body []byte
+	var lines []byte
 	for i := range int64(rows) {
-		body = append(body, r.Line(i)...)
+		lines = append(lines, r.Line(i)...)
 	}
+	body := string(lines)
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -2,6 +2,7 @@ package queries
 
 import (
 	"fmt"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -19,6 +20,9 @@ type jsonScan struct {
 	s   string
 	i   int    // read position
 	esc []byte // scratch for strings with escapes
+	// Unescaped strings are appended here and returned as substrings of
+	// its String(), which stay valid as it grows: no allocation each.
+	arena strings.Builder
 }
 
 // maxDepth is encoding/json's nesting limit, counted from the outermost
@@ -131,7 +135,12 @@ func (j *jsonScan) strSlow(start, i int) (string, error) {
 		switch {
 		case c == '"':
 			j.i = i + 1
-			return string(b), nil
+			if j.arena.Cap()-j.arena.Len() < len(b) {
+				j.arena.Grow(max(len(b), 4096, 2*j.arena.Cap()))
+			}
+			j.arena.Write(b)
+			a := j.arena.String()
+			return a[len(a)-len(b):], nil
 		case c < 0x20:
 			return "", errInvalid(c, "in string literal")
 		case c == '\\':
