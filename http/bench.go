@@ -87,7 +87,6 @@ func IngestBench(ctx context.Context, cfg IngestBenchConfig) (IngestBenchResult,
 	if err != nil {
 		return IngestBenchResult{}, fmt.Errorf("ingest bench: %w", err)
 	}
-	defer syscall.Munmap(arena)
 
 	url := "http://" + ln.Addr().String() + "/v1/tables/bid/rows"
 	client := &http.Client{Transport: &http.Transport{
@@ -133,8 +132,12 @@ func IngestBench(ctx context.Context, cfg IngestBenchConfig) (IngestBenchResult,
 		pprof.StopCPUProfile()
 	}
 	if firstErr != nil {
+		// The mapping stays: after a failed request the transport may still
+		// be writing a body from it.
 		return IngestBenchResult{}, fmt.Errorf("ingest bench: %w", firstErr)
 	}
+	// Every body was read in full by the server before it answered.
+	syscall.Munmap(arena)
 	// Every acknowledged row must be in the log: a bench of lost rows
 	// measures nothing.
 	info, err := eng.Table("bid")

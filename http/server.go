@@ -157,12 +157,14 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // readBody reads a request body up to the size limit (413 beyond), as a
 // string: ingest decodes VARCHAR values as substrings of it and SQL is
-// text, so a []byte would only be copied again. With a declared length it
-// is read into one buffer of that size.
+// text, so a []byte would only be copied again. A declared length of up to
+// maxPresize is allocated at once; beyond, memory follows the bytes that
+// actually arrive, so a client cannot reserve --max-body by claiming it.
 func (s *server) readBody(w http.ResponseWriter, r *http.Request) (string, error) {
+	const maxPresize = 4 << 20
 	var b strings.Builder
 	if n := r.ContentLength; n > 0 && n <= s.opts.MaxBody {
-		b.Grow(int(n))
+		b.Grow(int(min(n, maxPresize)))
 	}
 	buf := copyBufs.Get().(*[]byte)
 	_, err := io.CopyBuffer(&b, http.MaxBytesReader(w, r.Body, s.opts.MaxBody), *buf)
