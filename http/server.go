@@ -15,6 +15,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -154,18 +155,32 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	json.NewEncoder(w).Encode(v)
 }
 
-// readBody reads a request body up to the size limit (413 beyond).
-func (s *server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBody))
+// readBody reads a request body up to the size limit (413 beyond), as a
+// string: ingest decodes VARCHAR values as substrings of it and SQL is
+// text, so a []byte would only be copied again. A declared length of up to
+// maxPresize is allocated at once; beyond, memory follows the bytes that
+// actually arrive, so a client cannot reserve --max-body by claiming it.
+func (s *server) readBody(w http.ResponseWriter, r *http.Request) (string, error) {
+	const maxPresize = 4 << 20
+	var b strings.Builder
+	if n := r.ContentLength; n > 0 && n <= s.opts.MaxBody {
+		b.Grow(int(min(n, maxPresize)))
+	}
+	buf := copyBufs.Get().(*[]byte)
+	_, err := io.CopyBuffer(&b, http.MaxBytesReader(w, r.Body, s.opts.MaxBody), *buf)
+	copyBufs.Put(buf)
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
-		return nil, &queries.Error{Status: 413, Title: "request too large", Detail: fmt.Sprintf("body is larger than the %d-byte limit (--max-body)", s.opts.MaxBody), Statement: -1}
+		return "", &queries.Error{Status: 413, Title: "request too large", Detail: fmt.Sprintf("body is larger than the %d-byte limit (--max-body)", s.opts.MaxBody), Statement: -1}
 	}
 	if err != nil {
-		return nil, &queries.Error{Status: 400, Title: "malformed request", Detail: "reading body: " + err.Error(), Statement: -1}
+		return "", &queries.Error{Status: 400, Title: "malformed request", Detail: "reading body: " + err.Error(), Statement: -1}
 	}
-	return b, nil
+	return b.String(), nil
 }
+
+// copyBufs are readBody's copy buffers (strings.Builder has no ReadFrom).
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
 func (s *server) sql(w http.ResponseWriter, r *http.Request) {
 	body, err := s.readBody(w, r)
@@ -173,12 +188,12 @@ func (s *server) sql(w http.ResponseWriter, r *http.Request) {
 		problem(w, err)
 		return
 	}
-	text := string(body)
+	text := body
 	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
 		var req struct {
 			SQL string `json:"sql"`
 		}
-		if err := json.Unmarshal(body, &req); err != nil {
+		if err := json.Unmarshal([]byte(body), &req); err != nil {
 			problem(w, &queries.Error{Status: 400, Title: "malformed request", Detail: `body must be {"sql": "..."}: ` + err.Error(), Statement: -1})
 			return
 		}

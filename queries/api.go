@@ -94,8 +94,9 @@ func notFound(what, name string) error {
 }
 
 // Ingest validates and appends rows to an HTTP table; it returns once they
-// are durable.
-func (e *Engine) Ingest(ctx context.Context, table string, body []byte, idemKey string) (state.AppendResult, error) {
+// are durable. The body is a string so that decoded VARCHAR values can be
+// substrings of it (EncodeRows).
+func (e *Engine) Ingest(ctx context.Context, table, body, idemKey string) (state.AppendResult, error) {
 	e.mu.RLock()
 	def, ok := e.tables[table]
 	e.mu.RUnlock()
@@ -106,13 +107,9 @@ func (e *Engine) Ingest(ctx context.Context, table string, body []byte, idemKey 
 		return state.AppendResult{}, &Error{Status: 409, Title: statusTitle(409), Statement: -1,
 			Detail: fmt.Sprintf("table %s has ENGINE=%s; rows can only be posted to ENGINE=http tables", table, def.Engine)}
 	}
-	rows, err := DecodeRows(def, body)
+	enc, err := EncodeRows(def, body)
 	if err != nil {
 		return state.AppendResult{}, &Error{Status: 400, Title: statusTitle(400), Detail: err.Error(), Statement: -1}
-	}
-	enc := make([][]byte, len(rows))
-	for i, r := range rows {
-		enc[i] = runtime.AppendRow(nil, r)
 	}
 	l, err := e.meta.Log(def.ID)
 	if err != nil {

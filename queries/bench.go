@@ -2,6 +2,7 @@ package queries
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
@@ -104,6 +105,50 @@ CREATE TABLE person (id BIGINT, name VARCHAR(64), email_address VARCHAR(64), cre
   state VARCHAR(8), date_time TIMESTAMP(3), extra VARCHAR(256)) ` + attrs("person")
 }
 
+// IngestBenchTable is the HTTP table `streamsql bench --ingest` posts to:
+// shaped like the Nexmark bid, so that bodies of generator rows
+// (BidRenderer) have realistic sizes and types.
+const IngestBenchTable = `CREATE TABLE bid (auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR(64), url VARCHAR(256),
+  date_time TIMESTAMP(3), extra VARCHAR(256)) ENGINE=http ENGINE_ATTRIBUTE='{"event_time": "date_time"}'`
+
+// BidRenderer renders Nexmark bids (the default generator) as NDJSON lines
+// for IngestBenchTable, timestamps as RFC 3339 strings like results.
+type BidRenderer struct {
+	g    *nexmark.Generator
+	cols [][]byte // the quoted column names
+	row  plan.Row
+	line []byte
+}
+
+// NewBidRenderer returns a renderer.
+func NewBidRenderer() *BidRenderer {
+	r := &BidRenderer{g: nexmark.New(nexmark.Config{})}
+	for _, c := range nexmark.Columns(nexmark.Bid) {
+		k, _ := json.Marshal(c.Name)
+		r.cols = append(r.cols, k)
+	}
+	return r
+}
+
+// Line returns bid idx as one NDJSON line (with its newline), valid until
+// the next call.
+func (r *BidRenderer) Line(idx int64) []byte {
+	r.row = r.g.Fill(nexmark.Bid, uint64(idx), nil, r.row)
+	b := append(r.line[:0], '{')
+	for i, v := range r.row {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		x, err := json.Marshal(JSONValue(v))
+		if err != nil {
+			panic(err) // generator values are plain numbers and strings
+		}
+		b = append(append(append(b, r.cols[i]...), ':'), x...)
+	}
+	r.line = append(b, '}', '\n')
+	return r.line
+}
+
 // Bench runs an example query over a bounded Nexmark stream in-process,
 // into a discarding sink, with checkpoints to a real Badger store, and
 // measures CPU time (getrusage) for the whole process.
@@ -150,7 +195,7 @@ func Bench(ctx context.Context, cfg BenchConfig) (BenchResult, error) {
 	if err != nil {
 		return BenchResult{}, err
 	}
-	before := cpuSeconds()
+	before := CPUSeconds()
 	start := time.Now()
 	res := runtime.NewResults(store, 1)
 	job, err := runtime.Start(g, e.deps(), runtime.StartOptions{QueryID: 1, Name: cfg.Query, Results: res})
@@ -183,17 +228,15 @@ wait:
 		}
 	}
 	wall := time.Since(start).Seconds()
-	cpu := cpuSeconds() - before
+	cpu := CPUSeconds() - before
 	st := job.Status()
 	job.Stop()
 	if st.Err != nil {
 		return BenchResult{}, st.Err
 	}
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	r := BenchResult{Query: cfg.Query, GeneratorEvents: cfg.Events, Events: st.RowsIn, RowsOut: st.RowsOut, Parallelism: g.Options.Parallelism,
 		CheckpointMs: cfg.CheckpointInterval.Milliseconds(), WallSeconds: wall, CPUSeconds: cpu,
-		EventsPerSecond: float64(st.RowsIn) / wall, EventsPerCPUSec: float64(st.RowsIn) / cpu, PeakRSSBytes: ru.Maxrss * 1024}
+		EventsPerSecond: float64(st.RowsIn) / wall, EventsPerCPUSec: float64(st.RowsIn) / cpu, PeakRSSBytes: PeakRSSBytes()}
 	var durs, sizes []int64
 	for _, h := range job.History() {
 		if h.Status == "completed" {
@@ -201,8 +244,8 @@ wait:
 		}
 	}
 	r.Checkpoints = len(durs)
-	r.CheckpointP50Ms, r.CheckpointP99Ms = percentile(durs, 50), percentile(durs, 99)
-	r.CheckpointP50B, r.CheckpointP99B = percentile(sizes, 50), percentile(sizes, 99)
+	r.CheckpointP50Ms, r.CheckpointP99Ms = Percentile(durs, 50), Percentile(durs, 99)
+	r.CheckpointP50B, r.CheckpointP99B = Percentile(sizes, 50), Percentile(sizes, 99)
 	if rows, err := res.Rows(false); err == nil {
 		r.ResultRows = len(rows)
 	}
@@ -225,8 +268,8 @@ func benchExpected(g *plan.Graph, events int64) int64 {
 	return n
 }
 
-// percentile is the p-th percentile (nearest rank) of xs; 0 when empty.
-func percentile(xs []int64, p int) int64 {
+// Percentile is the p-th percentile (nearest rank) of xs; 0 when empty.
+func Percentile(xs []int64, p int) int64 {
 	if len(xs) == 0 {
 		return 0
 	}
@@ -236,9 +279,18 @@ func percentile(xs []int64, p int) int64 {
 	return s[max(i-1, 0)]
 }
 
-func cpuSeconds() float64 {
+// CPUSeconds is the user plus system CPU time of the whole process so far
+// (getrusage): every goroutine counts, the benchmark's own included.
+func CPUSeconds() float64 {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
 	return tv(ru.Utime) + tv(ru.Stime)
+}
+
+// PeakRSSBytes is the process's peak resident set size (getrusage).
+func PeakRSSBytes() int64 {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return ru.Maxrss * 1024 // Linux reports kilobytes
 }

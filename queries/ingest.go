@@ -1,15 +1,15 @@
 package queries
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
 	"math"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/streamsql/streamsql/planner"
 	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/runtime"
 )
 
 // RowError is a rejected ingest request: which row and column, and why.
@@ -30,78 +30,188 @@ func (e *RowError) Error() string {
 }
 
 // DecodeRows parses a JSON array or NDJSON body into rows of def's schema,
-// validating every row; any bad row rejects the whole request.
-func DecodeRows(def *plan.TableDef, body []byte) ([]plan.Row, error) {
-	trimmed := bytes.TrimLeft(body, " \t\r\n")
-	var objs []json.RawMessage
-	if len(trimmed) > 0 && trimmed[0] == '[' {
-		dec := json.NewDecoder(bytes.NewReader(trimmed))
-		if err := dec.Decode(&objs); err != nil {
-			return nil, &RowError{Row: -1, Msg: "body is not a JSON array of row objects: " + err.Error()}
-		}
-		if dec.More() {
-			return nil, &RowError{Row: -1, Msg: "unexpected data after the JSON array"}
-		}
-	} else {
-		dec := json.NewDecoder(bytes.NewReader(trimmed))
-		for i := 0; ; i++ {
-			var raw json.RawMessage
-			err := dec.Decode(&raw)
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				return nil, &RowError{Row: i, Msg: "not a JSON object: " + err.Error()}
-			}
-			objs = append(objs, raw)
-		}
-	}
-	rows := make([]plan.Row, len(objs))
-	for i, raw := range objs {
-		r, err := decodeRow(def, raw)
-		if err != nil {
-			err.Row = i
-			return nil, err
-		}
-		rows[i] = r
+// validating every row; any bad row rejects the whole request. VARCHAR
+// values are substrings of body where they have no escapes.
+func DecodeRows(def *plan.TableDef, body string) ([]plan.Row, error) {
+	var rows []plan.Row
+	err := decodeRows(def, body, func(r plan.Row) { rows = append(rows, slices.Clone(r)) })
+	if err != nil {
+		return nil, err
 	}
 	return rows, nil
 }
 
-func decodeRow(def *plan.TableDef, raw json.RawMessage) (plan.Row, *RowError) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var obj map[string]any
-	if err := dec.Decode(&obj); err != nil || obj == nil {
-		return nil, &RowError{Msg: "not a JSON object"}
+// EncodeRows is DecodeRows with each row in the ingest log's encoding
+// (runtime.AppendRow), all in one buffer: the hot path of ingest, with no
+// allocation per row.
+func EncodeRows(def *plan.TableDef, body string) ([][]byte, error) {
+	buf := make([]byte, 0, len(body)*3/4+64) // encoded rows are smaller than their JSON (no member names)
+	var ends []int
+	err := decodeRows(def, body, func(r plan.Row) {
+		buf = runtime.AppendRow(buf, r)
+		ends = append(ends, len(buf))
+	})
+	if err != nil {
+		return nil, err
 	}
-	row := make(plan.Row, len(def.Columns))
-	seen := 0
-	del := false
-	for name, v := range obj {
-		i := def.Columns.Index(name)
-		if i < 0 {
-			if name == "_op" {
-				if len(def.PrimaryKey) == 0 {
-					return nil, &RowError{Column: name, Msg: "_op is only for tables with a PRIMARY KEY"}
-				}
-				switch v {
-				case "delete":
-					del = true
-				case "upsert":
-				default:
-					return nil, &RowError{Column: name, Msg: fmt.Sprintf(`_op must be "upsert" or "delete", not %v`, v)}
-				}
-				continue
+	out := make([][]byte, len(ends))
+	from := 0
+	for i, end := range ends {
+		out[i] = buf[from:end:end]
+		from = end
+	}
+	return out, nil
+}
+
+// decodeRows calls emit with each row of an NDJSON body (JSON values
+// separated by whitespace) or a JSON array body (starting with '['). The
+// row passed to emit is reused for the next one.
+//
+// Semantics (SPEC section 3): every value must be an object; members name
+// columns case-insensitively (an unknown one is an error); a column given
+// twice takes its last value, but each is type-checked; absent and null
+// members are NULL; NOT NULL and event-time columns must have a value. A
+// PRIMARY KEY table also takes "_op" ("upsert" or "delete"; a delete needs
+// only the key and event-time columns) and logs the operation as one more
+// value. Errors name the row (0-based) and the column; the first error in
+// the body is reported.
+func decodeRows(def *plan.TableDef, body string, emit func(plan.Row)) error {
+	d := rowDecoder{def: def, j: jsonScan{s: body}, row: make(plan.Row, len(def.Columns), len(def.Columns)+1)}
+	j := &d.j
+	if j.ws(); j.peek() != '[' {
+		for n := 0; !j.atEnd(); n++ {
+			if err := d.decodeRow(n, 0); err != nil {
+				return err
 			}
-			return nil, &RowError{Column: name, Msg: fmt.Sprintf("unknown column (table %s has %s)", def.Name, columnList(def.Columns))}
+			emit(d.row)
 		}
-		seen++
-		val, err := jsonValue(v, def.Columns[i].Type)
-		if err != "" {
-			return nil, &RowError{Column: def.Columns[i].Name, Msg: err}
+		return nil
+	}
+	j.i++
+	if j.ws(); j.peek() == ']' {
+		j.i++
+	} else {
+		for n := 0; ; n++ {
+			if err := d.decodeRow(n, 1); err != nil {
+				return err
+			}
+			emit(d.row)
+			j.ws()
+			if j.i == len(j.s) {
+				return &RowError{Row: -1, Msg: "body is not a JSON array of row objects: " + errUnexpectedEnd().Error()}
+			}
+			c := j.s[j.i]
+			j.i++
+			if c == ']' {
+				break
+			}
+			if c != ',' {
+				return &RowError{Row: -1, Msg: "body is not a JSON array of row objects: " + errInvalid(c, "after array element").Error()}
+			}
 		}
-		row[i] = val
+	}
+	if !j.atEnd() {
+		return &RowError{Row: -1, Msg: "unexpected data after the JSON array"}
+	}
+	return nil
+}
+
+// rowDecoder decodes the rows of one request.
+type rowDecoder struct {
+	def *plan.TableDef
+	j   jsonScan
+	row plan.Row // the row being decoded; its capacity has room for the operation
+}
+
+// decodeRow decodes the row object n, at nesting depth depth, into d.row.
+func (d *rowDecoder) decodeRow(n, depth int) *RowError {
+	j, def := &d.j, d.def
+	syntax := func(err error) *RowError { return &RowError{Row: n, Msg: "not a JSON object: " + err.Error()} }
+	j.ws()
+	if j.i == len(j.s) {
+		return syntax(errUnexpectedEnd())
+	}
+	if j.s[j.i] != '{' {
+		if err := j.skip(depth); err != nil {
+			return syntax(err)
+		}
+		return &RowError{Row: n, Msg: "not a JSON object"}
+	}
+	if depth+1 > maxDepth {
+		return syntax(syntaxError("exceeded max depth"))
+	}
+	j.i++
+	row := d.row[:len(def.Columns)]
+	clear(row)
+	del := false
+	next := 0 // the column expected next: clients usually send them in order
+	if j.ws(); j.peek() == '}' {
+		j.i++
+	} else {
+		for {
+			j.ws()
+			if j.i == len(j.s) {
+				return syntax(errUnexpectedEnd())
+			}
+			if j.s[j.i] != '"' {
+				return syntax(errInvalid(j.s[j.i], "looking for beginning of object key string"))
+			}
+			name, err := j.str()
+			if err != nil {
+				return syntax(err)
+			}
+			if err := j.colon(); err != nil {
+				return syntax(err)
+			}
+			i := -1
+			if next < len(def.Columns) && def.Columns[next].Name == name {
+				i = next
+			} else {
+				i = def.Columns.Index(name)
+			}
+			switch {
+			case i >= 0:
+				v, msg, err := d.value(def.Columns[i].Type, depth+1)
+				if err != nil {
+					return syntax(err)
+				}
+				if msg != "" {
+					return &RowError{Row: n, Column: def.Columns[i].Name, Msg: msg}
+				}
+				row[i] = v
+				next = i + 1
+			case name == "_op":
+				if len(def.PrimaryKey) == 0 {
+					return &RowError{Row: n, Column: name, Msg: "_op is only for tables with a PRIMARY KEY"}
+				}
+				op, isStr, err := d.op(depth + 1)
+				if err != nil {
+					return syntax(err)
+				}
+				switch {
+				case isStr && op == "delete":
+					del = true
+				case isStr && op == "upsert":
+					del = false
+				default:
+					return &RowError{Row: n, Column: name, Msg: fmt.Sprintf(`_op must be "upsert" or "delete", not %s`, op)}
+				}
+			default:
+				return &RowError{Row: n, Column: name, Msg: fmt.Sprintf("unknown column (table %s has %s)", def.Name, columnList(def.Columns))}
+			}
+			j.ws()
+			if j.i == len(j.s) {
+				return syntax(errUnexpectedEnd())
+			}
+			c := j.s[j.i]
+			j.i++
+			if c == '}' {
+				break
+			}
+			if c != ',' {
+				return syntax(errInvalid(c, "after object key:value pair"))
+			}
+		}
 	}
 	for i, c := range def.Columns {
 		if del && !isKey(def, c.Name) && i != def.EventTime {
@@ -112,14 +222,195 @@ func decodeRow(def *plan.TableDef, raw json.RawMessage) (plan.Row, *RowError) {
 			if i == def.EventTime {
 				msg = "missing value for the event-time column"
 			}
-			return nil, &RowError{Column: c.Name, Msg: msg}
+			return &RowError{Row: n, Column: c.Name, Msg: msg}
 		}
 	}
 	if len(def.PrimaryKey) > 0 {
 		// PRIMARY KEY tables log the operation as one more value.
 		row = append(row, plan.Bool(del))
 	}
-	return row, nil
+	d.row = row
+	return nil
+}
+
+// op reads the value of "_op": a string's value, or another value's JSON
+// text for the error message.
+func (d *rowDecoder) op(depth int) (string, bool, error) {
+	j := &d.j
+	if j.peek() == '"' {
+		s, err := j.str()
+		return s, true, err
+	}
+	start := j.i
+	if err := j.skip(depth); err != nil {
+		return "", false, err
+	}
+	return j.s[start:j.i], false, nil
+}
+
+// value reads one column value of type t. A value of the wrong type gives
+// a message (msg); err is a syntax error.
+func (d *rowDecoder) value(t plan.Type, depth int) (v plan.Value, msg string, err error) {
+	j := &d.j
+	if j.i == len(j.s) {
+		return plan.Null, "", errUnexpectedEnd()
+	}
+	want := func(got string) string { return fmt.Sprintf("expected %s, got %s", t, got) }
+	switch c := j.s[j.i]; {
+	case c == '"':
+		s, err := j.str()
+		if err != nil {
+			return plan.Null, "", err
+		}
+		switch t {
+		case plan.TypeVarchar:
+			return plan.Str(s), "", nil
+		case plan.TypeTimestamp:
+			ms, ok := parseTimestamp(s)
+			if !ok {
+				return plan.Null, fmt.Sprintf("expected a TIMESTAMP (RFC 3339 such as 2024-01-01T00:00:10.000Z, or epoch milliseconds), got %q", s), nil
+			}
+			return plan.Time(ms), "", nil
+		}
+		return plan.Null, want("a string"), nil
+	case c == '-' || '0' <= c && c <= '9':
+		lit, err := j.number()
+		if err != nil {
+			return plan.Null, "", err
+		}
+		switch t {
+		case plan.TypeBigint:
+			i, ok := parseInt(lit)
+			if !ok {
+				return plan.Null, fmt.Sprintf("expected BIGINT, got %s (not an integer in range)", lit), nil
+			}
+			return plan.Int(i), "", nil
+		case plan.TypeDouble:
+			f, err := strconv.ParseFloat(lit, 64)
+			if err != nil || math.IsInf(f, 0) {
+				return plan.Null, fmt.Sprintf("expected DOUBLE, got %s", lit), nil
+			}
+			return plan.Float(f), "", nil
+		case plan.TypeTimestamp:
+			i, ok := parseInt(lit)
+			if !ok {
+				return plan.Null, fmt.Sprintf("expected epoch milliseconds, got %s", lit), nil
+			}
+			return plan.Time(i), "", nil
+		}
+		return plan.Null, want("a number"), nil
+	case c == 't' || c == 'f' || c == 'n':
+		lit, err := j.literal()
+		if err != nil {
+			return plan.Null, "", err
+		}
+		switch {
+		case lit == "null":
+			return plan.Null, "", nil
+		case t == plan.TypeBoolean:
+			return plan.Bool(lit == "true"), "", nil
+		}
+		return plan.Null, want("a boolean"), nil
+	case c == '{' || c == '[':
+		if err := j.skip(depth); err != nil {
+			return plan.Null, "", err
+		}
+		if c == '{' {
+			return plan.Null, want("an object"), nil
+		}
+		return plan.Null, want("an array"), nil
+	default:
+		return plan.Null, "", errInvalid(c, "looking for beginning of value")
+	}
+}
+
+// parseInt parses a JSON number literal as an int64, as strconv.ParseInt
+// does (so "1.0" and "1e3" are not integers), without its cost for the
+// usual short literal.
+func parseInt(lit string) (int64, bool) {
+	s, neg := lit, false
+	if s != "" && s[0] == '-' {
+		s, neg = s[1:], true
+	}
+	if len(s) == 0 || len(s) > 18 {
+		i, err := strconv.ParseInt(lit, 10, 64)
+		return i, err == nil
+	}
+	var n int64
+	for k := 0; k < len(s); k++ {
+		c := s[k]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0') // 18 digits cannot overflow
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
+}
+
+// parseTimestamp parses a TIMESTAMP string (planner.ParseTime), reading the
+// form results are written in (2024-01-01T00:00:10.000Z) directly.
+func parseTimestamp(s string) (int64, bool) {
+	if ms, ok := parseCanonicalTime(s); ok {
+		return ms, true
+	}
+	return planner.ParseTime(s)
+}
+
+// parseCanonicalTime parses exactly YYYY-MM-DDTHH:MM:SS.sssZ with fields
+// in range; anything else is left to the general parser.
+func parseCanonicalTime(s string) (int64, bool) {
+	if len(s) != 24 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' || s[19] != '.' || s[23] != 'Z' {
+		return 0, false
+	}
+	num := func(from, to int) (int64, bool) {
+		var n int64
+		for k := from; k < to; k++ {
+			c := s[k]
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+			n = n*10 + int64(c-'0')
+		}
+		return n, true
+	}
+	year, ok1 := num(0, 4)
+	month, ok2 := num(5, 7)
+	day, ok3 := num(8, 10)
+	hour, ok4 := num(11, 13)
+	minute, ok5 := num(14, 16)
+	sec, ok6 := num(17, 19)
+	milli, ok7 := num(20, 23)
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7) || month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || sec > 59 {
+		return 0, false
+	}
+	dim := [13]int64{0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31}[month]
+	if month == 2 && year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+		dim = 29
+	}
+	if day > dim {
+		return 0, false
+	}
+	return ((daysFromCivil(year, month, day)*24+hour)*60+minute)*60000 + sec*1000 + milli, true
+}
+
+// daysFromCivil is the number of days from 1970-01-01 to the given
+// proleptic Gregorian date (Howard Hinnant's algorithm).
+func daysFromCivil(y, m, d int64) int64 {
+	if m <= 2 {
+		y--
+	}
+	era := y / 400
+	if y < 0 && y%400 != 0 {
+		era-- // floor division
+	}
+	yoe := y - era*400
+	mp := (m + 9) % 12
+	doy := (153*mp+2)/5 + d - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return era*146097 + doe - 719468
 }
 
 func isKey(def *plan.TableDef, col string) bool {
@@ -137,82 +428,6 @@ func columnList(s plan.Schema) string {
 		n[i] = c.Name
 	}
 	return strings.Join(n, ", ")
-}
-
-func kindOf(v any) string {
-	switch v.(type) {
-	case string:
-		return "a string"
-	case json.Number:
-		return "a number"
-	case bool:
-		return "a boolean"
-	case []any:
-		return "an array"
-	case map[string]any:
-		return "an object"
-	}
-	return "null"
-}
-
-// jsonValue converts one JSON value to type t; a non-empty string is the
-// error.
-func jsonValue(v any, t plan.Type) (plan.Value, string) {
-	if v == nil {
-		return plan.Null, ""
-	}
-	want := func() string { return fmt.Sprintf("expected %s, got %s", t, kindOf(v)) }
-	switch t {
-	case plan.TypeBigint:
-		n, ok := v.(json.Number)
-		if !ok {
-			return plan.Null, want()
-		}
-		i, err := n.Int64()
-		if err != nil {
-			return plan.Null, fmt.Sprintf("expected BIGINT, got %s (not an integer in range)", n)
-		}
-		return plan.Int(i), ""
-	case plan.TypeDouble:
-		n, ok := v.(json.Number)
-		if !ok {
-			return plan.Null, want()
-		}
-		f, err := n.Float64()
-		if err != nil || math.IsInf(f, 0) {
-			return plan.Null, fmt.Sprintf("expected DOUBLE, got %s", n)
-		}
-		return plan.Float(f), ""
-	case plan.TypeVarchar:
-		s, ok := v.(string)
-		if !ok {
-			return plan.Null, want()
-		}
-		return plan.Str(s), ""
-	case plan.TypeBoolean:
-		b, ok := v.(bool)
-		if !ok {
-			return plan.Null, want()
-		}
-		return plan.Bool(b), ""
-	case plan.TypeTimestamp:
-		switch x := v.(type) {
-		case string:
-			ms, ok := planner.ParseTime(x)
-			if !ok {
-				return plan.Null, fmt.Sprintf("expected a TIMESTAMP (RFC 3339 such as 2024-01-01T00:00:10.000Z, or epoch milliseconds), got %q", x)
-			}
-			return plan.Time(ms), ""
-		case json.Number:
-			i, err := x.Int64()
-			if err != nil {
-				return plan.Null, fmt.Sprintf("expected epoch milliseconds, got %s", x)
-			}
-			return plan.Time(i), ""
-		}
-		return plan.Null, want()
-	}
-	return plan.Null, "unsupported column type"
 }
 
 // JSONValue converts a value for JSON output (SPEC section 3).

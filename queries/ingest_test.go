@@ -1,15 +1,21 @@
 package queries
 
 import (
+	"bytes"
+	"math"
+	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/streamsql/streamsql/parser"
 	"github.com/streamsql/streamsql/planner"
 	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/runtime"
 )
 
-func tableDef(t *testing.T, sql string) *plan.TableDef {
+func tableDef(t testing.TB, sql string) *plan.TableDef {
 	t.Helper()
 	stmts, err := parser.Parse(sql)
 	if err != nil {
@@ -29,9 +35,9 @@ func TestDecodeUpsertRows(t *testing.T) {
 	if pk.IdleTimeout != 5000 {
 		t.Fatalf("PRIMARY KEY tables default to a 5s idle timeout, got %d", pk.IdleTimeout)
 	}
-	rows, err := DecodeRows(pk, []byte(`{"id": 1, "name": "a", "ts": 5}
+	rows, err := DecodeRows(pk, `{"id": 1, "name": "a", "ts": 5}
 {"id": 1, "ts": 6, "_op": "delete"}
-{"id": 2, "name": "b", "ts": 7, "_op": "upsert"}`))
+{"id": 2, "name": "b", "ts": 7, "_op": "upsert"}`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,13 +50,194 @@ func TestDecodeUpsertRows(t *testing.T) {
 		{`{"id": 1, "_op": "delete"}`, "event-time"},
 		{`{"id": 1, "ts": 6}`, "column name"},
 	} {
-		_, err := DecodeRows(pk, []byte(c.body))
+		_, err := DecodeRows(pk, c.body)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: err %v, want it to mention %q", c.body, err, c.want)
 		}
 	}
 	plain := tableDef(t, `CREATE TABLE q (id BIGINT) ENGINE=http`)
-	if _, err := DecodeRows(plain, []byte(`{"id": 1, "_op": "delete"}`)); err == nil || !strings.Contains(err.Error(), "PRIMARY KEY") {
+	if _, err := DecodeRows(plain, `{"id": 1, "_op": "delete"}`); err == nil || !strings.Contains(err.Error(), "PRIMARY KEY") {
 		t.Fatalf("_op on a table without a key: %v", err)
 	}
+}
+
+const bidsTableSQL = `CREATE TABLE bids (auction BIGINT NOT NULL, price DOUBLE, channel VARCHAR(32), ok BOOLEAN, ts TIMESTAMP(3) NOT NULL) ENGINE=http ENGINE_ATTRIBUTE='{"event_time": "ts"}'`
+
+// TestDecodeRows: values of every type, both body shapes, and the errors
+// (naming row and column) that clients see.
+func TestDecodeRows(t *testing.T) {
+	def := tableDef(t, bidsTableSQL)
+	const t1 = 1704067201000 // 2024-01-01T00:00:01Z
+	full := func(a int64, p float64, ch string, ok bool, ts int64) plan.Row {
+		return plan.Row{plan.Int(a), plan.Float(p), plan.Str(ch), plan.Bool(ok), plan.Time(ts)}
+	}
+	for _, c := range []struct {
+		name, body string
+		want       []plan.Row
+	}{
+		{"empty", "", nil},
+		{"whitespace", " \r\n\t", nil},
+		{"ndjson", `{"auction": 1, "price": 2.5, "channel": "web", "ok": true, "ts": "2024-01-01T00:00:01.000Z"}` + "\r\n" +
+			`{"ts": 1704067201000, "ok": false, "channel": "app", "price": -3, "auction": -7}` + "\n",
+			[]plan.Row{full(1, 2.5, "web", true, t1), full(-7, -3, "app", false, t1)}},
+		{"values on one line", `{"auction": 1, "ts": 1}{"auction": 2, "ts": 2} {"auction": 3, "ts": 3}`,
+			[]plan.Row{{plan.Int(1), plan.Null, plan.Null, plan.Null, plan.Time(1)}, {plan.Int(2), plan.Null, plan.Null, plan.Null, plan.Time(2)},
+				{plan.Int(3), plan.Null, plan.Null, plan.Null, plan.Time(3)}}},
+		{"array", ` [ {"auction": 1, "ts": 1} , {"AUCTION": 2, "Ts": 2, "price": null} ] `,
+			[]plan.Row{{plan.Int(1), plan.Null, plan.Null, plan.Null, plan.Time(1)}, {plan.Int(2), plan.Null, plan.Null, plan.Null, plan.Time(2)}}},
+		{"empty array", `[]`, nil},
+		{"timestamps", `{"auction": 1, "ts": "2024-01-01T00:00:01Z"}
+{"auction": 1, "ts": "2024-01-01 00:00:01.5"}
+{"auction": 1, "ts": "1969-12-31T23:59:59.999Z"}
+{"auction": 1, "ts": -5}`,
+			[]plan.Row{{plan.Int(1), plan.Null, plan.Null, plan.Null, plan.Time(t1)}, {plan.Int(1), plan.Null, plan.Null, plan.Null, plan.Time(t1 + 500)},
+				{plan.Int(1), plan.Null, plan.Null, plan.Null, plan.Time(-1)}, {plan.Int(1), plan.Null, plan.Null, plan.Null, plan.Time(-5)}}},
+		{"numbers", `{"auction": -0, "price": 1e3, "ts": 9223372036854775807}
+{"auction": -9223372036854775808, "price": 0.5E-1, "ts": 0}`,
+			[]plan.Row{{plan.Int(0), plan.Float(1000), plan.Null, plan.Null, plan.Time(math.MaxInt64)},
+				{plan.Int(math.MinInt64), plan.Float(0.05), plan.Null, plan.Null, plan.Time(0)}}},
+		{"escapes", `{"auction": 1, "ts": 1, "channel": "a\"b\\c\/d\b\f\n\r\t\u00e9\ud83d\ude00"}`,
+			[]plan.Row{{plan.Int(1), plan.Null, plan.Str("a\"b\\c/d\b\f\n\r\té😀"), plan.Null, plan.Time(1)}}},
+		{"bad surrogates and UTF-8", "{\"auction\": 1, \"ts\": 1, \"channel\": \"\\ud83d\\u0041 \\ude00 \xff é\"}",
+			[]plan.Row{{plan.Int(1), plan.Null, plan.Str("\uFFFDA \uFFFD \uFFFD é"), plan.Null, plan.Time(1)}}},
+		{"escaped key", `{"\u0061uction": 1, "ts": 1}`, []plan.Row{{plan.Int(1), plan.Null, plan.Null, plan.Null, plan.Time(1)}}},
+		{"last of a repeated column", `{"auction": 1, "auction": 2, "ts": 1}`, []plan.Row{{plan.Int(2), plan.Null, plan.Null, plan.Null, plan.Time(1)}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := DecodeRows(def, c.body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, c.want) {
+				t.Fatalf("rows\n%v\nwant\n%v", got, c.want)
+			}
+		})
+	}
+
+	for _, c := range []struct{ name, body, want string }{
+		{"type", "{\"auction\": 1, \"ts\": 1}\n{\"auction\": \"x\", \"ts\": 1}", "row 1, column auction: expected BIGINT, got a string"},
+		{"bool for double", `{"auction": 1, "price": true, "ts": 1}`, "row 0, column price: expected DOUBLE, got a boolean"},
+		{"object", `{"auction": {"a": [1, {}]}, "ts": 1}`, "row 0, column auction: expected BIGINT, got an object"},
+		{"array", `{"auction": [], "ts": 1}`, "row 0, column auction: expected BIGINT, got an array"},
+		{"fraction", `{"auction": 1.5, "ts": 1}`, "row 0, column auction: expected BIGINT, got 1.5 (not an integer in range)"},
+		{"range", `{"auction": 9223372036854775808, "ts": 1}`, "row 0, column auction: expected BIGINT, got 9223372036854775808 (not an integer in range)"},
+		{"double range", `{"auction": 1, "price": 1e400, "ts": 1}`, "row 0, column price: expected DOUBLE, got 1e400"},
+		{"number for varchar", `{"auction": 1, "channel": 5, "ts": 1}`, "row 0, column channel: expected VARCHAR, got a number"},
+		{"bad time", `{"auction": 1, "ts": "yesterday"}`, `row 0, column ts: expected a TIMESTAMP (RFC 3339 such as 2024-01-01T00:00:10.000Z, or epoch milliseconds), got "yesterday"`},
+		{"bad date", `{"auction": 1, "ts": "2023-02-29T00:00:00.000Z"}`, `row 0, column ts: expected a TIMESTAMP`},
+		{"time fraction", `{"auction": 1, "ts": 1.5}`, "row 0, column ts: expected epoch milliseconds, got 1.5"},
+		{"missing", `{"ts": 1}`, "row 0, column auction: missing value for NOT NULL column"},
+		{"null", `{"auction": null, "ts": 1}`, "row 0, column auction: missing value for NOT NULL column"},
+		{"no time", `{"auction": 1}`, "row 0, column ts: missing value for the event-time column"},
+		{"unknown", `{"auction": 1, "ts": 1, "colour": "red"}`, "row 0, column colour: unknown column (table bids has auction, price, channel, ok, ts)"},
+		{"_op", `{"auction": 1, "ts": 1, "_op": "delete"}`, "row 0, column _op: _op is only for tables with a PRIMARY KEY"},
+		{"not an object", "{\"auction\": 1, \"ts\": 1}\n[1]", "row 1: not a JSON object"},
+		{"null row", `null`, "row 0: not a JSON object"},
+		{"array element", `[{"auction": 1, "ts": 1}, 5]`, "row 1: not a JSON object"},
+		{"not json", "{\"auction\": 1, \"ts\": 1}\nnot json", "row 1: not a JSON object: invalid character 'o' in literal null (expecting 'u')"},
+		{"truncated", "{\"auction\": 1, \"ts\": 1}\n{\"auction\": ", "row 1: not a JSON object: unexpected end of JSON input"},
+		{"truncated string", `{"auction": 1, "ts": 1, "channel": "ab`, "row 0: not a JSON object: unexpected end of JSON input"},
+		{"control character", "{\"channel\": \"a\x01\"}", `row 0: not a JSON object: invalid character '\x01' in string literal`},
+		{"bad escape", `{"channel": "\q"}`, `row 0: not a JSON object: invalid character 'q' in string escape code`},
+		{"bad hex", `{"channel": "\u12g4"}`, `row 0: not a JSON object: invalid character 'g' in \u hexadecimal character escape`},
+		{"leading zero", `{"auction": 01}`, "row 0: not a JSON object: invalid character '1' after object key:value pair"},
+		{"no colon", `{"auction" 1}`, "row 0: not a JSON object: invalid character '1' after object key"},
+		{"trailing comma", `{"auction": 1,}`, "row 0: not a JSON object: invalid character '}' looking for beginning of object key string"},
+		{"bad number", `{"auction": -}`, "row 0: not a JSON object: invalid character '}' in numeric literal"},
+		{"bad nested", `{"auction": [1 2]}`, "row 0: not a JSON object: invalid character '2' after array element"},
+		{"array not closed", `[{"auction": 1, "ts": 1}`, "body is not a JSON array of row objects: unexpected end of JSON input"},
+		{"array separator", `[{"auction": 1, "ts": 1} {"auction": 1, "ts": 1}]`, "body is not a JSON array of row objects: invalid character '{' after array element"},
+		{"after array", `[{"auction": 1, "ts": 1}] {}`, "unexpected data after the JSON array"},
+		{"bracket after array", `[{"auction": 1, "ts": 1}]]`, "unexpected data after the JSON array"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rows, err := DecodeRows(def, c.body)
+			if err == nil || !strings.HasPrefix(err.Error(), c.want) {
+				t.Fatalf("rows %v, error %v, want %q", rows, err, c.want)
+			}
+		})
+	}
+}
+
+// TestEncodeRows: the ingest path's encoding is the row codec's.
+func TestEncodeRows(t *testing.T) {
+	pk := tableDef(t, `CREATE TABLE p (id BIGINT, name VARCHAR(8) NOT NULL, ts TIMESTAMP(3) NOT NULL, PRIMARY KEY (id)) ENGINE=http ENGINE_ATTRIBUTE='{"event_time": "ts"}'`)
+	body := `{"id": 1, "name": "a\n", "ts": "2024-01-01T00:00:01.000Z"}
+{"id": 1, "ts": 6, "_op": "delete"}
+{"id": 2, "name": "b", "ts": 7, "_op": "upsert"}`
+	rows, err := DecodeRows(pk, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := EncodeRows(pk, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(enc) != len(rows) {
+		t.Fatalf("%d encoded rows, %d decoded", len(enc), len(rows))
+	}
+	for i, r := range rows {
+		if want := runtime.AppendRow(nil, r); !bytes.Equal(enc[i], want) {
+			t.Errorf("row %d: encoded %x, want %x", i, enc[i], want)
+		}
+	}
+	if _, err := EncodeRows(pk, `{"id": 1, "ts": 6, "name": 7}`); err == nil || err.Error() != "row 0, column name: expected VARCHAR, got a number" {
+		t.Errorf("EncodeRows error %v", err)
+	}
+}
+
+// TestParseTimestamp: the direct reading of the canonical form agrees with
+// planner.ParseTime, in range and at every field's edges.
+func TestParseTimestamp(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	lo, hi := time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli(), time.Date(9999, 12, 31, 23, 59, 59, 999e6, time.UTC).UnixMilli()
+	for range 100000 {
+		ms := lo + rng.Int64N(hi-lo+1)
+		s := plan.FormatTime(ms)
+		if got, ok := parseCanonicalTime(s); !ok || got != ms {
+			t.Fatalf("parseCanonicalTime(%s) = %d, %v; want %d", s, got, ok, ms)
+		}
+	}
+	for _, s := range []string{
+		"2024-02-29T00:00:00.000Z", "2023-02-29T00:00:00.000Z", "1900-02-29T00:00:00.000Z", "2000-02-29T00:00:00.000Z",
+		"2024-04-31T00:00:00.000Z", "2024-13-01T00:00:00.000Z", "2024-00-01T00:00:00.000Z", "2024-01-00T00:00:00.000Z",
+		"2024-01-01T24:00:00.000Z", "2024-01-01T23:60:00.000Z", "2024-01-01T23:59:60.000Z", "2024-01-01t00:00:00.000Z",
+		"2024-01-01T00:00:00.000z", "2024-01-01T00:00:00,000Z", "+024-01-01T00:00:00.000Z", "0000-01-01T00:00:00.000Z",
+		"9999-12-31T23:59:59.999Z", "2024-01-01T00:00:00.00Z", "2024-01-01T00:00:00.0000Z", "2024-01-01T00:00:00.000+01:00",
+	} {
+		want, wantOK := planner.ParseTime(s)
+		if got, ok := parseTimestamp(s); got != want || ok != wantOK {
+			t.Errorf("parseTimestamp(%s) = %d, %v; planner.ParseTime: %d, %v", s, got, ok, want, wantOK)
+		}
+	}
+}
+
+// BenchmarkDecodeNDJSON decodes and encodes requests of 1000 Nexmark bids
+// as the ingest path does (EncodeRows).
+func BenchmarkDecodeNDJSON(b *testing.B) {
+	stmts, err := parser.Parse(IngestBenchTable)
+	if err != nil {
+		b.Fatal(err)
+	}
+	def, err := planner.Table(stmts[0].Stmt.(*parser.CreateTable), IngestBenchTable)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const rows = 1000
+	r := NewBidRenderer()
+	var lines []byte
+	for i := range int64(rows) {
+		lines = append(lines, r.Line(i)...)
+	}
+	body := string(lines)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := EncodeRows(def, body); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
+	b.ReportMetric(0, "ns/op")
 }

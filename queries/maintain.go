@@ -9,7 +9,7 @@ import (
 )
 
 // MaintainInterval is how often the engine garbage-collects old state
-// versions and truncates ingest logs.
+// versions, truncates ingest logs and reclaims their value-log space.
 const MaintainInterval = 5 * time.Second
 
 // startMaintenance runs the maintenance loop until Close.
@@ -62,6 +62,9 @@ func (e *Engine) maintain() {
 		e.store.SetDiscardTs(oldest)
 	}
 	e.truncateLogs(time.Now())
+	if err := e.meta.CollectGarbage(); err != nil {
+		e.log.Warn("ingest log space", "err", err)
+	}
 }
 
 // truncateLogs deletes ingest-log rows that are both older than their

@@ -21,7 +21,7 @@ func exec(t *testing.T, e *Engine, sql string) []Result {
 
 func ingest(t *testing.T, e *Engine, table, ndjson string) {
 	t.Helper()
-	if _, err := e.Ingest(context.Background(), table, []byte(ndjson), ""); err != nil {
+	if _, err := e.Ingest(context.Background(), table, ndjson, ""); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -28,7 +28,7 @@ func TestNothingAcknowledgedBeforeSync(t *testing.T) {
 	started, release := rec.HoldNext()
 	done := make(chan error, 1)
 	go func() {
-		_, err := e.Ingest(ctx, "t", []byte(`{"k": 1}`), "")
+		_, err := e.Ingest(ctx, "t", `{"k": 1}`, "")
 		done <- err
 	}()
 	<-started
@@ -48,7 +48,7 @@ func TestNothingAcknowledgedBeforeSync(t *testing.T) {
 	// A failed sync answers with an error and appends nothing.
 	lu, _ := e.meta.Log(e.tables["u"].ID)
 	rec.FailNext(errors.New("disk on fire"))
-	if _, err := e.Ingest(ctx, "u", []byte(`{"k": 1}`), ""); err == nil || lu.End() != 0 {
+	if _, err := e.Ingest(ctx, "u", `{"k": 1}`, ""); err == nil || lu.End() != 0 {
 		t.Fatalf("ingest with a failed sync: err %v, end %d", err, lu.End())
 	}
 

@@ -393,12 +393,15 @@ func (l *Log) writeGroup(group []*appendReq, writes []int, results []AppendResul
 	rowsEntries := func(yield func(*badger.Entry) error) error {
 		for _, i := range writes {
 			r := group[i]
+			// Keys and entries in one allocation each per request, not per row.
 			keys := make([]byte, len(r.rows)*17)
+			ents := make([]badger.Entry, len(r.rows))
 			for j, row := range r.rows {
 				k := keys[j*17 : j*17+17 : j*17+17]
 				copy(k, l.rowPrefix)
 				binary.BigEndian.PutUint64(k[9:], uint64(results[i].First+int64(j)))
-				if err := yield(badger.NewEntry(k, row)); err != nil {
+				ents[j] = badger.Entry{Key: k, Value: row}
+				if err := yield(&ents[j]); err != nil {
 					return err
 				}
 			}

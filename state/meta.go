@@ -21,6 +21,16 @@ const (
 	metaTime    = 't' // t<table BE8><unix ms BE8> -> BE8 first offset appended in that millisecond (append-time index)
 )
 
+// metaValueThreshold sends values at least this long — ingest rows, in
+// practice — to Badger's value log instead of its LSM tree. A log row is
+// written once and read a few times; in the tree it was copied into the
+// memtable's WAL and skiplist, flushed, then rewritten and recompressed by
+// each compaction on its way down, which was most of durable ingest's CPU
+// time. In the value log it is written once (and synced with the commit)
+// and the tree holds a pointer. The price: the space of truncated and
+// dropped rows comes back only through value-log GC (Meta.CollectGarbage).
+const metaValueThreshold = 64
+
 // DefaultIdempotencyWindow is how long ingest idempotency keys are
 // remembered when MetaOptions.IdempotencyWindow is zero.
 const DefaultIdempotencyWindow = 24 * time.Hour
@@ -68,7 +78,7 @@ func OpenMeta(dir string, opts MetaOptions) (*Meta, error) {
 	if err := removeEmptyMemtables(dir); err != nil {
 		return nil, fmt.Errorf("open meta db %s: %w", dir, err)
 	}
-	db, err := badger.Open(badgerOptions(dir, "meta"))
+	db, err := badger.Open(badgerOptions(dir, "meta").WithValueThreshold(metaValueThreshold))
 	if err != nil {
 		return nil, fmt.Errorf("open meta db %s: %w", dir, err)
 	}
@@ -109,6 +119,34 @@ func (m *Meta) isClosed() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.closed
+}
+
+// CollectGarbage reclaims value-log space held by deleted values
+// (truncated or dropped ingest rows, expired idempotency keys): while some
+// value-log file is at least half garbage, per the discard statistics that
+// compactions keep, it moves that file's live values to the head of the log
+// and deletes the file. The engine calls it from its maintenance loop.
+func (m *Meta) CollectGarbage() error {
+	for {
+		err := m.collectOne()
+		if errors.Is(err, badger.ErrNoRewrite) || errors.Is(err, badger.ErrRejected) {
+			return nil // nothing (more) worth rewriting, or a GC already running
+		}
+		if err != nil {
+			return fmt.Errorf("meta value log gc: %w", err)
+		}
+	}
+}
+
+// collectOne runs one value-log GC round. It holds the write lock's read
+// side, as writers do: the rewrite writes, and DropPrefix blocks writes.
+func (m *Meta) collectOne() error {
+	m.writeMu.RLock()
+	defer m.writeMu.RUnlock()
+	if m.isClosed() {
+		return ErrClosed
+	}
+	return m.db.RunValueLogGC(0.5)
 }
 
 // update runs fn in one read-write transaction, commits it and syncs.

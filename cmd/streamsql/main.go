@@ -33,7 +33,8 @@ const usage = `usage: streamsql <command> [flags]
 commands:
   serve   run the server (streamsql serve --help)
   sql     send SQL to a server: streamsql sql [--addr A] [--token T] 'SQL' (or SQL on stdin)
-  bench   run a Nexmark query in-process and report events per CPU second
+  bench   run a Nexmark query in-process and report events per CPU second;
+          bench --ingest: durable NDJSON ingest over loopback HTTP, rows per CPU second
 `
 
 func main() {
@@ -195,8 +196,24 @@ func bench(args []string) error {
 	par := fs.Int("parallelism", 1, "parallelism of keyed stages")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile to this file")
+	ingest := fs.Bool("ingest", false, "benchmark HTTP ingest instead of a query: POST NDJSON bids to an in-process server")
+	clients := fs.Int("clients", 4, "--ingest: concurrent HTTP clients")
+	rows := fs.Int64("rows", 2_000_000, "--ingest: rows to post")
+	batch := fs.Int("batch", 1000, "--ingest: rows per request")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *ingest {
+		cfg := httpapi.IngestBenchConfig{Clients: *clients, Rows: *rows, Batch: *batch}
+		if *cpuProfile != "" {
+			f, err := os.Create(*cpuProfile)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			cfg.CPUProfile = f
+		}
+		return benchIngest(cfg, *asJSON)
 	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -244,4 +261,21 @@ func bench(args []string) error {
 func isTerminal(f *os.File) bool {
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+func benchIngest(cfg httpapi.IngestBenchConfig, asJSON bool) error {
+	res, err := httpapi.IngestBench(context.Background(), cfg)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return json.NewEncoder(os.Stdout).Encode(res)
+	}
+	fmt.Printf("ingest: %d rows in %d requests of %d (%.0f MiB NDJSON) from %d clients, durable acknowledgements\n",
+		res.Rows, res.Requests, res.Batch, float64(res.BodyBytes)/(1<<20), res.Clients)
+	fmt.Printf("wall %.2fs, cpu %.2fs (the whole process: server and the in-process clients), peak rss %.0f MiB (bodies included)\n",
+		res.WallSeconds, res.CPUSeconds, float64(res.PeakRSSBytes)/(1<<20))
+	fmt.Printf("%.0f rows per CPU second, %.0f per second\n", res.RowsPerCPUSec, res.RowsPerSecond)
+	fmt.Printf("request latency p50 %.1f ms, p99 %.1f ms\n", res.LatencyP50Ms, res.LatencyP99Ms)
+	return nil
 }
