@@ -159,7 +159,12 @@ func (s *sinkTerminal) Watermark(wm int64) error {
 }
 func (s *sinkTerminal) Idle(bool) error { return nil }
 
+// End publishes what the end of input released (no barrier follows it)
+// to the latest results.
 func (s *sinkTerminal) End() error {
+	if p, ok := s.sink.(interface{ publish() }); ok {
+		p.publish()
+	}
 	close(s.ended)
 	return nil
 }

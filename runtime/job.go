@@ -311,8 +311,8 @@ func (j *Job) build(deps Deps, o StartOptions, committed uint64) error {
 						j.results.setAppendOnly()
 						st.sink = newAppendSink(j.results, j.store, j.ID, i, counters)
 					} else {
-						rs := newResultsSink(j.results, j.store, j.ID, s.Key, counters)
-						rs.retention, rs.task, rs.tasks = g.Options.ResultsRetention, i, v.Parallelism
+						rs := newResultsSink(j.results, j.store, j.ID, s.Key, i, v.Parallelism, counters)
+						rs.retention = g.Options.ResultsRetention
 						st.sink = rs
 					}
 				default:

@@ -296,10 +296,37 @@ func TestRestartChains(t *testing.T) {
 	}
 }
 
+// TestLatestAtEndWithoutCheckpoints: with checkpoints off, the latest
+// results of a bounded stream hold every row once the input ends (the end
+// publishes what no barrier followed).
+func TestLatestAtEndWithoutCheckpoints(t *testing.T) {
+	win := plan.WindowSpec{Kind: plan.Hop, Size: 300, Slide: 70}
+	for _, par := range []int{1, 2} {
+		g := bidGraph(20000, win, plan.EmitChanges, par)
+		g.Options.CheckpointInterval, g.Options.EmitInterval = 0, 3_600_000
+		store := state.NewMemVersioned()
+		res := NewResults(store, 8)
+		job, err := Start(g, Deps{Store: store}, StartOptions{QueryID: 8, Name: "t", Results: res})
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-job.Done()
+		job.Stop()
+		checkRows(t, res, false, naive(20000, win))
+	}
+}
+
 // checkNaive compares committed results of bidGraph with naive's.
 func checkNaive(t *testing.T, res *Results, want map[string]aggRow) {
 	t.Helper()
-	rows, err := res.Rows(true)
+	checkRows(t, res, true, want)
+}
+
+// checkRows compares results of bidGraph (committed or latest) with
+// naive's.
+func checkRows(t *testing.T, res *Results, committed bool, want map[string]aggRow) {
+	t.Helper()
+	rows, err := res.Rows(committed)
 	if err != nil {
 		t.Fatal(err)
 	}

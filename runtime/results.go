@@ -16,7 +16,9 @@ import (
 // Key layout of a query in the versioned store (all under QueryPrefix):
 //
 //	q/<qid>/m                    the checkpoint marker (value: marker JSON)
-//	q/<qid>/r/<key>              an updating query's result row on its upsert key
+//	q/<qid>/r/L...               an updating query's result rows: a state log
+//	                             per sink subtask (statelog.go), records keyed
+//	                             on the upsert key, valued the encoded row
 //	q/<qid>/b/<sink>/<ckpt>/<n>  a block of an append-only query's result rows
 //	q/<qid>/s/<v>/<i>            source task (vertex v, subtask i) position
 //	q/<qid>/o/<v>/<op>/L...      operator op of vertex v: its state log (stateLog)
@@ -64,13 +66,16 @@ func blockKey(prefix []byte, task int, ckpt uint64, n int) []byte {
 // marker).
 type Results struct {
 	store  state.Versioned
-	prefix []byte // updating results: one entry per upsert key
+	prefix []byte // updating results: their state log
 	blocks []byte // append-only results: blocks of rows
 
 	mu        sync.RWMutex
 	latest    map[string]plan.Row
 	loaded    bool // latest holds the rows (else latest reads read committed)
 	committed uint64
+	// logBlocks are the result log's blocks per sink subtask as of the
+	// loaded checkpoint: the sinks' first bases delete them.
+	logBlocks map[int][][]byte
 	// appendOnly results (rows keyed by row id, never updated) are not kept
 	// in memory: latest reads are the committed rows plus recent, the rows
 	// published since the last completed checkpoint, as block records
@@ -106,26 +111,52 @@ func (r *Results) restoring(id uint64) {
 // store.
 func (r *Results) Load(id uint64) error {
 	latest := map[string]plan.Row{}
+	var blocks map[int][][]byte
 	r.mu.RLock()
 	appendOnly := r.appendOnly
 	r.mu.RUnlock()
 	if id > 0 && !appendOnly {
-		err := r.store.Scan(r.prefix, id, func(k, v []byte) error {
-			row, err := DecodeRow(v)
-			if err != nil {
-				return fmt.Errorf("result %x: %w", k, err)
-			}
-			latest[string(k[len(r.prefix):])] = row
-			return nil
-		})
-		if err != nil {
+		var err error
+		if blocks, err = r.readLog(id, func(k string, row plan.Row) { latest[k] = row }); err != nil {
 			return fmt.Errorf("load results at %d: %w", id, err)
 		}
 	}
 	r.mu.Lock()
-	r.latest, r.committed, r.loaded = latest, id, true
+	r.latest, r.committed, r.loaded, r.logBlocks = latest, id, true, blocks
 	r.mu.Unlock()
 	return nil
+}
+
+// readLog reads an updating query's results at checkpoint at, calling fn
+// in key order, and returns the log's blocks per sink subtask.
+func (r *Results) readLog(at uint64, fn func(k string, row plan.Row)) (map[int][][]byte, error) {
+	keys, vals, blocks, err := readStateLog(r.store, r.prefix, at)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range keys {
+		row, err := DecodeRow(vals[k])
+		if err != nil {
+			return nil, fmt.Errorf("result %x: %w", k, err)
+		}
+		fn(k, row)
+	}
+	return blocks, nil
+}
+
+// superseded returns the result log blocks that sink subtask task of
+// tasks replaces with its first base (see stateLog), once.
+func (r *Results) superseded(task, tasks int) [][]byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out [][]byte
+	for s, keys := range r.logBlocks {
+		if s%tasks == task {
+			out = append(out, keys...)
+			delete(r.logBlocks, s)
+		}
+	}
+	return out
 }
 
 // OpenResults opens query qid's results as of its last completed
@@ -176,17 +207,38 @@ func (r *Results) setCommitted(id uint64) {
 	r.mu.Unlock()
 }
 
-// apply publishes an updating sink's changes.
-func (r *Results) apply(changes map[string]change) {
+// apply publishes an updating sink's changes, in order.
+func (r *Results) apply(changes []keyedChange) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for k, c := range changes {
+	for _, c := range changes {
 		if c.del {
-			delete(r.latest, k)
+			delete(r.latest, c.key)
 		} else {
-			r.latest[k] = c.row
+			r.latest[c.key] = c.row
 		}
 	}
+}
+
+// owned calls fn with every latest row that sink subtask task of tasks
+// owns (a base of its log), under the read lock.
+func (r *Results) owned(kind plan.KeyKind, task, tasks int, fn func(k string, row plan.Row)) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for k, row := range r.latest {
+		if resultOwner(k, kind, tasks) == task {
+			fn(k, row)
+		}
+	}
+}
+
+// resultOwner is the sink subtask an upsert key's changes come from: the
+// aggregation's, which the exchange chose by the group key.
+func resultOwner(k string, kind plan.KeyKind, tasks int) int {
+	if tasks <= 1 {
+		return 0
+	}
+	return int(HashKey(groupKeyOf(k, kind)) % uint64(tasks))
 }
 
 // appendRecent publishes an append-only sink's rows: records of a block
@@ -225,15 +277,11 @@ func (r *Results) Rows(committed bool) ([]plan.Row, error) {
 		return nil, nil
 	}
 	var rows []plan.Row
-	err := r.store.Scan(r.prefix, at, func(k, v []byte) error {
-		row, err := DecodeRow(v)
-		if err != nil {
-			return fmt.Errorf("result %x: %w", k, err)
-		}
-		rows = append(rows, row)
-		return nil
-	})
-	return rows, err
+	_, err := r.readLog(at, func(_ string, row plan.Row) { rows = append(rows, row) })
+	if err != nil {
+		return nil, fmt.Errorf("read results at %d: %w", at, err)
+	}
+	return rows, nil
 }
 
 // appendOnlyRows reads append-only results in key order: the rows in the
@@ -385,8 +433,9 @@ func lengthPrefixed(b []byte) (s, rest []byte, err error) {
 	return b[k : k+int(n)], b[k+int(n):], nil
 }
 
-// change is one pending result change.
-type change struct {
+// keyedChange is one result change: an upsert of row, or a delete.
+type keyedChange struct {
+	key string
 	row plan.Row
 	del bool
 }
@@ -416,7 +465,7 @@ func (r *Results) expired(cutoff int64, i, n int) []string {
 		b := []byte(k)
 		if _, rest, err := DecodeValue(b); err == nil {
 			if end, _, err := DecodeValue(rest); err == nil && end.I <= cutoff {
-				if n <= 1 || int(HashKey(groupKeyOf(k, plan.KeyWindowGroup))%uint64(n)) == i {
+				if resultOwner(k, plan.KeyWindowGroup, n) == i {
 					out = append(out, k)
 				}
 			}

@@ -19,18 +19,24 @@ type sink interface {
 }
 
 // resultsSink writes an updating query's built-in results table. Changes
-// are deduplicated per key: pending since the last barrier (published to
-// the latest view at the next one) and uncommitted since the last
-// checkpoint (written to the versioned store at the checkpoint's id, one
-// entry per key).
+// are kept in emission order, not deduplicated: at each barrier they are
+// published to the latest view and logged (encoded, a later change of a
+// key superseding an earlier one), and at a checkpoint the log's records
+// are written as a few blocks at the checkpoint's id (stateLog, the same
+// log operators keep their state in), with a full base of the rows this
+// sink owns at its first checkpoint and whenever the deltas outgrow it.
 type resultsSink struct {
-	res         *Results
-	store       state.Versioned
-	prefix      []byte
-	pending     map[string]change
-	uncommitted map[string]change
-	counters    *Counters
-	written     int // bytes pre-committed, for checkpoint statistics
+	res      *Results
+	store    state.Versioned
+	log      stateLog
+	pending  []keyedChange // since the last barrier
+	w        stateWriter   // logged since the last checkpoint
+	counters *Counters
+	// unwritten are blocks (and deletes) whose write failed: written again
+	// at the next checkpoint under the same keys.
+	unwritten []state.KV
+	rowBuf    []byte
+	written   int // bytes pre-committed, for checkpoint statistics
 	// retention > 0 drops result rows of windows that ended more than
 	// retention before the watermark (results_retention), at checkpoints.
 	retention   int64
@@ -41,19 +47,29 @@ type resultsSink struct {
 
 var _ sink = (*resultsSink)(nil)
 
-func newResultsSink(res *Results, store state.Versioned, qid uint64, key plan.KeyKind, c *Counters) *resultsSink {
-	return &resultsSink{res: res, store: store, prefix: resultPrefix(qid),
-		pending: map[string]change{}, uncommitted: map[string]change{}, counters: c, kind: key, wm: math.MinInt64, tasks: 1}
+func newResultsSink(res *Results, store state.Versioned, qid uint64, key plan.KeyKind, task, tasks int, c *Counters) *resultsSink {
+	return &resultsSink{res: res, store: store, log: stateLog{prefix: resultPrefix(qid), subtask: task},
+		counters: c, kind: key, wm: math.MinInt64, task: task, tasks: tasks}
 }
 
 func (s *resultsSink) watermark(wm int64) { s.wm = wm }
 
-// publish applies the pending changes to the latest results.
+// publish applies the pending changes to the latest results and logs them.
 func (s *resultsSink) publish() {
-	if len(s.pending) > 0 {
-		s.res.apply(s.pending)
-		s.pending = map[string]change{}
+	if len(s.pending) == 0 {
+		return
 	}
+	s.res.apply(s.pending)
+	for _, c := range s.pending {
+		if c.del {
+			s.w.Delete([]byte(c.key))
+		} else {
+			s.rowBuf = AppendRow(s.rowBuf[:0], c.row)
+			s.w.Put([]byte(c.key), s.rowBuf)
+		}
+	}
+	clear(s.pending)
+	s.pending = s.pending[:0]
 }
 
 // expire deletes the rows this sink owns whose window ended more than the
@@ -63,20 +79,19 @@ func (s *resultsSink) expire() {
 		return
 	}
 	for _, k := range s.res.expired(s.wm-s.retention, s.task, s.tasks) {
-		if c, ok := s.pending[k]; ok && c.del {
-			continue
-		}
-		s.pending[k] = change{del: true}
-		s.uncommitted[k] = change{del: true}
+		s.pending = append(s.pending, keyedChange{key: k, del: true})
 	}
 }
 
 func (s *resultsSink) Emit(b *Batch) error {
 	for i, r := range b.Rows {
 		m := &b.Meta[i]
-		c := change{row: r, del: m.Op == Delete}
-		s.pending[m.Key] = c
-		s.uncommitted[m.Key] = c
+		if s.tasks > 1 && resultOwner(m.Key, s.kind, s.tasks) != s.task {
+			// A base of this sink's log holds the rows it owns: a change
+			// from elsewhere would be lost at the next one.
+			return fmt.Errorf("results: sink %d of %d got a change of key %x, owned by sink %d", s.task, s.tasks, m.Key, resultOwner(m.Key, s.kind, s.tasks))
+		}
+		s.pending = append(s.pending, keyedChange{key: m.Key, row: r, del: m.Op == Delete})
 	}
 	s.counters.RowsOut += int64(b.Len())
 	return nil
@@ -84,27 +99,35 @@ func (s *resultsSink) Emit(b *Batch) error {
 
 func (s *resultsSink) Barrier(b Barrier) error {
 	s.publish()
-	if b.CheckpointID != 0 {
-		s.expire() // over the rows just published too
-		s.publish()
-	}
-	if b.CheckpointID == 0 || len(s.uncommitted) == 0 {
+	if b.CheckpointID == 0 {
 		return nil
 	}
-	kvs := make([]state.KV, 0, len(s.uncommitted))
-	for k, c := range s.uncommitted {
-		key := append(append([]byte(nil), s.prefix...), k...)
-		if c.del {
-			kvs = append(kvs, state.KV{Key: key, Delete: true})
-		} else {
-			kvs = append(kvs, state.KV{Key: key, Value: AppendRow(nil, c.row)})
+	s.expire() // over the rows just published too
+	s.publish()
+	w := s.w
+	s.w = stateWriter{}
+	if s.log.full() {
+		if !s.log.based {
+			s.log.written = append(s.log.written, s.res.superseded(s.task, s.tasks)...)
 		}
-		s.written += len(kvs[len(kvs)-1].Key) + len(kvs[len(kvs)-1].Value)
+		w = stateWriter{all: true}
+		s.res.owned(s.kind, s.task, s.tasks, func(k string, row plan.Row) {
+			s.rowBuf = AppendRow(s.rowBuf[:0], row)
+			w.Put([]byte(k), s.rowBuf)
+		})
+	}
+	kvs := append(s.unwritten, s.log.blocks(b.CheckpointID, &w)...)
+	s.unwritten = nil
+	if len(kvs) == 0 {
+		return nil
+	}
+	for _, kv := range kvs {
+		s.written += len(kv.Key) + len(kv.Value)
 	}
 	if err := s.store.Write(b.CheckpointID, kvs); err != nil {
+		s.unwritten = kvs
 		return fmt.Errorf("results pre-commit at checkpoint %d: %w", b.CheckpointID, err)
 	}
-	s.uncommitted = map[string]change{}
 	return nil
 }
 

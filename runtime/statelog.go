@@ -10,8 +10,10 @@ import (
 
 // Operator state is stored as a log of blocks per operator and subtask,
 // not as one store entry per key: a checkpoint's Puts and Deletes are
-// encoded into blocks of up to stateBlockSize bytes, each one entry in the
-// versioned store at the checkpoint id, under
+// encoded into blocks of about stateBlockSize bytes, each one entry in the
+// versioned store at the checkpoint id (under Badger's value threshold, so
+// blocks stay in its LSM tree, which compaction cleans, not in the value
+// log, which nothing collects for this store), under
 //
 //	<opPrefix> L <subtask:4> <checkpoint:8> <kind:1> <block:4>
 //
@@ -32,7 +34,7 @@ import (
 // subtask s mod parallelism), so logs of two parallelisms never mix.
 
 const (
-	stateBlockSize           = 1 << 20
+	stateBlockSize           = 256 << 10
 	kindBase, kindDelta byte = 'b', 'd'
 	// compactMin: below this many delta bytes a log is not compacted.
 	compactMin = 4 << 20
