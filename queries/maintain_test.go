@@ -93,3 +93,39 @@ func TestTruncateLogs(t *testing.T) {
 		t.Fatalf("after restart: a %d (want 16), b %d (want 6)", a, b)
 	}
 }
+
+// TestCloseWhileMaintaining closes the engine while its maintenance loop
+// ticks: Close holds e.mu through the views' final checkpoints, and the
+// loop's maintain needs e.mu, so Close must not wait for the loop while
+// holding it. The final checkpoint's sync is held past the loop's first
+// tick (MaintainInterval after Open) so that the tick falls inside Close.
+func TestCloseWhileMaintaining(t *testing.T) {
+	rec := &state.SyncRecorder{}
+	opened := time.Now()
+	e, err := Open(Config{DataDir: t.TempDir(), CheckpointInterval: time.Hour, EmitInterval: 10 * time.Millisecond, WrapSync: rec.Wrap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec(t, e, `CREATE TABLE t (k BIGINT NOT NULL) ENGINE=http;
+		CREATE VIEW a AS SELECT k, COUNT(*) AS n FROM t GROUP BY k`)
+	started, release := rec.HoldNext()
+	defer release()
+	closed := make(chan struct{})
+	go func() {
+		e.Close(context.Background())
+		close(closed)
+	}()
+	select {
+	case <-started: // Close is in the final checkpoint, holding e.mu
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close took no final checkpoint")
+	}
+	// The maintenance ticker is not injectable: wait for its first tick.
+	time.Sleep(time.Until(opened.Add(MaintainInterval + 500*time.Millisecond)))
+	release()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not return: it waits for the maintenance loop while holding e.mu, which the loop's maintain is waiting for")
+	}
+}

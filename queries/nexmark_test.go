@@ -9,38 +9,92 @@ import (
 	"time"
 
 	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/runtime"
 	"github.com/streamsql/streamsql/runtime/source/nexmark"
 	"github.com/streamsql/streamsql/window"
 )
 
-// runExample runs an example query as a view over a bounded Nexmark bid
-// table until the input ends, and returns its committed results as
-// strings (one per row, columns joined by |), sorted.
+// runExample runs an example query as a view over bounded Nexmark tables
+// until the input ends, and returns its committed results as strings (one
+// per row, columns joined by |), sorted.
 func runExample(t *testing.T, example string, events int, par int) []string {
 	t.Helper()
-	ctx := context.Background()
+	rows, _ := runExampleOver(t, BenchTables(int64(events)), example, par)
+	return rows
+}
+
+// runExampleOver is runExample over the given CREATE TABLE statements; it
+// also returns the job's final status.
+func runExampleOver(t *testing.T, tables, example string, par int) ([]string, runtime.Status) {
+	t.Helper()
+	e := openNexmark(t, t.TempDir())
+	defer closeEngine(t, context.Background(), e)
+	createExample(t, e, tables, example, par)
+	return finishView(t, e)
+}
+
+// openNexmark opens an engine on dir with checkpoints frequent enough
+// that a bounded run of a second or two takes many of them.
+func openNexmark(t *testing.T, dir string) *Engine {
+	t.Helper()
+	e, err := Open(Config{DataDir: dir, CheckpointInterval: 100 * time.Millisecond, EmitInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// closeEngine closes e, failing the test rather than hanging the whole
+// test binary until its timeout if Close does not return: it has
+// deadlocked before (Close held e.mu while waiting for the maintenance
+// loop, which was waiting for e.mu).
+func closeEngine(t *testing.T, ctx context.Context, e *Engine) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		e.Close(ctx)
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		t.Errorf("Engine.Close did not return within 60 s")
+	}
+}
+
+// createExample creates the tables (CREATE TABLE statements) and view v
+// running example at parallelism par.
+func createExample(t *testing.T, e *Engine, tables, example string, par int) {
+	t.Helper()
 	text, err := exampleSQL(example)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := Open(Config{DataDir: t.TempDir(), CheckpointInterval: 100 * time.Millisecond, EmitInterval: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close(ctx)
-	exec(t, e, BenchTables(int64(events)))
-	sel := string(text)
-	if par > 1 {
-		sel = strings.Replace(sel, "SELECT", fmt.Sprintf("SELECT /*+ SET_VAR(parallelism=%d) */", par), 1)
-	}
-	exec(t, e, "CREATE VIEW v AS "+sel)
+	exec(t, e, tables)
+	// SET rather than a hint: some examples already carry one.
+	exec(t, e, fmt.Sprintf("SET parallelism = %d;\nCREATE VIEW v AS %s", par, text))
+}
+
+// finishView waits until view v has read all its bounded input, takes a
+// last checkpoint (committing what the end of input released) and returns
+// the committed results as runExample does, and the job's status.
+func finishView(t *testing.T, e *Engine) ([]string, runtime.Status) {
+	t.Helper()
+	ctx := context.Background()
+	e.mu.RLock()
+	job := e.views["v"].Job
+	e.mu.RUnlock()
 	select {
-	case <-e.views["v"].Job.Done():
+	case <-job.Done():
 	case <-time.After(60 * time.Second):
 		t.Fatal("the query did not finish its bounded input")
 	}
 	if _, err := e.Checkpoint(ctx, "v"); err != nil {
 		t.Fatal(err)
+	}
+	st := job.Status()
+	if st.Err != nil {
+		t.Fatalf("the query failed: %v", st.Err)
 	}
 	_, rows, err := e.Results("v", true)
 	if err != nil {
@@ -55,7 +109,7 @@ func runExample(t *testing.T, example string, events int, par int) []string {
 		out = append(out, strings.Join(parts, "|"))
 	}
 	sort.Strings(out)
-	return out
+	return out, st
 }
 
 type bid struct{ auction, bidder, price, ts int64 }
