@@ -165,6 +165,12 @@ func (e *Engine) load() error {
 // Every running query first takes a final checkpoint (bounded by ctx), so
 // the next start resumes without replaying anything.
 func (e *Engine) Close(ctx context.Context) {
+	// The maintenance loop takes e.mu: stop it before taking it here, or
+	// a tick during the final checkpoints waits for us while we wait for it.
+	if e.stopBg != nil {
+		e.stopBg()
+		e.stopBg = nil
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var wg sync.WaitGroup
@@ -180,9 +186,6 @@ func (e *Engine) Close(ctx context.Context) {
 		}
 	}
 	wg.Wait()
-	if e.stopBg != nil {
-		e.stopBg()
-	}
 	if e.store != nil {
 		e.store.Close()
 	}

@@ -203,6 +203,9 @@ func (j *Job) Checkpoint(ctx context.Context) (uint64, error) {
 	select {
 	case r := <-w:
 		return r.id, r.err
+	case <-j.ctx.Done():
+		// The request may sit in the buffer of a coordinator that is gone.
+		return 0, j.stoppedErr()
 	case <-ctx.Done():
 		return 0, ctx.Err()
 	}
