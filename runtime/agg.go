@@ -3,7 +3,6 @@ package runtime
 import (
 	"container/heap"
 	"slices"
-	"unsafe"
 
 	"github.com/streamsql/streamsql/planner/plan"
 	"github.com/streamsql/streamsql/window"
@@ -46,6 +45,7 @@ type hashAgg struct {
 	keyBuf   []byte
 	winBuf   []window.Window
 	post     plan.Row
+	slab     []plan.Value // output rows are carved from it
 	// hot: the windows looked up most recently (a ring, never holding a
 	// closed one); lastSize: the group count of the last window closed.
 	hot      [8]*winGroups
@@ -395,7 +395,7 @@ func (a *hashAgg) emit(g *group, res *Batch, final bool) {
 	}
 	// The key columns, decoded from the group key (encoded by the exchange
 	// from exactly these columns); the bytes are only read.
-	kb := unsafe.Slice(unsafe.StringData(g.key), len(g.key))
+	kb := unsafeBytes(g.key)
 	for i := range a.nkeys {
 		var err error
 		if p[a.wOff+i], kb, err = DecodeValue(kb); err != nil {
@@ -413,7 +413,12 @@ func (a *hashAgg) emit(g *group, res *Batch, final bool) {
 		}
 		return
 	}
-	row := make(plan.Row, len(a.output))
+	// Output rows are carved from one allocation per batch of emissions.
+	if len(a.slab) < len(a.output) {
+		a.slab = make([]plan.Value, len(a.output)*256)
+	}
+	row := plan.Row(a.slab[:len(a.output):len(a.output)])
+	a.slab = a.slab[len(a.output):]
 	for i, o := range a.output {
 		row[i] = o(p)
 	}

@@ -70,7 +70,9 @@ type Results struct {
 	blocks []byte // append-only results: blocks of rows
 
 	mu        sync.RWMutex
-	latest    map[string]plan.Row
+	// latest holds updating results' rows encoded (AppendRow): the bytes
+	// the sink logs anyway, and no pointers for the collector to trace.
+	latest    map[string]string
 	loaded    bool // latest holds the rows (else latest reads read committed)
 	committed uint64
 	// logBlocks are the result log's blocks per sink subtask as of the
@@ -88,14 +90,14 @@ type Results struct {
 // job runs).
 func (r *Results) setAppendOnly() {
 	r.mu.Lock()
-	r.appendOnly, r.latest, r.recent = true, map[string]plan.Row{}, nil
+	r.appendOnly, r.latest, r.recent = true, map[string]string{}, nil
 	r.mu.Unlock()
 }
 
 // NewResults opens the results of query qid: empty for a new query; a
 // restarting job sets the committed id and loads the latest rows.
 func NewResults(store state.Versioned, qid uint64) *Results {
-	return &Results{store: store, prefix: resultPrefix(qid), blocks: blockPrefix(qid), latest: map[string]plan.Row{}, loaded: true}
+	return &Results{store: store, prefix: resultPrefix(qid), blocks: blockPrefix(qid), latest: map[string]string{}, loaded: true}
 }
 
 // restoring makes committed reads read at checkpoint id at once, and latest
@@ -110,16 +112,20 @@ func (r *Results) restoring(id uint64) {
 // Append-only results have nothing to load: their latest reads read the
 // store.
 func (r *Results) Load(id uint64) error {
-	latest := map[string]plan.Row{}
+	latest := map[string]string{}
 	var blocks map[int][][]byte
 	r.mu.RLock()
 	appendOnly := r.appendOnly
 	r.mu.RUnlock()
 	if id > 0 && !appendOnly {
-		var err error
-		if blocks, err = r.readLog(id, func(k string, row plan.Row) { latest[k] = row }); err != nil {
+		keys, vals, b, err := readStateLog(r.store, r.prefix, id)
+		if err != nil {
 			return fmt.Errorf("load results at %d: %w", id, err)
 		}
+		for _, k := range keys {
+			latest[k] = string(vals[k])
+		}
+		blocks = b
 	}
 	r.mu.Lock()
 	r.latest, r.committed, r.loaded, r.logBlocks = latest, id, true, blocks
@@ -127,21 +133,20 @@ func (r *Results) Load(id uint64) error {
 	return nil
 }
 
-// readLog reads an updating query's results at checkpoint at, calling fn
-// in key order, and returns the log's blocks per sink subtask.
-func (r *Results) readLog(at uint64, fn func(k string, row plan.Row)) (map[int][][]byte, error) {
-	keys, vals, blocks, err := readStateLog(r.store, r.prefix, at)
+// readLog reads an updating query's results at checkpoint at, in key
+// order.
+func (r *Results) readLog(at uint64) ([]plan.Row, error) {
+	keys, vals, _, err := readStateLog(r.store, r.prefix, at)
 	if err != nil {
 		return nil, err
 	}
-	for _, k := range keys {
-		row, err := DecodeRow(vals[k])
-		if err != nil {
+	rows := make([]plan.Row, len(keys))
+	for i, k := range keys {
+		if rows[i], err = DecodeRow(vals[k]); err != nil {
 			return nil, fmt.Errorf("result %x: %w", k, err)
 		}
-		fn(k, row)
 	}
-	return blocks, nil
+	return rows, nil
 }
 
 // superseded returns the result log blocks that sink subtask task of
@@ -215,19 +220,19 @@ func (r *Results) apply(changes []keyedChange) {
 		if c.del {
 			delete(r.latest, c.key)
 		} else {
-			r.latest[c.key] = c.row
+			r.latest[c.key] = c.enc
 		}
 	}
 }
 
 // owned calls fn with every latest row that sink subtask task of tasks
 // owns (a base of its log), under the read lock.
-func (r *Results) owned(kind plan.KeyKind, task, tasks int, fn func(k string, row plan.Row)) {
+func (r *Results) owned(kind plan.KeyKind, task, tasks int, fn func(k, enc string)) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	for k, row := range r.latest {
+	for k, enc := range r.latest {
 		if resultOwner(k, kind, tasks) == task {
-			fn(k, row)
+			fn(k, enc)
 		}
 	}
 }
@@ -265,19 +270,25 @@ func (r *Results) Rows(committed bool) ([]plan.Row, error) {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
-		rows := make([]plan.Row, len(keys))
+		encs := make([]string, len(keys))
 		for i, k := range keys {
-			rows[i] = r.latest[k]
+			encs[i] = r.latest[k]
 		}
 		r.mu.RUnlock()
+		rows := make([]plan.Row, len(keys))
+		for i, enc := range encs {
+			var err error
+			if rows[i], err = DecodeRow(unsafeBytes(enc)); err != nil {
+				return nil, fmt.Errorf("result %x: %w", keys[i], err)
+			}
+		}
 		return rows, nil
 	}
 	at := r.Committed()
 	if at == 0 {
 		return nil, nil
 	}
-	var rows []plan.Row
-	_, err := r.readLog(at, func(_ string, row plan.Row) { rows = append(rows, row) })
+	rows, err := r.readLog(at)
 	if err != nil {
 		return nil, fmt.Errorf("read results at %d: %w", at, err)
 	}
@@ -433,10 +444,12 @@ func lengthPrefixed(b []byte) (s, rest []byte, err error) {
 	return b[k : k+int(n)], b[k+int(n):], nil
 }
 
-// keyedChange is one result change: an upsert of row, or a delete.
+// keyedChange is one result change: an upsert of row (enc: its
+// encoding, once published), or a delete.
 type keyedChange struct {
 	key string
 	row plan.Row
+	enc string
 	del bool
 }
 

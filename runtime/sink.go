@@ -3,6 +3,7 @@ package runtime
 import (
 	"fmt"
 	"math"
+	"unsafe"
 
 	"github.com/streamsql/streamsql/planner/plan"
 	"github.com/streamsql/streamsql/state"
@@ -59,15 +60,17 @@ func (s *resultsSink) publish() {
 	if len(s.pending) == 0 {
 		return
 	}
-	s.res.apply(s.pending)
-	for _, c := range s.pending {
+	for i := range s.pending {
+		c := &s.pending[i]
 		if c.del {
-			s.w.Delete([]byte(c.key))
+			s.w.Delete(unsafeBytes(c.key))
 		} else {
 			s.rowBuf = AppendRow(s.rowBuf[:0], c.row)
-			s.w.Put([]byte(c.key), s.rowBuf)
+			c.enc, c.row = string(s.rowBuf), nil
+			s.w.Put(unsafeBytes(c.key), s.rowBuf)
 		}
 	}
+	s.res.apply(s.pending)
 	clear(s.pending)
 	s.pending = s.pending[:0]
 }
@@ -111,9 +114,8 @@ func (s *resultsSink) Barrier(b Barrier) error {
 			s.log.written = append(s.log.written, s.res.superseded(s.task, s.tasks)...)
 		}
 		w = stateWriter{all: true}
-		s.res.owned(s.kind, s.task, s.tasks, func(k string, row plan.Row) {
-			s.rowBuf = AppendRow(s.rowBuf[:0], row)
-			w.Put([]byte(k), s.rowBuf)
+		s.res.owned(s.kind, s.task, s.tasks, func(k, enc string) {
+			w.Put(unsafeBytes(k), unsafeBytes(enc))
 		})
 	}
 	kvs := append(s.unwritten, s.log.blocks(b.CheckpointID, &w)...)
@@ -251,3 +253,7 @@ func bytesWritten(s sink) int {
 	}
 	return 0
 }
+
+// unsafeBytes is s's bytes, for callees that only read them (StateWriter
+// copies what it keeps).
+func unsafeBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
