@@ -69,7 +69,7 @@ type Results struct {
 	prefix []byte // updating results: their state log
 	blocks []byte // append-only results: blocks of rows
 
-	mu        sync.RWMutex
+	mu sync.RWMutex
 	// latest holds updating results' rows encoded (AppendRow): the bytes
 	// the sink logs anyway, and no pointers for the collector to trace.
 	latest    map[string]string

@@ -27,11 +27,14 @@ type sink interface {
 // log operators keep their state in), with a full base of the rows this
 // sink owns at its first checkpoint and whenever the deltas outgrow it.
 type resultsSink struct {
-	res      *Results
-	store    state.Versioned
-	log      stateLog
-	pending  []keyedChange // since the last barrier
-	w        stateWriter   // logged since the last checkpoint
+	res     *Results
+	store   state.Versioned
+	log     stateLog
+	pending []keyedChange // since the last barrier
+	w       stateWriter   // logged since the last checkpoint
+	// baseNext: the next checkpoint writes a base, so changes are not
+	// logged until then.
+	baseNext bool
 	counters *Counters
 	// unwritten are blocks (and deletes) whose write failed: written again
 	// at the next checkpoint under the same keys.
@@ -63,14 +66,24 @@ func (s *resultsSink) publish() {
 	for i := range s.pending {
 		c := &s.pending[i]
 		if c.del {
-			s.w.Delete(unsafeBytes(c.key))
+			if !s.baseNext {
+				s.w.Delete(unsafeBytes(c.key))
+			}
 		} else {
 			s.rowBuf = AppendRow(s.rowBuf[:0], c.row)
 			c.enc, c.row = string(s.rowBuf), nil
-			s.w.Put(unsafeBytes(c.key), s.rowBuf)
+			if !s.baseNext {
+				s.w.Put(unsafeBytes(c.key), s.rowBuf)
+			}
 		}
 	}
 	s.res.apply(s.pending)
+	if !s.baseNext && s.log.wouldCompact(len(s.w.buf)) {
+		// The next checkpoint writes a base (all the rows, from the latest
+		// view): logging the changes until then would be wasted. This also
+		// bounds the log when no checkpoint comes.
+		s.baseNext, s.w = true, stateWriter{}
+	}
 	clear(s.pending)
 	s.pending = s.pending[:0]
 }
@@ -108,12 +121,14 @@ func (s *resultsSink) Barrier(b Barrier) error {
 	s.expire() // over the rows just published too
 	s.publish()
 	w := s.w
-	s.w = stateWriter{}
-	if s.log.full() {
+	// The next checkpoint's log starts at this one's size.
+	s.w = stateWriter{buf: make([]byte, 0, cap(w.buf)), ends: make([]int, 0, cap(w.ends))}
+	if s.baseNext || s.log.full() {
+		s.baseNext = false
 		if !s.log.based {
 			s.log.written = append(s.log.written, s.res.superseded(s.task, s.tasks)...)
 		}
-		w = stateWriter{all: true}
+		w = stateWriter{all: true, buf: make([]byte, 0, s.log.baseBytes+s.log.baseBytes/4)}
 		s.res.owned(s.kind, s.task, s.tasks, func(k, enc string) {
 			w.Put(unsafeBytes(k), unsafeBytes(enc))
 		})

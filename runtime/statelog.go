@@ -60,8 +60,12 @@ func (l *stateLog) blockKey(ckpt uint64, kind byte, n int) []byte {
 }
 
 // full reports whether the next snapshot must be a base.
-func (l *stateLog) full() bool {
-	return !l.based || l.deltaBytes > max(l.baseBytes, compactMin)
+func (l *stateLog) full() bool { return l.wouldCompact(0) }
+
+// wouldCompact reports whether the next snapshot would be a base if its
+// deltas came to pending bytes: a writer that knows can stop logging them.
+func (l *stateLog) wouldCompact(pending int) bool {
+	return !l.based || l.deltaBytes+pending > max(l.baseBytes, compactMin)
 }
 
 // blocks turns one checkpoint's records (from a stateWriter) into store
