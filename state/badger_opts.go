@@ -14,14 +14,6 @@ import (
 // ErrClosed is returned by operations on a closed store, Meta or Log.
 var ErrClosed = errors.New("state: closed")
 
-// badgerOptions are the options shared by both Badger databases.
-//
-// SyncWrites is on on purpose: DB.Sync only syncs the write-ahead log of the
-// active memtable, so writes that sit in a memtable rotated out since the last
-// commit (not yet flushed to an SST) would not be made durable by Sync. With
-// SyncWrites every commit is durable when it returns, and Badger groups
-// concurrent commits into one fsync. The explicit Sync calls remain as the
-// documented durability point (and fault-injection seam).
 // removeEmptyMemtables deletes zero-length memtable files (*.mem) in dir.
 // Badger creates a memtable file empty and sizes it afterwards, and deletes
 // a flushed one by truncating it first: a crash in either window leaves an
@@ -52,6 +44,14 @@ func removeEmptyMemtables(dir string) error {
 	return nil
 }
 
+// badgerOptions are the options shared by both Badger databases.
+//
+// SyncWrites is on on purpose: DB.Sync only syncs the write-ahead log of the
+// active memtable, so writes that sit in a memtable rotated out since the last
+// commit (not yet flushed to an SST) would not be made durable by Sync. With
+// SyncWrites every commit is durable when it returns, and Badger groups
+// concurrent commits into one fsync. The explicit Sync calls remain as the
+// documented durability point (and fault-injection seam).
 func badgerOptions(dir, name string) badger.Options {
 	return badger.DefaultOptions(dir).
 		WithLogger(slogLogger{db: name, dir: dir}).

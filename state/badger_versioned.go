@@ -55,7 +55,7 @@ func OpenVersionedWith(dir string, opts VersionedOptions) (*BadgerVersioned, err
 	if err := removeEmptyMemtables(dir); err != nil {
 		return nil, fmt.Errorf("open state db %s: %w", dir, err)
 	}
-	db, err := badger.OpenManaged(badgerOptions(dir, "state"))
+	db, err := badger.OpenManaged(badgerOptions(dir, "state").WithBaseLevelSize(256 << 20).WithBaseTableSize(16 << 20).WithNumLevelZeroTables(8).WithNumLevelZeroTablesStall(16))
 	if err != nil {
 		return nil, fmt.Errorf("open state db %s: %w", dir, err)
 	}
