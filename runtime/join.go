@@ -299,12 +299,12 @@ func (j *intervalJoin) forward() int64 {
 type joinOutput struct {
 	nl, nr   int
 	residual Eval // nil: none
-	scratch  plan.Row
+	slab     []plan.Value
 	keyBuf   []byte
 }
 
 func newJoinOutput(left, right plan.Schema, residual plan.Expr, env *Env, what string) (joinOutput, error) {
-	o := joinOutput{nl: len(left), nr: len(right), scratch: make(plan.Row, len(left)+len(right))}
+	o := joinOutput{nl: len(left), nr: len(right)}
 	if residual != nil {
 		var err error
 		if o.residual, err = Compile(residual, env); err != nil {
@@ -337,15 +337,25 @@ func appendIdent(b []byte, off int64, id string) []byte {
 // emitPair appends l ++ r, stamped with wm, when the residual holds, and
 // reports whether it did.
 func (j *joinOutput) emitPair(l plan.Row, lOff int64, lID string, r plan.Row, rOff int64, rID string, key string, wm int64, res *Batch) bool {
-	p := j.scratch
+	p := j.next()
 	copy(p, l)
 	copy(p[j.nl:], r)
 	if j.residual != nil && !j.residual(p).True() {
-		return false
+		return false // p is not taken: the next pair reuses it
 	}
-	res.Append(append(make(plan.Row, 0, len(p)), p...),
-		RowMeta{Offset: lOff, WM: wm, Key: key, Op: Insert, ID: j.rowID(lOff, lID, rOff, rID, false)})
+	j.slab = j.slab[len(p):]
+	res.Append(p, RowMeta{Offset: lOff, WM: wm, Key: key, Op: Insert, ID: j.rowID(lOff, lID, rOff, rID, false)})
 	return true
+}
+
+// next is the next output row of the slab (output rows are carved from
+// one allocation per few hundred); the caller takes it by advancing slab.
+func (j *joinOutput) next() plan.Row {
+	w := j.nl + j.nr
+	if len(j.slab) < w {
+		j.slab = make([]plan.Value, w*256)
+	}
+	return plan.Row(j.slab[:w:w])
 }
 
 // emitPadded appends l ++ NULLs (LEFT join, no match), stamped with wm.

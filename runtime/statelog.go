@@ -48,6 +48,7 @@ type stateLog struct {
 	written    [][]byte // block keys of this subtask's current chain
 	baseBytes  int
 	deltaBytes int
+	lastDelta  int // bytes of the last delta: the next writer's starting size
 	based      bool // a base was written since the task started
 }
 
@@ -68,6 +69,16 @@ func (l *stateLog) wouldCompact(pending int) bool {
 	return !l.based || l.deltaBytes+pending > max(l.baseBytes, compactMin)
 }
 
+// writer returns the writer of the next snapshot: a base or a delta,
+// sized like the last one of its kind (growing a large buffer step by step
+// copies it over and over).
+func (l *stateLog) writer() *stateWriter {
+	if l.full() {
+		return &stateWriter{all: true, buf: make([]byte, 0, l.baseBytes+l.baseBytes/4)}
+	}
+	return &stateWriter{buf: make([]byte, 0, l.lastDelta+l.lastDelta/4)}
+}
+
 // blocks turns one checkpoint's records (from a stateWriter) into store
 // writes: the blocks, and for a base the deletes of the chain it replaces.
 func (l *stateLog) blocks(ckpt uint64, w *stateWriter) []state.KV {
@@ -84,6 +95,7 @@ func (l *stateLog) blocks(ckpt uint64, w *stateWriter) []state.KV {
 		l.written, l.based, l.baseBytes, l.deltaBytes = nil, true, len(w.buf), 0
 	} else {
 		l.deltaBytes += len(w.buf)
+		l.lastDelta = len(w.buf)
 	}
 	for n, b := range w.split() {
 		k := l.blockKey(ckpt, kind, n)

@@ -106,7 +106,7 @@ func (t *taskBase) barrier(ctx context.Context, b Barrier, extra []state.KV, off
 		kvs = extra
 		for i, op := range t.chain.ops {
 			l := t.log(i)
-			w := &stateWriter{all: l.full()}
+			w := l.writer()
 			if err := op.Snapshot(w); err != nil {
 				return fmt.Errorf("%s: snapshot at checkpoint %d: %w", t.name, b.CheckpointID, err)
 			}
