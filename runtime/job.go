@@ -311,6 +311,9 @@ func (j *Job) build(deps Deps, o StartOptions, committed uint64) error {
 						j.results.setAppendOnly()
 						st.sink = newAppendSink(j.results, j.store, j.ID, i, counters)
 					} else {
+						if i == 0 {
+							j.results.shard(v.Parallelism, s.Key)
+						}
 						rs := newResultsSink(j.results, j.store, j.ID, s.Key, i, v.Parallelism, counters)
 						rs.retention = g.Options.ResultsRetention
 						st.sink = rs

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 
@@ -72,8 +71,11 @@ type Results struct {
 	mu sync.RWMutex
 	// latest holds updating results' rows encoded (AppendRow): the bytes
 	// the sink logs anyway, and no pointers for the collector to trace.
-	latest    map[string]string
-	loaded    bool // latest holds the rows (else latest reads read committed)
+	// One map per sink subtask (its shard: the keys it owns, see
+	// resultOwner), so a sink's base reads only its own rows.
+	latest    []map[string]string
+	kind      plan.KeyKind // of the upsert key
+	loaded    bool         // latest holds the rows (else latest reads read committed)
 	committed uint64
 	// logBlocks are the result log's blocks per sink subtask as of the
 	// loaded checkpoint: the sinks' first bases delete them.
@@ -90,14 +92,36 @@ type Results struct {
 // job runs).
 func (r *Results) setAppendOnly() {
 	r.mu.Lock()
-	r.appendOnly, r.latest, r.recent = true, map[string]string{}, nil
+	r.appendOnly, r.latest, r.recent = true, []map[string]string{{}}, nil
 	r.mu.Unlock()
+}
+
+// shard splits the latest rows into one shard per sink subtask of an
+// updating query keyed on kind (before the job runs).
+func (r *Results) shard(n int, kind plan.KeyKind) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := r.latest
+	r.latest, r.kind = newShards(n), kind
+	for _, m := range old {
+		for k, enc := range m {
+			r.latest[resultOwner(k, kind, n)][k] = enc
+		}
+	}
+}
+
+func newShards(n int) []map[string]string {
+	out := make([]map[string]string, max(n, 1))
+	for i := range out {
+		out[i] = map[string]string{}
+	}
+	return out
 }
 
 // NewResults opens the results of query qid: empty for a new query; a
 // restarting job sets the committed id and loads the latest rows.
 func NewResults(store state.Versioned, qid uint64) *Results {
-	return &Results{store: store, prefix: resultPrefix(qid), blocks: blockPrefix(qid), latest: map[string]string{}, loaded: true}
+	return &Results{store: store, prefix: resultPrefix(qid), blocks: blockPrefix(qid), latest: newShards(1), loaded: true}
 }
 
 // restoring makes committed reads read at checkpoint id at once, and latest
@@ -112,18 +136,18 @@ func (r *Results) restoring(id uint64) {
 // Append-only results have nothing to load: their latest reads read the
 // store.
 func (r *Results) Load(id uint64) error {
-	latest := map[string]string{}
 	var blocks map[int][][]byte
 	r.mu.RLock()
-	appendOnly := r.appendOnly
+	appendOnly, n, kind := r.appendOnly, len(r.latest), r.kind
 	r.mu.RUnlock()
+	latest := newShards(n)
 	if id > 0 && !appendOnly {
 		keys, vals, b, err := readStateLog(r.store, r.prefix, id)
 		if err != nil {
 			return fmt.Errorf("load results at %d: %w", id, err)
 		}
 		for _, k := range keys {
-			latest[k] = string(vals[k])
+			latest[resultOwner(k, kind, n)][k] = string(vals[k])
 		}
 		blocks = b
 	}
@@ -212,28 +236,27 @@ func (r *Results) setCommitted(id uint64) {
 	r.mu.Unlock()
 }
 
-// apply publishes an updating sink's changes, in order.
-func (r *Results) apply(changes []keyedChange) {
+// apply publishes sink subtask task's changes, in order.
+func (r *Results) apply(task int, changes []keyedChange) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	m := r.latest[task]
 	for _, c := range changes {
 		if c.del {
-			delete(r.latest, c.key)
+			delete(m, c.key)
 		} else {
-			r.latest[c.key] = c.enc
+			m[c.key] = c.enc
 		}
 	}
 }
 
-// owned calls fn with every latest row that sink subtask task of tasks
-// owns (a base of its log), under the read lock.
-func (r *Results) owned(kind plan.KeyKind, task, tasks int, fn func(k, enc string)) {
+// owned calls fn with every latest row sink subtask task owns (a base of
+// its log), under the read lock.
+func (r *Results) owned(task int, fn func(k, enc string)) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	for k, enc := range r.latest {
-		if resultOwner(k, kind, tasks) == task {
-			fn(k, enc)
-		}
+	for k, enc := range r.latest[task] {
+		fn(k, enc)
 	}
 }
 
@@ -265,16 +288,20 @@ func (r *Results) Rows(committed bool) ([]plan.Row, error) {
 	}
 	if !committed && loaded {
 		r.mu.RLock()
-		keys := make([]string, 0, len(r.latest))
-		for k := range r.latest {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		encs := make([]string, len(keys))
-		for i, k := range keys {
-			encs[i] = r.latest[k]
+		type kv struct{ k, enc string }
+		var all []kv
+		for _, m := range r.latest {
+			for k, enc := range m {
+				all = append(all, kv{k, enc})
+			}
 		}
 		r.mu.RUnlock()
+		slices.SortFunc(all, func(a, b kv) int { return strings.Compare(a.k, b.k) })
+		keys := make([]string, len(all))
+		encs := make([]string, len(all))
+		for i, e := range all {
+			keys[i], encs[i] = e.k, e.enc
+		}
 		rows := make([]plan.Row, len(keys))
 		for i, enc := range encs {
 			var err error
@@ -468,19 +495,16 @@ func groupKeyOf(k string, kind plan.KeyKind) string {
 	return string(b)
 }
 
-// expired returns the keys owned by sink subtask i of n whose window_end is
+// expired returns the keys owned by sink subtask i whose window_end is
 // at or before cutoff (windowed results only).
-func (r *Results) expired(cutoff int64, i, n int) []string {
+func (r *Results) expired(cutoff int64, i int) []string {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	var out []string
-	for k := range r.latest {
-		b := []byte(k)
-		if _, rest, err := DecodeValue(b); err == nil {
+	for k := range r.latest[i] {
+		if _, rest, err := DecodeValue(unsafeBytes(k)); err == nil {
 			if end, _, err := DecodeValue(rest); err == nil && end.I <= cutoff {
-				if resultOwner(k, plan.KeyWindowGroup, n) == i {
-					out = append(out, k)
-				}
+				out = append(out, k)
 			}
 		}
 	}

@@ -77,7 +77,7 @@ func (s *resultsSink) publish() {
 			}
 		}
 	}
-	s.res.apply(s.pending)
+	s.res.apply(s.task, s.pending)
 	if !s.baseNext && s.log.wouldCompact(len(s.w.buf)) {
 		// The next checkpoint writes a base (all the rows, from the latest
 		// view): logging the changes until then would be wasted. This also
@@ -94,7 +94,7 @@ func (s *resultsSink) expire() {
 	if s.retention <= 0 || s.kind != plan.KeyWindowGroup || s.wm == math.MinInt64 {
 		return
 	}
-	for _, k := range s.res.expired(s.wm-s.retention, s.task, s.tasks) {
+	for _, k := range s.res.expired(s.wm-s.retention, s.task) {
 		s.pending = append(s.pending, keyedChange{key: k, del: true})
 	}
 }
@@ -129,7 +129,7 @@ func (s *resultsSink) Barrier(b Barrier) error {
 			s.log.written = append(s.log.written, s.res.superseded(s.task, s.tasks)...)
 		}
 		w = stateWriter{all: true, buf: make([]byte, 0, s.log.baseBytes+s.log.baseBytes/4)}
-		s.res.owned(s.kind, s.task, s.tasks, func(k, enc string) {
+		s.res.owned(s.task, func(k, enc string) {
 			w.Put(unsafeBytes(k), unsafeBytes(enc))
 		})
 	}
