@@ -60,6 +60,9 @@ func (e *Engine) maintain() {
 	e.mu.RUnlock()
 	if oldest > 0 {
 		e.store.SetDiscardTs(oldest)
+		if err := e.store.CollectGarbage(); err != nil {
+			e.log.Warn("state space", "err", err)
+		}
 	}
 	e.truncateLogs(time.Now())
 	if err := e.meta.CollectGarbage(); err != nil {

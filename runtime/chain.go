@@ -111,7 +111,10 @@ func (o *output) Emit(b *Batch) error {
 			t = int(HashKey(m.Key) % uint64(n))
 		}
 		if parts[t] == nil {
-			parts[t] = &Batch{Rows: make([]plan.Row, 0, len(b.Rows)/n+1), Meta: make([]RowMeta, 0, len(b.Rows)/n+1)}
+			// A fair share and some: hashing is not exact, and growing
+			// the slices copies them.
+			c := len(b.Rows)/n + len(b.Rows)/(4*n) + 8
+			parts[t] = &Batch{Rows: make([]plan.Row, 0, c), Meta: make([]RowMeta, 0, c)}
 		}
 		parts[t].Append(r, m)
 	}

@@ -150,10 +150,8 @@ func (s *resultsSink) Barrier(b Barrier) error {
 
 func (s *resultsSink) takeWritten() int { n := s.written; s.written = 0; return n }
 
-// blockTarget is the size at which an append-only sink closes a block.
-// It stays well below Badger's value threshold (1 MiB) so that blocks live
-// in the LSM tree, where compaction reclaims them after a query is dropped;
-// values above it go to the value log, which nothing garbage-collects.
+// blockTarget is the size at which an append-only sink closes a block
+// (the store keeps large values in blob files: state/blobs.go).
 const blockTarget = 256 << 10
 
 // appendSink writes an append-only query's built-in results table. Its

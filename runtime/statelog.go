@@ -11,9 +11,8 @@ import (
 // Operator state is stored as a log of blocks per operator and subtask,
 // not as one store entry per key: a checkpoint's Puts and Deletes are
 // encoded into blocks of about stateBlockSize bytes, each one entry in the
-// versioned store at the checkpoint id (under Badger's value threshold, so
-// blocks stay in its LSM tree, which compaction cleans, not in the value
-// log, which nothing collects for this store), under
+// versioned store at the checkpoint id (large values go to the store's
+// blob files, state/blobs.go), under
 //
 //	<opPrefix> L <subtask:4> <checkpoint:8> <kind:1> <block:4>
 //

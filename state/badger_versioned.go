@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 
@@ -31,6 +32,10 @@ type BadgerVersioned struct {
 	// and DropPrefix/Close hold mu.Lock.
 	mu     sync.RWMutex
 	closed atomic.Bool
+	// blobs holds large values (blobs.go); discard is the last
+	// SetDiscardTs, below which no reader looks.
+	blobs   *blobs
+	discard atomic.Uint64
 }
 
 var _ Versioned = (*BadgerVersioned)(nil)
@@ -59,7 +64,12 @@ func OpenVersionedWith(dir string, opts VersionedOptions) (*BadgerVersioned, err
 	if err != nil {
 		return nil, fmt.Errorf("open state db %s: %w", dir, err)
 	}
-	v := &BadgerVersioned{db: db, dir: dir}
+	bl, err := openBlobs(filepath.Join(dir, "blobs"))
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open state db %s: blobs: %w", dir, err)
+	}
+	v := &BadgerVersioned{db: db, dir: dir, blobs: bl}
 	v.syncFn = func() error { return db.Sync() }
 	if opts.WrapSync != nil {
 		v.syncFn = opts.WrapSync(v.syncFn)
@@ -98,13 +108,60 @@ func (v *BadgerVersioned) Write(id uint64, kvs []KV) error {
 	if v.closed.Load() {
 		return fmt.Errorf("state write at %d: %w", id, ErrClosed)
 	}
-	if err := v.writeLocked(id, kvs); err != nil {
+	kvs, meta, err := v.spill(kvs)
+	if err != nil {
+		return fmt.Errorf("state write at %d: %w", id, err)
+	}
+	if err := v.writeLocked(id, kvs, meta); err != nil {
 		return fmt.Errorf("state write at %d: %w", id, err)
 	}
 	return nil
 }
 
-func (v *BadgerVersioned) writeLocked(id uint64, kvs []KV) error {
+// spill moves the large values of kvs into a blob file and returns the
+// entries to commit: kvs with those values replaced by references, and
+// per entry its UserMeta (nil when none is a reference). kvs is not
+// modified: a caller may retry it.
+func (v *BadgerVersioned) spill(kvs []KV) ([]KV, []byte, error) {
+	var big [][]byte
+	for _, kv := range kvs {
+		if !kv.Delete && len(kv.Value) >= blobThreshold {
+			big = append(big, kv.Value)
+		}
+	}
+	if len(big) == 0 {
+		return kvs, nil, nil
+	}
+	refs, err := v.blobs.put(big)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make([]KV, len(kvs))
+	meta := make([]byte, len(kvs))
+	j := 0
+	for i, kv := range kvs {
+		out[i] = kv
+		if !kv.Delete && len(kv.Value) >= blobThreshold {
+			out[i].Value, meta[i] = refs[j], metaBlob
+			j++
+		}
+	}
+	return out, meta, nil
+}
+
+// value returns an item's value, read from its blob file when it points
+// into one. The result is the caller's.
+func (v *BadgerVersioned) value(item *badger.Item) ([]byte, error) {
+	val, err := item.ValueCopy(nil)
+	if err != nil || item.UserMeta()&metaBlob == 0 {
+		return val, err
+	}
+	return v.blobs.read(val)
+}
+
+// writeLocked commits kvs at version id; meta, when not nil, is each
+// entry's UserMeta.
+func (v *BadgerVersioned) writeLocked(id uint64, kvs []KV, meta []byte) error {
 	w := txnWriter{
 		begin:  func() *badger.Txn { return v.db.NewTransactionAt(math.MaxUint64, true) },
 		commit: func(txn *badger.Txn) error { return txn.CommitAt(id, nil) },
@@ -113,9 +170,12 @@ func (v *BadgerVersioned) writeLocked(id uint64, kvs []KV) error {
 	for i := range kvs {
 		kv := &kvs[i]
 		var err error
-		if kv.Delete {
+		switch {
+		case kv.Delete:
 			err = w.delete(kv.Key)
-		} else {
+		case meta != nil && meta[i] != 0:
+			err = w.set(badger.NewEntry(kv.Key, kv.Value).WithMeta(meta[i]))
+		default:
 			err = w.set(badger.NewEntry(kv.Key, kv.Value))
 		}
 		if err != nil {
@@ -151,7 +211,7 @@ func (v *BadgerVersioned) CommitMarker(markerKey []byte, id uint64, value []byte
 	if err := v.sync(); err != nil {
 		return fmt.Errorf("state commit marker %q at %d: %w", markerKey, id, err)
 	}
-	if err := v.writeLocked(id, []KV{{Key: markerKey, Value: value}}); err != nil {
+	if err := v.writeLocked(id, []KV{{Key: markerKey, Value: value}}, nil); err != nil {
 		return fmt.Errorf("state commit marker %q at %d: %w", markerKey, id, err)
 	}
 	if err := v.sync(); err != nil {
@@ -174,7 +234,7 @@ func (v *BadgerVersioned) LastMarker(markerKey []byte) (uint64, []byte, bool, er
 	if err != nil {
 		return 0, nil, false, fmt.Errorf("state last marker %q: %w", markerKey, err)
 	}
-	val, err := item.ValueCopy(nil)
+	val, err := v.value(item)
 	if err != nil {
 		return 0, nil, false, fmt.Errorf("state last marker %q: %w", markerKey, err)
 	}
@@ -196,7 +256,7 @@ func (v *BadgerVersioned) Get(key []byte, at uint64) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("state get %q at %d: %w", key, at, err)
 	}
-	val, err := item.ValueCopy(nil)
+	val, err := v.value(item)
 	if err != nil {
 		return nil, fmt.Errorf("state get %q at %d: %w", key, at, err)
 	}
@@ -223,6 +283,16 @@ func (v *BadgerVersioned) Scan(prefix []byte, at uint64, fn func(k, v []byte) er
 		if skipReserved && bytes.Equal(k, idFloorKey) {
 			continue
 		}
+		if item.UserMeta()&metaBlob != 0 {
+			val, err := v.value(item)
+			if err != nil {
+				return fmt.Errorf("state scan %q at %d: key %q: %w", prefix, at, k, err)
+			}
+			if err := fn(k, val); err != nil {
+				return err
+			}
+			continue
+		}
 		var fnErr error
 		err := item.Value(func(val []byte) error {
 			fnErr = fn(k, val)
@@ -245,7 +315,7 @@ func (v *BadgerVersioned) Repair(prefix []byte, at uint64) (uint64, error) {
 	if v.closed.Load() {
 		return 0, fmt.Errorf("state repair %q to %d: %w", prefix, at, ErrClosed)
 	}
-	fixes, err := v.collectRepairs(prefix, at)
+	fixes, meta, err := v.collectRepairs(prefix, at)
 	if err != nil {
 		return 0, fmt.Errorf("state repair %q to %d: %w", prefix, at, err)
 	}
@@ -253,14 +323,23 @@ func (v *BadgerVersioned) Repair(prefix []byte, at uint64) (uint64, error) {
 		return 0, nil
 	}
 	id := v.NextID()
-	if err := v.Write(id, fixes); err != nil {
+	v.bump(id)
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	if v.closed.Load() {
+		return 0, fmt.Errorf("state repair %q to %d: %w", prefix, at, ErrClosed)
+	}
+	// The values as of at are rewritten as stored: a blob reference stays
+	// one (its file is live while a version points into it).
+	if err := v.writeLocked(id, fixes, meta); err != nil {
 		return 0, fmt.Errorf("state repair %q to %d: %w", prefix, at, err)
 	}
 	return id, nil
 }
 
-// collectRepairs lists the writes that make prefix read as of at again.
-func (v *BadgerVersioned) collectRepairs(prefix []byte, at uint64) ([]KV, error) {
+// collectRepairs lists the writes that make prefix read as of at again,
+// with each one's UserMeta.
+func (v *BadgerVersioned) collectRepairs(prefix []byte, at uint64) ([]KV, []byte, error) {
 	txn := v.db.NewTransactionAt(math.MaxUint64, false)
 	defer txn.Discard()
 	opts := badger.DefaultIteratorOptions
@@ -271,11 +350,12 @@ func (v *BadgerVersioned) collectRepairs(prefix []byte, at uint64) ([]KV, error)
 	defer it.Close()
 
 	var fixes []KV
+	var meta []byte
 	var cur []byte // key being examined
 	state := 0     // 0: newest version not seen; 1: needs fix, older version not found; 2: done with key
 	finish := func() {
 		if state == 1 {
-			fixes = append(fixes, KV{Key: cur, Delete: true})
+			fixes, meta = append(fixes, KV{Key: cur, Delete: true}), append(meta, 0)
 		}
 	}
 	for it.Rewind(); it.Valid(); it.Next() {
@@ -301,19 +381,19 @@ func (v *BadgerVersioned) collectRepairs(prefix []byte, at uint64) ([]KV, error)
 				continue
 			}
 			if item.IsDeletedOrExpired() {
-				fixes = append(fixes, KV{Key: cur, Delete: true})
+				fixes, meta = append(fixes, KV{Key: cur, Delete: true}), append(meta, 0)
 			} else {
 				val, err := item.ValueCopy(nil)
 				if err != nil {
-					return nil, fmt.Errorf("key %q version %d: %w", cur, item.Version(), err)
+					return nil, nil, fmt.Errorf("key %q version %d: %w", cur, item.Version(), err)
 				}
-				fixes = append(fixes, KV{Key: cur, Value: val})
+				fixes, meta = append(fixes, KV{Key: cur, Value: val}), append(meta, item.UserMeta())
 			}
 			state = 2
 		}
 	}
 	finish()
-	return fixes, nil
+	return fixes, meta, nil
 }
 
 // DropPrefix removes every version of every key under prefix. It blocks
@@ -334,7 +414,7 @@ func (v *BadgerVersioned) DropPrefix(prefix []byte) error {
 		kvs = append(kvs, KV{Key: prefix})
 	}
 	floorDropped := bytes.HasPrefix(idFloorKey, prefix)
-	if err := v.writeLocked(id, kvs); err != nil {
+	if err := v.writeLocked(id, kvs, nil); err != nil {
 		return fmt.Errorf("state drop prefix %q: %w", prefix, err)
 	}
 	if err := v.db.DropPrefix(prefix); err != nil {
@@ -343,7 +423,7 @@ func (v *BadgerVersioned) DropPrefix(prefix []byte) error {
 	if floorDropped {
 		id := v.NextID()
 		floor.Value = binary.BigEndian.AppendUint64(nil, id)
-		if err := v.writeLocked(id, []KV{floor}); err != nil {
+		if err := v.writeLocked(id, []KV{floor}, nil); err != nil {
 			return fmt.Errorf("state drop prefix %q: %w", prefix, err)
 		}
 	}
@@ -353,6 +433,66 @@ func (v *BadgerVersioned) DropPrefix(prefix []byte) error {
 // SetDiscardTs lets Badger garbage-collect versions below ts, DB-wide.
 func (v *BadgerVersioned) SetDiscardTs(ts uint64) {
 	v.db.SetDiscardTs(ts)
+	for {
+		old := v.discard.Load()
+		if ts <= old || v.discard.CompareAndSwap(old, ts) {
+			return
+		}
+	}
+}
+
+// CollectGarbage deletes the blob files no readable version points into.
+// A reader reads at a version at or above the discard timestamp, so of a
+// key's versions only those above it and the newest at or below it are
+// readable; older ones are dead whether or not Badger has compacted them
+// away yet. It holds the write lock, so no write is between putting a blob
+// and committing the references to it.
+func (v *BadgerVersioned) CollectGarbage() error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.closed.Load() {
+		return ErrClosed
+	}
+	discard := v.discard.Load()
+	below := v.blobs.next.Load()
+	live := map[uint64]bool{}
+	txn := v.db.NewTransactionAt(math.MaxUint64, false)
+	defer txn.Discard()
+	opts := badger.DefaultIteratorOptions
+	opts.AllVersions = true
+	opts.PrefetchValues = false
+	it := txn.NewIterator(opts)
+	defer it.Close()
+	var cur []byte
+	done := false // the key's readable versions are all seen
+	for it.Rewind(); it.Valid(); it.Next() {
+		item := it.Item()
+		if cur == nil || !bytes.Equal(item.Key(), cur) {
+			cur, done = item.KeyCopy(cur[:0]), false
+		}
+		if done {
+			continue
+		}
+		if item.Version() <= discard {
+			done = true // the newest at or below discard: readable, older ones not
+		}
+		if item.IsDeletedOrExpired() || item.UserMeta()&metaBlob == 0 {
+			continue
+		}
+		ref, err := item.ValueCopy(nil)
+		if err != nil {
+			return fmt.Errorf("state blob gc: key %q: %w", cur, err)
+		}
+		id, _, _, err := parseBlobRef(ref)
+		if err != nil {
+			return fmt.Errorf("state blob gc: key %q: %w", cur, err)
+		}
+		live[id] = true
+	}
+	if _, err := v.blobs.remove(live, below); err != nil {
+		return fmt.Errorf("state blob gc: %w", err)
+	}
+	return nil
 }
 
 // Close closes the DB. Later calls return ErrClosed.

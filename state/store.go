@@ -48,5 +48,8 @@ type Versioned interface {
 	DropPrefix(prefix []byte) error
 	// SetDiscardTs lets Badger garbage-collect versions below ts (DB-wide).
 	SetDiscardTs(ts uint64)
+	// CollectGarbage reclaims now the space of what no read at or above the
+	// discard timestamp can see (blob files of large values).
+	CollectGarbage() error
 	Close() error
 }
