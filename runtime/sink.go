@@ -128,7 +128,8 @@ func (s *resultsSink) Barrier(b Barrier) error {
 		if !s.log.based {
 			s.log.written = append(s.log.written, s.res.superseded(s.task, s.tasks)...)
 		}
-		w = stateWriter{all: true, buf: make([]byte, 0, s.log.baseBytes+s.log.baseBytes/4)}
+		n := s.res.size(s.task)
+		w = stateWriter{all: true, buf: make([]byte, 0, s.log.baseBytes+s.log.baseBytes/4), ends: make([]int, 0, n)}
 		s.res.owned(s.task, func(k, enc string) {
 			w.Put(unsafeBytes(k), unsafeBytes(enc))
 		})

@@ -23,7 +23,8 @@ import (
 // Writing a few large entries instead of one per group or held row is what
 // makes a checkpoint cheap (the store's per-entry cost dominated). The log
 // is compacted by writing a base: when the deltas since the last base
-// outgrow it, and always at a task's first checkpoint. A base write also
+// outgrow it twice over (a log holds at most about three times the state),
+// and always at a task's first checkpoint. A base write also
 // deletes the blocks it supersedes, at the same version, so a read at any
 // checkpoint sees per subtask exactly one base and the deltas after it.
 //
@@ -65,7 +66,7 @@ func (l *stateLog) full() bool { return l.wouldCompact(0) }
 // wouldCompact reports whether the next snapshot would be a base if its
 // deltas came to pending bytes: a writer that knows can stop logging them.
 func (l *stateLog) wouldCompact(pending int) bool {
-	return !l.based || l.deltaBytes+pending > max(l.baseBytes, compactMin)
+	return !l.based || l.deltaBytes+pending > max(2*l.baseBytes, compactMin)
 }
 
 // writer returns the writer of the next snapshot: a base or a delta,
