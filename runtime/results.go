@@ -250,13 +250,6 @@ func (r *Results) apply(task int, changes []keyedChange) {
 	}
 }
 
-// size is the number of latest rows sink subtask task owns.
-func (r *Results) size(task int) int {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return len(r.latest[task])
-}
-
 // owned calls fn with every latest row sink subtask task owns (a base of
 // its log), under the read lock.
 func (r *Results) owned(task int, fn func(k, enc string)) {

@@ -78,10 +78,11 @@ func (s *resultsSink) publish() {
 		}
 	}
 	s.res.apply(s.task, s.pending)
-	if !s.baseNext && s.log.wouldCompact(len(s.w.buf)) {
+	if !s.baseNext && s.log.wouldCompact(s.w.n) {
 		// The next checkpoint writes a base (all the rows, from the latest
 		// view): logging the changes until then would be wasted. This also
 		// bounds the log when no checkpoint comes.
+		putBlocks(s.w.blocks)
 		s.baseNext, s.w = true, stateWriter{}
 	}
 	clear(s.pending)
@@ -121,15 +122,14 @@ func (s *resultsSink) Barrier(b Barrier) error {
 	s.expire() // over the rows just published too
 	s.publish()
 	w := s.w
-	// The next checkpoint's log starts at this one's size.
-	s.w = stateWriter{buf: make([]byte, 0, cap(w.buf)), ends: make([]int, 0, cap(w.ends))}
+	s.w = stateWriter{}
 	if s.baseNext || s.log.full() {
 		s.baseNext = false
 		if !s.log.based {
 			s.log.written = append(s.log.written, s.res.superseded(s.task, s.tasks)...)
 		}
-		n := s.res.size(s.task)
-		w = stateWriter{all: true, buf: make([]byte, 0, s.log.baseBytes+s.log.baseBytes/4), ends: make([]int, 0, n)}
+		putBlocks(w.blocks) // the deltas, superseded by the base
+		w = stateWriter{all: true}
 		s.res.owned(s.task, func(k, enc string) {
 			w.Put(unsafeBytes(k), unsafeBytes(enc))
 		})
@@ -146,6 +146,7 @@ func (s *resultsSink) Barrier(b Barrier) error {
 		s.unwritten = kvs
 		return fmt.Errorf("results pre-commit at checkpoint %d: %w", b.CheckpointID, err)
 	}
+	putBlocks(w.blocks) // the store keeps no reference (Versioned.Write)
 	return nil
 }
 

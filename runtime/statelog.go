@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/streamsql/streamsql/state"
 )
@@ -69,20 +70,36 @@ func (l *stateLog) wouldCompact(pending int) bool {
 	return !l.based || l.deltaBytes+pending > max(2*l.baseBytes, compactMin)
 }
 
-// writer returns the writer of the next snapshot: a base or a delta,
-// sized like the last one of its kind (growing a large buffer step by step
-// copies it over and over).
-func (l *stateLog) writer() *stateWriter {
-	if l.full() {
-		return &stateWriter{all: true, buf: make([]byte, 0, l.baseBytes+l.baseBytes/4)}
+// writer returns the writer of the next snapshot: a base or a delta.
+func (l *stateLog) writer() *stateWriter { return &stateWriter{all: l.full()} }
+
+// blockPool recycles snapshot blocks once the store has written them. A
+// checkpoint's blocks come to megabytes; allocated anew each time, they
+// make the collector run, and trace the whole heap, more often.
+var blockPool sync.Pool // of *[]byte
+
+// getBlock returns an empty block buffer: room for stateBlockSize bytes and
+// the record that crosses it.
+func getBlock() []byte {
+	if p, ok := blockPool.Get().(*[]byte); ok {
+		return (*p)[:0]
 	}
-	return &stateWriter{buf: make([]byte, 0, l.lastDelta+l.lastDelta/4)}
+	return make([]byte, 0, stateBlockSize+stateBlockSize/4)
+}
+
+// putBlocks gives blocks nothing refers to any more back for reuse.
+func putBlocks(blocks [][]byte) {
+	for _, b := range blocks {
+		if cap(b) >= stateBlockSize {
+			blockPool.Put(&b)
+		}
+	}
 }
 
 // blocks turns one checkpoint's records (from a stateWriter) into store
 // writes: the blocks, and for a base the deletes of the chain it replaces.
 func (l *stateLog) blocks(ckpt uint64, w *stateWriter) []state.KV {
-	if len(w.buf) == 0 && !w.all {
+	if w.n == 0 && !w.all {
 		return nil
 	}
 	kind := kindDelta
@@ -92,12 +109,11 @@ func (l *stateLog) blocks(ckpt uint64, w *stateWriter) []state.KV {
 		for _, k := range l.written {
 			kvs = append(kvs, state.KV{Key: k, Delete: true})
 		}
-		l.written, l.based, l.baseBytes, l.deltaBytes = nil, true, len(w.buf), 0
+		l.written, l.based, l.baseBytes, l.deltaBytes = nil, true, w.n, 0
 	} else {
-		l.deltaBytes += len(w.buf)
-		l.lastDelta = len(w.buf)
+		l.deltaBytes += w.n
 	}
-	for n, b := range w.split() {
+	for n, b := range w.close() {
 		k := l.blockKey(ckpt, kind, n)
 		l.written = append(l.written, k)
 		kvs = append(kvs, state.KV{Key: k, Value: b})
@@ -105,48 +121,54 @@ func (l *stateLog) blocks(ckpt uint64, w *stateWriter) []state.KV {
 	return kvs
 }
 
-// stateWriter collects an operator's snapshot as log records.
+// stateWriter collects an operator's snapshot as log records, in blocks
+// of about stateBlockSize bytes (a record is never split; one larger than
+// a block grows its block).
 type stateWriter struct {
-	all  bool // a base: the operator writes all its state
-	buf  []byte
-	ends []int // record ends, to split blocks between records
+	all    bool // a base: the operator writes all its state
+	blocks [][]byte
+	n      int // bytes in all
 }
 
 var _ StateWriter = (*stateWriter)(nil)
 
 func (w *stateWriter) Full() bool { return w.all }
 
+// cur is the block the next record goes to.
+func (w *stateWriter) cur() *[]byte {
+	if len(w.blocks) == 0 || len(w.blocks[len(w.blocks)-1]) >= stateBlockSize {
+		w.blocks = append(w.blocks, getBlock())
+	}
+	return &w.blocks[len(w.blocks)-1]
+}
+
 func (w *stateWriter) Put(k, v []byte) {
-	w.buf = append(w.buf, 1)
-	w.buf = binary.AppendUvarint(w.buf, uint64(len(k)))
-	w.buf = append(w.buf, k...)
-	w.buf = binary.AppendUvarint(w.buf, uint64(len(v)))
-	w.buf = append(w.buf, v...)
-	w.ends = append(w.ends, len(w.buf))
+	b := w.cur()
+	before := len(*b)
+	*b = append(*b, 1)
+	*b = binary.AppendUvarint(*b, uint64(len(k)))
+	*b = append(*b, k...)
+	*b = binary.AppendUvarint(*b, uint64(len(v)))
+	*b = append(*b, v...)
+	w.n += len(*b) - before
 }
 
 func (w *stateWriter) Delete(k []byte) {
-	w.buf = append(w.buf, 0)
-	w.buf = binary.AppendUvarint(w.buf, uint64(len(k)))
-	w.buf = append(w.buf, k...)
-	w.ends = append(w.ends, len(w.buf))
+	b := w.cur()
+	before := len(*b)
+	*b = append(*b, 0)
+	*b = binary.AppendUvarint(*b, uint64(len(k)))
+	*b = append(*b, k...)
+	w.n += len(*b) - before
 }
 
-// split cuts the records into blocks of about stateBlockSize (a base of
-// nothing is one empty block: it still marks where the chain starts).
-func (w *stateWriter) split() [][]byte {
-	var out [][]byte
-	start := 0
-	for i, e := range w.ends {
-		if e-start >= stateBlockSize || i == len(w.ends)-1 {
-			out = append(out, w.buf[start:e])
-			start = e
-		}
+// close returns the blocks (a base of nothing is one empty block: it still
+// marks where the chain starts).
+func (w *stateWriter) close() [][]byte {
+	if len(w.blocks) == 0 {
+		w.blocks = append(w.blocks, []byte{})
 	}
-	if len(out) == 0 {
-		out = append(out, []byte{})
-	}
-	return out
+	return w.blocks
 }
 
 // logRecords decodes one block's records.

@@ -102,6 +102,7 @@ func (t *taskBase) barrier(ctx context.Context, b Barrier, extra []state.KV, off
 	}
 	a := ack{epoch: b.Epoch, ckpt: b.CheckpointID, offsets: offsets}
 	var kvs []state.KV
+	var bufs [][]byte
 	if b.CheckpointID != 0 {
 		kvs = extra
 		for i, op := range t.chain.ops {
@@ -111,7 +112,8 @@ func (t *taskBase) barrier(ctx context.Context, b Barrier, extra []state.KV, off
 				return fmt.Errorf("%s: snapshot at checkpoint %d: %w", t.name, b.CheckpointID, err)
 			}
 			kvs = append(kvs, l.blocks(b.CheckpointID, w)...)
-			a.bytes += len(w.buf)
+			a.bytes += w.n
+			bufs = append(bufs, w.blocks...)
 		}
 	}
 	if err := t.chain.term.Barrier(b); err != nil {
@@ -140,7 +142,7 @@ func (t *taskBase) barrier(ctx context.Context, b Barrier, extra []state.KV, off
 	// The coordinator sends the next barrier only after this ack, so the
 	// writer is idle here and the send does not block for long.
 	select {
-	case t.writes <- stateWrite{kvs: kvs, ack: a}:
+	case t.writes <- stateWrite{kvs: kvs, bufs: bufs, ack: a}:
 	case <-ctx.Done():
 	}
 	return nil
@@ -149,8 +151,9 @@ func (t *taskBase) barrier(ctx context.Context, b Barrier, extra []state.KV, off
 // stateWrite is one checkpoint's state writes for writeLoop, and the ack
 // to send once they are written.
 type stateWrite struct {
-	kvs []state.KV
-	ack ack
+	kvs  []state.KV
+	bufs [][]byte // the kvs' values (blocks): reused once written
+	ack  ack
 }
 
 // writeLoop writes checkpoints' state in the background, so the task goes
@@ -176,6 +179,9 @@ func (t *taskBase) writeLoop(ctx context.Context) {
 					}
 					unwritten = kvs
 				}
+			}
+			if unwritten == nil {
+				putBlocks(w.bufs) // the store keeps no reference (Versioned.Write)
 			}
 			fault.Point("checkpoint.after_state")
 			select {

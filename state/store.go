@@ -24,7 +24,8 @@ type Versioned interface {
 	// ever handed out or seen, across restarts (allocated above MaxVersion at open).
 	NextID() uint64
 	// Write stores kvs at version id. It may split into several Badger
-	// transactions (ErrTxnTooBig); it is not atomic and not synced.
+	// transactions (ErrTxnTooBig); it is not atomic and not synced. It keeps
+	// no reference to kvs' keys and values once it returns.
 	Write(id uint64, kvs []KV) error
 	// CommitMarker syncs everything written so far, then commits the marker
 	// key at version id with value, then syncs again. Only after it returns is
