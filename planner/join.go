@@ -52,9 +52,21 @@ func (b *builder) join(j *parser.Join, extra []parser.Expr) (*stream, []parser.E
 			residual = append(residual, c)
 		}
 	}
+	var pushed [2][]plan.Expr
 	for _, c := range extra {
 		if ok, err := b.joinCondition(c, merged, nl, left, right, spec); err != nil || !ok {
+			if side, x := pushable(c, merged, left, right, spec.Kind); x != nil {
+				pushed[side] = append(pushed[side], x)
+				continue
+			}
 			rest = append(rest, c) // a filter after the join (or its error, reported there)
+		}
+	}
+	// WHERE conditions on one side's columns filter that side before the
+	// join: rows that cannot match are neither shuffled nor held.
+	for side, s := range []*stream{left, right} {
+		if len(pushed[side]) > 0 {
+			s.cur.Ops = append(s.cur.Ops, &plan.Calc{Filter: andExprs(pushed[side]), Out: schemaOf(s.cur)})
 		}
 	}
 	if len(spec.LeftKeys) == 0 {
@@ -114,6 +126,35 @@ func (b *builder) join(j *parser.Join, extra []parser.Expr) (*stream, []parser.E
 		lateness:  max(left.lateness, right.lateness), sources: append(left.sources, right.sources...),
 		winStart: left.winStart, winEnd: left.winEnd}
 	return s, rest, nil
+}
+
+// pushable returns a WHERE conjunct bound to the one side it reads (0:
+// left, 1: right), when it may filter that side before the join: it binds
+// on the joined columns (so errors are the join's), on exactly one side,
+// and is not on the right of a LEFT join (whose unmatched left rows it
+// must still see padded with NULLs).
+func pushable(c parser.Expr, merged *scope, left, right *stream, kind plan.JoinKind) (int, plan.Expr) {
+	if _, err := merged.bind(c); err != nil {
+		return 0, nil
+	}
+	l, lerr := (&scope{cols: left.scope.cols, quals: left.scope.quals}).bind(c)
+	r, rerr := (&scope{cols: right.scope.cols, quals: right.scope.quals}).bind(c)
+	switch {
+	case lerr == nil && rerr != nil:
+		return 0, l
+	case rerr == nil && lerr != nil && kind == plan.InnerJoin:
+		return 1, r
+	}
+	return 0, nil
+}
+
+// andExprs is the conjunction of xs.
+func andExprs(xs []plan.Expr) plan.Expr {
+	x := xs[0]
+	for _, y := range xs[1:] {
+		x = &plan.Call{Fn: "and", Args: []plan.Expr{x, y}, T: plan.TypeBoolean}
+	}
+	return x
 }
 
 // onlyEventTime is the stream's one event-time column, or -1.
