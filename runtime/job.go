@@ -392,7 +392,7 @@ func (j *Job) sourceTask(base taskBase, src *plan.Source, v, i int, deps Deps, o
 			return nil, fmt.Errorf("query %s: source %s position: %w", j.Name, src.Table, err)
 		}
 	}
-	rd, err := j.reader(src, deps, pos.Offset)
+	rd, err := j.reader(src, deps, pos.Offset, sourceColumns(j.Graph.Vertices[v].Ops, src))
 	if err != nil {
 		return nil, fmt.Errorf("query %s: source %s: %w", j.Name, src.Table, err)
 	}
@@ -452,7 +452,57 @@ func (j *Job) output(vid, subtask int, boxes map[int][]*mailbox, inputBase map[[
 	return nil, fmt.Errorf("stage %d has no consumer", vid)
 }
 
-func (j *Job) reader(src *plan.Source, deps Deps, from int64) (reader, error) {
+// sourceColumns reports which of a source's columns its stage reads: when
+// the operator after the source is a projecting Calc (which makes new rows
+// of its own), the columns its expressions refer to and the event time;
+// nil (all of them) otherwise.
+func sourceColumns(ops []plan.Op, src *plan.Source) []bool {
+	if len(ops) < 2 {
+		return nil
+	}
+	c, ok := ops[1].(*plan.Calc)
+	if !ok || c.Project == nil {
+		return nil
+	}
+	used := make([]bool, len(src.Schema))
+	if src.EventTime >= 0 {
+		used[src.EventTime] = true
+	}
+	exprs := append([]plan.Expr{c.Filter}, c.Project...)
+	for _, e := range exprs {
+		if !markColumns(e, used) {
+			return nil
+		}
+	}
+	return used
+}
+
+// markColumns marks the columns e refers to; false when e has a node it
+// does not know (then every column counts as read).
+func markColumns(e plan.Expr, used []bool) bool {
+	switch e := e.(type) {
+	case nil:
+		return true
+	case *plan.ColRef:
+		if e.Index < 0 || e.Index >= len(used) {
+			return false
+		}
+		used[e.Index] = true
+		return true
+	case *plan.Const:
+		return true
+	case *plan.Call:
+		for _, a := range e.Args {
+			if !markColumns(a, used) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+func (j *Job) reader(src *plan.Source, deps Deps, from int64, used []bool) (reader, error) {
 	if deps.openReader != nil {
 		return deps.openReader(src, from)
 	}
@@ -464,7 +514,7 @@ func (j *Job) reader(src *plan.Source, deps Deps, from int64) (reader, error) {
 		}
 		return &logReader{log: l, off: from, upsert: src.Upsert}, nil
 	case "nexmark":
-		return newNexmarkReader(src, from, time.Now().UnixMilli())
+		return newNexmarkReader(src, from, time.Now().UnixMilli(), used)
 	}
 	return nil, fmt.Errorf("no reader for ENGINE=%s", src.Engine)
 }

@@ -343,3 +343,35 @@ func checkRows(t *testing.T, res *Results, committed bool, want map[string]aggRo
 		}
 	}
 }
+
+// TestSourceColumns: a source followed by a projecting Calc reads only the
+// columns the Calc refers to and its event time; a filter-only Calc (rows
+// pass on as they are) reads them all.
+func TestSourceColumns(t *testing.T) {
+	cols := nexmark.Columns(nexmark.Bid)
+	src := &plan.Source{Schema: cols, EventTime: cols.Index("date_time")}
+	ref := func(name string) plan.Expr {
+		return &plan.ColRef{Index: cols.Index(name), Name: name, T: cols[cols.Index(name)].Type}
+	}
+	filter := &plan.Call{Fn: ">", Args: []plan.Expr{ref("price"), &plan.Const{V: plan.Int(10)}}, T: plan.TypeBoolean}
+	got := sourceColumns([]plan.Op{src, &plan.Calc{Filter: filter, Project: []plan.Expr{ref("auction")}}}, src)
+	var names []string
+	for i, u := range got {
+		if u {
+			names = append(names, cols[i].Name)
+		}
+	}
+	if fmt.Sprint(names) != "[auction price date_time]" {
+		t.Errorf("projecting calc: reads %v, want [auction price date_time]", names)
+	}
+	if got := sourceColumns([]plan.Op{src, &plan.Calc{Filter: filter}}, src); got != nil {
+		t.Errorf("filter-only calc: reads %v, want all (nil)", got)
+	}
+	// The generator leaves skipped columns NULL and fills the others.
+	g := nexmark.New(nexmark.Config{})
+	full := g.Fill(nexmark.Bid, 7, nil, nil)
+	part := g.Fill(nexmark.Bid, 7, []int{nexmark.BidAuction, nexmark.Skip, nexmark.BidDateTime}, nil)
+	if part[0] != full[nexmark.BidAuction] || !part[1].IsNull() || part[2] != full[nexmark.BidDateTime] {
+		t.Errorf("fill with a skipped column: %v, full row %v", part, full)
+	}
+}

@@ -107,7 +107,9 @@ func NexmarkColumns(kind nexmark.Kind, schema plan.Schema) ([]int, error) {
 	return cols, nil
 }
 
-func newNexmarkReader(src *plan.Source, from int64, now int64) (*nexmarkReader, error) {
+// newNexmarkReader generates src from row from on. used, when not nil, is
+// the columns the query reads: the others are left NULL, not generated.
+func newNexmarkReader(src *plan.Source, from int64, now int64, used []bool) (*nexmarkReader, error) {
 	kind, err := nexmark.ParseKind(src.Attrs["kind"])
 	if err != nil {
 		return nil, err
@@ -115,6 +117,11 @@ func newNexmarkReader(src *plan.Source, from int64, now int64) (*nexmarkReader, 
 	cols, err := NexmarkColumns(kind, src.Schema)
 	if err != nil {
 		return nil, err
+	}
+	for i := range cols {
+		if used != nil && !used[i] {
+			cols[i] = nexmark.Skip
+		}
 	}
 	num := func(k string) (int64, error) {
 		s, ok := src.Attrs[k]

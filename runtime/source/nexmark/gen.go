@@ -188,6 +188,10 @@ func (d draws) nextAuctionID(slot, last uint64) uint64 {
 	return lo + d.intn(slot, last-lo+1)
 }
 
+// Skip, as a column of Fill's cols, leaves that column NULL without
+// generating it (a reader fills only the columns its query reads).
+const Skip = -1
+
 func badColumn(k Kind, c int) {
 	panic(fmt.Sprintf("nexmark: invalid %s column index %d", k, c))
 }
@@ -248,6 +252,8 @@ func (g *Generator) fillBid(idx uint64, cols []int, dst plan.Row) {
 			dst[i] = plan.Time(g.EventTime(n))
 		case BidExtra:
 			dst[i] = plan.Str(d.extra(bsExtra, 8+8+8+8, avgBidByteSize))
+		case Skip:
+			dst[i] = plan.Null
 		default:
 			badColumn(Bid, c)
 		}
@@ -329,6 +335,8 @@ func (g *Generator) fillAuction(idx uint64, cols []int, dst plan.Row) {
 		case AuctionExtra:
 			text()
 			dst[i] = plan.Str(d.extra(asExtra, 8+len(name)+len(desc)+8+8+8+8+8, avgAuctionByteSize))
+		case Skip:
+			dst[i] = plan.Null
 		default:
 			badColumn(Auction, c)
 		}
@@ -380,6 +388,8 @@ func (g *Generator) fillPerson(idx uint64, cols []int, dst plan.Row) {
 				len(usCities[d.intn(psCity, uint64(len(usCities)))]) +
 				len(usStates[d.intn(psState, uint64(len(usStates)))])
 			dst[i] = plan.Str(d.extra(psExtra, size, avgPersonByteSize))
+		case Skip:
+			dst[i] = plan.Null
 		default:
 			badColumn(Person, c)
 		}
