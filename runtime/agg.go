@@ -23,9 +23,11 @@ import (
 // in on_window_close mode, one final row per window when the watermark
 // passes window_end + allowed_lateness. Closed windows are purged.
 //
-// State is two-level: open windows, each with its groups by key. Closing a
-// window drops its groups at once, and a group costs one small map entry
-// plus one allocation (see memory in BENCHMARKS.md).
+// State: open windows, each with the list of its groups (closed as a
+// whole), and open groups by key (keyGroups: a row looks its key up once for
+// all its windows, then finds each window's group among the key's few). A
+// group is one allocation with its accumulator (see memory in
+// BENCHMARKS.md).
 type hashAgg struct {
 	spec   *plan.Aggregate
 	nkeys  int
@@ -35,6 +37,7 @@ type hashAgg struct {
 	// wins holds the open windows (running aggregates: one, the zero
 	// window); ends orders windowed ones by end, so closing is a pop.
 	wins     map[window.Window]*winGroups
+	keys     map[string]*keyGroups // open groups by key
 	ends     endHeap
 	sessions map[string][]window.Window
 	live     int      // open groups
@@ -47,10 +50,9 @@ type hashAgg struct {
 	post     plan.Row
 	slab     []plan.Value // output rows are carved from it
 	// hot: the windows looked up most recently (a ring, never holding a
-	// closed one); lastSize: the group count of the last window closed.
-	hot      [8]*winGroups
-	hotNext  int
-	lastSize int
+	// closed one).
+	hot     [8]*winGroups
+	hotNext int
 	// Since the last snapshot: groups changed (written), and groups removed
 	// (closed, or absorbed by a session merge) that a snapshot had written
 	// (deleted).
@@ -60,17 +62,23 @@ type hashAgg struct {
 
 var _ Operator = (*hashAgg)(nil)
 
-// winGroups is one open window's groups, in creation order (list: a
-// deterministic emission order) and by encoded key.
+// winGroups is one open window's groups, in creation order (a
+// deterministic emission order when it closes).
 type winGroups struct {
-	win    window.Window
-	groups map[string]*group
-	list   []*group
+	win  window.Window
+	list []*group
+}
+
+// keyGroups is one group key's open groups (one per window it is in: up to
+// size/slide for HOP), so a row looks its key up once for all its windows.
+type keyGroups struct {
+	key    string // the encoded group key; the key columns are decoded from it
+	groups []*group
 }
 
 type group struct {
 	win  *winGroups
-	key  string // the encoded group key; the key columns are decoded from it
+	kg   *keyGroups
 	accs []acc
 	// emitted: a row is out for it (a later failing HAVING deletes it);
 	// dirty: in hashAgg.dirty; changed: in hashAgg.changed; persisted: a
@@ -85,7 +93,7 @@ type group1 struct {
 }
 
 func newHashAgg(spec *plan.Aggregate, env *Env, c *Counters) (*hashAgg, error) {
-	a := &hashAgg{spec: spec, nkeys: len(spec.Keys), wins: map[window.Window]*winGroups{}, sessions: map[string][]window.Window{},
+	a := &hashAgg{spec: spec, nkeys: len(spec.Keys), wins: map[window.Window]*winGroups{}, keys: map[string]*keyGroups{}, sessions: map[string][]window.Window{},
 		wm: window.NoWatermark, outWM: window.NoWatermark, counters: c}
 	if spec.Windowed {
 		a.wOff = 2
@@ -113,7 +121,7 @@ func (a *hashAgg) Process(b *Batch, out Emitter) error {
 			}
 		}
 		if !a.spec.Windowed {
-			if err := a.add(a.lookup(window.Window{}, m.Key), r); err != nil {
+			if err := a.add(a.groupIn(a.keyOf(m.Key), window.Window{}), r); err != nil {
 				return err
 			}
 			continue
@@ -146,6 +154,7 @@ func (a *hashAgg) Process(b *Batch, out Emitter) error {
 			a.winBuf = window.Hop(r[0].I, w.Slide, w.Size, a.winBuf[:0])
 		}
 		late := false
+		var kg *keyGroups // looked up once for all the row's windows
 		for _, win := range a.winBuf {
 			// Judged against the operator's watermark (at least the row's):
 			// a window it has closed never reopens.
@@ -153,7 +162,10 @@ func (a *hashAgg) Process(b *Batch, out Emitter) error {
 				late = true
 				continue
 			}
-			if err := a.add(a.lookup(win, m.Key), r); err != nil {
+			if kg == nil {
+				kg = a.keyOf(m.Key)
+			}
+			if err := a.add(a.groupIn(kg, win), r); err != nil {
 				return err
 			}
 		}
@@ -189,8 +201,37 @@ func emitIfAny(b *Batch, out Emitter) error {
 	return out.Emit(b)
 }
 
-// lookup returns the group of key in win, creating both as needed.
+// lookup returns the group of key in win, creating it as needed.
 func (a *hashAgg) lookup(win window.Window, key string) *group {
+	return a.groupIn(a.keyOf(key), win)
+}
+
+// keyOf returns key's open groups, creating the entry as needed.
+func (a *hashAgg) keyOf(key string) *keyGroups {
+	kg := a.keys[key]
+	if kg == nil {
+		kg = &keyGroups{key: key}
+		a.keys[key] = kg
+	}
+	return kg
+}
+
+// find returns kg's group in win, or nil.
+func (kg *keyGroups) find(win window.Window) *group {
+	for _, g := range kg.groups {
+		if g.win.win == win {
+			return g
+		}
+	}
+	return nil
+}
+
+// groupIn returns kg's group in win, creating it (and the window) as
+// needed.
+func (a *hashAgg) groupIn(kg *keyGroups, win window.Window) *group {
+	if g := kg.find(win); g != nil {
+		return g
+	}
 	// Consecutive rows mostly fall in the same windows: try the last ones
 	// looked up before the window map.
 	var wg *winGroups
@@ -207,16 +248,11 @@ func (a *hashAgg) lookup(win window.Window, key string) *group {
 		a.hot[a.hotNext] = wg
 		a.hotNext = (a.hotNext + 1) % len(a.hot)
 	}
-	if g := wg.groups[key]; g != nil {
-		return g
-	}
-	return a.newGroup(wg, key)
+	return a.newGroup(wg, kg)
 }
 
 func (a *hashAgg) openWindow(win window.Window) *winGroups {
-	// Sized like the last window opened, so a window's map does not grow
-	// step by step (rehashing) to the size its neighbours had.
-	wg := &winGroups{win: win, groups: make(map[string]*group, a.lastSize)}
+	wg := &winGroups{win: win}
 	a.wins[win] = wg
 	if a.spec.Windowed {
 		heap.Push(&a.ends, win)
@@ -224,7 +260,7 @@ func (a *hashAgg) openWindow(win window.Window) *winGroups {
 	return wg
 }
 
-func (a *hashAgg) newGroup(wg *winGroups, key string) *group {
+func (a *hashAgg) newGroup(wg *winGroups, kg *keyGroups) *group {
 	var g *group
 	if len(a.spec.Aggs) == 1 {
 		h := &group1{}
@@ -233,17 +269,25 @@ func (a *hashAgg) newGroup(wg *winGroups, key string) *group {
 	} else {
 		g = &group{accs: make([]acc, len(a.spec.Aggs))}
 	}
-	g.win, g.key = wg, key
-	wg.groups[key] = g
+	g.win, g.kg = wg, kg
+	kg.groups = append(kg.groups, g)
 	wg.list = append(wg.list, g)
 	a.live++
 	return g
 }
 
-// kill removes g from its window (closed, or absorbed by a session merge).
+// kill removes g from its key's open groups (its window closed, or a
+// session merge absorbed it); its window's list keeps it, dead.
 func (a *hashAgg) kill(g *group) {
 	g.dead = true
 	a.live--
+	kg := g.kg
+	if i := slices.Index(kg.groups, g); i >= 0 {
+		kg.groups = slices.Delete(kg.groups, i, i+1)
+	}
+	if len(kg.groups) == 0 && a.keys[kg.key] == kg {
+		delete(a.keys, kg.key)
+	}
 	if g.persisted {
 		a.removed = append(a.removed, g)
 	}
@@ -283,13 +327,10 @@ func (a *hashAgg) sessionGroup(r plan.Row, m *RowMeta, res *Batch) *group {
 		a.counters.late(m, ts)
 		return nil
 	}
-	g := a.lookup(merged, m.Key)
+	kg := a.keyOf(m.Key)
+	g := a.groupIn(kg, merged)
 	for _, old := range absorbed {
-		wg := a.wins[old]
-		if wg == nil {
-			continue
-		}
-		og := wg.groups[m.Key]
+		og := kg.find(old)
 		if og == nil {
 			continue
 		}
@@ -303,8 +344,7 @@ func (a *hashAgg) sessionGroup(r plan.Row, m *RowMeta, res *Batch) *group {
 		if og.emitted {
 			res.Append(nil, RowMeta{Key: a.upsertKey(og), Op: Delete, WM: m.WM})
 		}
-		delete(wg.groups, m.Key) // its list entry stays, dead, until the window closes
-		a.kill(og)
+		a.kill(og) // its window's list entry stays, dead, until the window closes
 	}
 	a.sessions[m.Key] = next
 	return g
@@ -329,7 +369,6 @@ func (a *hashAgg) advance(wm int64, res *Batch) error {
 		}
 		delete(a.wins, top)
 		a.forget(wg)
-		a.lastSize = len(wg.groups)
 		for _, g := range wg.list {
 			if g.dead {
 				continue
@@ -361,7 +400,7 @@ func (a *hashAgg) forget(wg *winGroups) {
 }
 
 func (a *hashAgg) dropSession(g *group) {
-	list := a.sessions[g.key]
+	list := a.sessions[g.kg.key]
 	for i, s := range list {
 		if s == g.win.win {
 			list = append(list[:i:i], list[i+1:]...)
@@ -369,19 +408,19 @@ func (a *hashAgg) dropSession(g *group) {
 		}
 	}
 	if len(list) == 0 {
-		delete(a.sessions, g.key)
+		delete(a.sessions, g.kg.key)
 	} else {
-		a.sessions[g.key] = list
+		a.sessions[g.kg.key] = list
 	}
 }
 
 func (a *hashAgg) upsertKey(g *group) string {
 	if !a.spec.Windowed {
-		return g.key
+		return g.kg.key
 	}
 	a.keyBuf = AppendValue(a.keyBuf[:0], plan.Time(g.win.win.Start))
 	a.keyBuf = AppendValue(a.keyBuf, plan.Time(g.win.win.End))
-	a.keyBuf = append(a.keyBuf, g.key...)
+	a.keyBuf = append(a.keyBuf, g.kg.key...)
 	return string(a.keyBuf)
 }
 
@@ -395,7 +434,7 @@ func (a *hashAgg) emit(g *group, res *Batch, final bool) {
 	}
 	// The key columns, decoded from the group key (encoded by the exchange
 	// from exactly these columns); the bytes are only read.
-	kb := unsafeBytes(g.key)
+	kb := unsafeBytes(g.kg.key)
 	for i := range a.nkeys {
 		var err error
 		if p[a.wOff+i], kb, err = DecodeValue(kb); err != nil {

@@ -129,7 +129,7 @@ func (a *hashAgg) Snapshot(w StateWriter) error {
 	}
 	var kb, vb []byte
 	for _, g := range a.removed {
-		kb = encodeWinKey(kb[:0], winKey{g.win.win.Start, g.win.win.End, g.key})
+		kb = encodeWinKey(kb[:0], winKey{g.win.win.Start, g.win.win.End, g.kg.key})
 		w.Delete(kb)
 	}
 	clear(a.removed)
@@ -139,7 +139,7 @@ func (a *hashAgg) Snapshot(w StateWriter) error {
 		if g.dead {
 			continue
 		}
-		kb = encodeWinKey(kb[:0], winKey{g.win.win.Start, g.win.win.End, g.key})
+		kb = encodeWinKey(kb[:0], winKey{g.win.win.Start, g.win.win.End, g.kg.key})
 		vb = a.encodeGroup(vb[:0], g)
 		w.Put(kb, vb)
 		g.persisted = true
@@ -164,7 +164,7 @@ func (a *hashAgg) snapshotAll(w StateWriter) error {
 			if g.dead {
 				continue
 			}
-			kb = encodeWinKey(kb[:0], winKey{wg.win.Start, wg.win.End, g.key})
+			kb = encodeWinKey(kb[:0], winKey{wg.win.Start, wg.win.End, g.kg.key})
 			vb = a.encodeGroup(vb[:0], g)
 			w.Put(kb, vb)
 			g.persisted = true
