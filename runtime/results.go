@@ -69,11 +69,11 @@ type Results struct {
 	blocks []byte // append-only results: blocks of rows
 
 	mu sync.RWMutex
-	// latest holds updating results' rows encoded (AppendRow): the bytes
-	// the sink logs anyway, and no pointers for the collector to trace.
-	// One map per sink subtask (its shard: the keys it owns, see
-	// resultOwner), so a sink's base reads only its own rows.
-	latest    []map[string]string
+	// latest holds updating results' rows encoded (AppendRow), in tables
+	// with nothing for the collector to trace per row (rowTable). One per
+	// sink subtask (its shard: the keys it owns, see resultOwner), so a
+	// sink's base reads only its own rows.
+	latest    []*rowTable
 	kind      plan.KeyKind // of the upsert key
 	loaded    bool         // latest holds the rows (else latest reads read committed)
 	committed uint64
@@ -92,7 +92,7 @@ type Results struct {
 // job runs).
 func (r *Results) setAppendOnly() {
 	r.mu.Lock()
-	r.appendOnly, r.latest, r.recent = true, []map[string]string{{}}, nil
+	r.appendOnly, r.latest, r.recent = true, newShards(1), nil
 	r.mu.Unlock()
 }
 
@@ -103,17 +103,18 @@ func (r *Results) shard(n int, kind plan.KeyKind) {
 	defer r.mu.Unlock()
 	old := r.latest
 	r.latest, r.kind = newShards(n), kind
-	for _, m := range old {
-		for k, enc := range m {
-			r.latest[resultOwner(k, kind, n)][k] = enc
-		}
+	for _, t := range old {
+		t.each(func(k, enc []byte) {
+			key := string(k)
+			r.latest[resultOwner(key, kind, n)].set(key, enc)
+		})
 	}
 }
 
-func newShards(n int) []map[string]string {
-	out := make([]map[string]string, max(n, 1))
+func newShards(n int) []*rowTable {
+	out := make([]*rowTable, max(n, 1))
 	for i := range out {
-		out[i] = map[string]string{}
+		out[i] = newRowTable()
 	}
 	return out
 }
@@ -147,7 +148,7 @@ func (r *Results) Load(id uint64) error {
 			return fmt.Errorf("load results at %d: %w", id, err)
 		}
 		for _, k := range keys {
-			latest[resultOwner(k, kind, n)][k] = string(vals[k])
+			latest[resultOwner(k, kind, n)].set(k, vals[k])
 		}
 		blocks = b
 	}
@@ -240,24 +241,22 @@ func (r *Results) setCommitted(id uint64) {
 func (r *Results) apply(task int, changes []keyedChange) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	m := r.latest[task]
+	t := r.latest[task]
 	for _, c := range changes {
 		if c.del {
-			delete(m, c.key)
+			t.del(c.key)
 		} else {
-			m[c.key] = c.enc
+			t.set(c.key, c.enc)
 		}
 	}
 }
 
 // owned calls fn with every latest row sink subtask task owns (a base of
 // its log), under the read lock.
-func (r *Results) owned(task int, fn func(k, enc string)) {
+func (r *Results) owned(task int, fn func(k, enc []byte)) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	for k, enc := range r.latest[task] {
-		fn(k, enc)
-	}
+	r.latest[task].each(fn)
 }
 
 // resultOwner is the sink subtask an upsert key's changes come from: the
@@ -287,27 +286,30 @@ func (r *Results) Rows(committed bool) ([]plan.Row, error) {
 		return r.appendOnlyRows(committed)
 	}
 	if !committed && loaded {
-		r.mu.RLock()
-		type kv struct{ k, enc string }
+		type kv struct {
+			k   string
+			row plan.Row
+		}
 		var all []kv
-		for _, m := range r.latest {
-			for k, enc := range m {
-				all = append(all, kv{k, enc})
-			}
+		var err error
+		r.mu.RLock()
+		for _, t := range r.latest {
+			t.each(func(k, enc []byte) {
+				row, derr := DecodeRow(enc)
+				if derr != nil && err == nil {
+					err = fmt.Errorf("result %x: %w", k, derr)
+				}
+				all = append(all, kv{string(k), row})
+			})
 		}
 		r.mu.RUnlock()
-		slices.SortFunc(all, func(a, b kv) int { return strings.Compare(a.k, b.k) })
-		keys := make([]string, len(all))
-		encs := make([]string, len(all))
-		for i, e := range all {
-			keys[i], encs[i] = e.k, e.enc
+		if err != nil {
+			return nil, err
 		}
-		rows := make([]plan.Row, len(keys))
-		for i, enc := range encs {
-			var err error
-			if rows[i], err = DecodeRow(unsafeBytes(enc)); err != nil {
-				return nil, fmt.Errorf("result %x: %w", keys[i], err)
-			}
+		slices.SortFunc(all, func(a, b kv) int { return strings.Compare(a.k, b.k) })
+		rows := make([]plan.Row, len(all))
+		for i, e := range all {
+			rows[i] = e.row
 		}
 		return rows, nil
 	}
@@ -476,7 +478,7 @@ func lengthPrefixed(b []byte) (s, rest []byte, err error) {
 type keyedChange struct {
 	key string
 	row plan.Row
-	enc string
+	enc []byte
 	del bool
 }
 
@@ -501,12 +503,12 @@ func (r *Results) expired(cutoff int64, i int) []string {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	var out []string
-	for k := range r.latest[i] {
-		if _, rest, err := DecodeValue(unsafeBytes(k)); err == nil {
+	r.latest[i].each(func(k, _ []byte) {
+		if _, rest, err := DecodeValue(k); err == nil {
 			if end, _, err := DecodeValue(rest); err == nil && end.I <= cutoff {
-				out = append(out, k)
+				out = append(out, string(k))
 			}
 		}
-	}
+	})
 	return out
 }

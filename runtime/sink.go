@@ -63,6 +63,9 @@ func (s *resultsSink) publish() {
 	if len(s.pending) == 0 {
 		return
 	}
+	// The rows are encoded into one buffer for this publication (the
+	// latest view and the log copy what they keep).
+	s.rowBuf = s.rowBuf[:0]
 	for i := range s.pending {
 		c := &s.pending[i]
 		if c.del {
@@ -70,10 +73,11 @@ func (s *resultsSink) publish() {
 				s.w.Delete(unsafeBytes(c.key))
 			}
 		} else {
-			s.rowBuf = AppendRow(s.rowBuf[:0], c.row)
-			c.enc, c.row = string(s.rowBuf), nil
+			start := len(s.rowBuf)
+			s.rowBuf = AppendRow(s.rowBuf, c.row)
+			c.enc, c.row = s.rowBuf[start:len(s.rowBuf):len(s.rowBuf)], nil
 			if !s.baseNext {
-				s.w.Put(unsafeBytes(c.key), s.rowBuf)
+				s.w.Put(unsafeBytes(c.key), c.enc)
 			}
 		}
 	}
@@ -130,9 +134,7 @@ func (s *resultsSink) Barrier(b Barrier) error {
 		}
 		putBlocks(w.blocks) // the deltas, superseded by the base
 		w = stateWriter{all: true}
-		s.res.owned(s.task, func(k, enc string) {
-			w.Put(unsafeBytes(k), unsafeBytes(enc))
-		})
+		s.res.owned(s.task, w.Put)
 	}
 	kvs := append(s.unwritten, s.log.blocks(b.CheckpointID, &w)...)
 	s.unwritten = nil
