@@ -189,18 +189,7 @@ func TestRestoreMatchesNaive(t *testing.T) {
 			want := naive(events, win)
 			store := state.NewMemVersioned()
 			run := func(par int, rows []plan.Row, checkpointAt int) {
-				g := bidGraph(events, win, plan.EmitChanges, par)
-				g.Vertices[0].Ops[0].(*plan.Source).Engine = "mem"
-				var rd *memReader
-				deps := Deps{Store: store, openReader: func(_ *plan.Source, from int64) (reader, error) {
-					rd = &memReader{ready: make(chan struct{}), off: from}
-					return rd, nil
-				}}
-				res := NewResults(store, 3)
-				job, err := Start(g, deps, StartOptions{QueryID: 3, Name: "t", Results: res})
-				if err != nil {
-					t.Fatal(err)
-				}
+				job, res, rd := startMem(t, store, bidGraph(events, win, plan.EmitChanges, par))
 				ctx := context.Background()
 				rd.add(rows[:checkpointAt]...)
 				if _, err := job.Checkpoint(ctx); err != nil {
@@ -255,18 +244,7 @@ func TestRestartChains(t *testing.T) {
 			steps := [][4]int{{1, n / 8, n / 6, n / 4}, {2, n / 3, n * 2 / 5, n / 2}, {1, n / 2, n * 3 / 5, n * 2 / 3}, {2, n * 3 / 4, n * 3 / 4, n * 4 / 5}, {1, n * 5 / 6, n * 9 / 10, n}}
 			for _, st := range steps {
 				par, ckptAt, ckpt2, stopAt := st[0], st[1], st[2], st[3]
-				g := bidGraph(events, win, plan.EmitChanges, par)
-				g.Vertices[0].Ops[0].(*plan.Source).Engine = "mem"
-				var rd *memReader
-				deps := Deps{Store: store, openReader: func(_ *plan.Source, from int64) (reader, error) {
-					rd = &memReader{ready: make(chan struct{}), off: from}
-					return rd, nil
-				}}
-				res := NewResults(store, 3)
-				job, err := Start(g, deps, StartOptions{QueryID: 3, Name: "t", Results: res})
-				if err != nil {
-					t.Fatal(err)
-				}
+				job, res, rd := startMem(t, store, bidGraph(events, win, plan.EmitChanges, par))
 				ctx := context.Background()
 				// The reader holds the rows by offset and reads from the
 				// restored one.
@@ -314,6 +292,25 @@ func TestLatestAtEndWithoutCheckpoints(t *testing.T) {
 		job.Stop()
 		checkRows(t, res, false, naive(20000, win))
 	}
+}
+
+// startMem starts g (a bidGraph) as query 3 on store, its bid source an
+// in-memory reader that holds rows by offset and reads from the restored
+// one.
+func startMem(t *testing.T, store state.Versioned, g *plan.Graph) (*Job, *Results, *memReader) {
+	t.Helper()
+	g.Vertices[0].Ops[0].(*plan.Source).Engine = "mem"
+	var rd *memReader
+	deps := Deps{Store: store, openReader: func(_ *plan.Source, from int64) (reader, error) {
+		rd = &memReader{ready: make(chan struct{}), off: from}
+		return rd, nil
+	}}
+	res := NewResults(store, 3)
+	job, err := Start(g, deps, StartOptions{QueryID: 3, Name: "t", Results: res})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return job, res, rd
 }
 
 // checkNaive compares committed results of bidGraph with naive's.
