@@ -244,8 +244,8 @@ func runRestarted(t *testing.T, tables, example string, par, events int, crash b
 		t.Fatalf("the checkpoint the restart resumes from consumed %d of %d input rows (%v): not mid-stream", consumed, total, last.Offsets)
 	}
 
-	// After the restart the throttled generator reads nothing until as
-	// many events are due again as it had read: its clock starts over.
+	// After the restart the throttled generator resumes on schedule: the
+	// restored position is due at once.
 	e = openNexmark(t, dir)
 	defer closeEngine(t, context.Background(), e)
 	_, committed, err := e.Results("v", true)

@@ -160,6 +160,12 @@ func newNexmarkReader(src *plan.Source, from int64, now int64, used []bool) (*ne
 	}
 	cfg.Seed = uint64(seed)
 	r.gen = nexmark.New(cfg)
+	if r.rate > 0 && from > 0 {
+		// Resume on schedule: the restored position is due now, not once
+		// the time it took to get there has passed again.
+		n := r.gen.EventNumber(kind, uint64(from))
+		r.start = now - int64(n*1000/uint64(r.rate))
+	}
 	return r, nil
 }
 
