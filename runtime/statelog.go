@@ -49,7 +49,6 @@ type stateLog struct {
 	written    [][]byte // block keys of this subtask's current chain
 	baseBytes  int
 	deltaBytes int
-	lastDelta  int  // bytes of the last delta: the next writer's starting size
 	based      bool // a base was written since the task started
 }
 
