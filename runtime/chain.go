@@ -82,6 +82,7 @@ type output struct {
 	partition plan.Partition
 	keyCols   []int
 	keyBuf    []byte
+	tgt       []uint32 // per row of the batch being emitted: its target
 }
 
 var _ terminal = (*output)(nil)
@@ -90,33 +91,46 @@ func (o *output) Emit(b *Batch) error {
 	if o.partition != plan.Hash {
 		return o.targets[0].Send(o.ctx, Message{Kind: MsgData, Batch: b})
 	}
+	// The group key is encoded once, here, and travels with the row. The
+	// batch is ours once emitted to us: its rows are keyed in place and,
+	// with one target, it goes on as it is.
 	n := len(o.targets)
-	if n == 1 {
-		// One target: the batch (ours once emitted to us) goes on as it
-		// is, its rows keyed in place.
-		for i, r := range b.Rows {
-			o.keyBuf = EncodeKey(o.keyBuf[:0], r, o.keyCols)
-			b.Meta[i].Key = string(o.keyBuf)
+	o.tgt = o.tgt[:0]
+	for i, r := range b.Rows {
+		o.keyBuf = EncodeKey(o.keyBuf[:0], r, o.keyCols)
+		b.Meta[i].Key = string(o.keyBuf)
+		if n > 1 {
+			o.tgt = append(o.tgt, uint32(HashKey(b.Meta[i].Key)%uint64(n)))
 		}
+	}
+	if n == 1 {
 		return o.targets[0].Send(o.ctx, Message{Kind: MsgData, Batch: b})
 	}
+	// Several targets: the first keeps the input batch (its rows moved up in
+	// order), the others get batches of exactly their size.
+	counts := make([]int, n)
+	for _, t := range o.tgt {
+		counts[t]++
+	}
 	parts := make([]*Batch, n)
-	for i, r := range b.Rows {
-		// The group key is encoded once, here, and travels with the row.
-		o.keyBuf = EncodeKey(o.keyBuf[:0], r, o.keyCols)
-		m := b.Meta[i]
-		m.Key = string(o.keyBuf)
-		t := 0
-		if n > 1 {
-			t = int(HashKey(m.Key) % uint64(n))
+	for t := 1; t < n; t++ {
+		if counts[t] > 0 {
+			parts[t] = &Batch{Rows: make([]plan.Row, 0, counts[t]), Meta: make([]RowMeta, 0, counts[t])}
 		}
-		if parts[t] == nil {
-			// A fair share and some: hashing is not exact, and growing
-			// the slices copies them.
-			c := len(b.Rows)/n + len(b.Rows)/(4*n) + 8
-			parts[t] = &Batch{Rows: make([]plan.Row, 0, c), Meta: make([]RowMeta, 0, c)}
+	}
+	k := 0
+	for i, t := range o.tgt {
+		if t == 0 {
+			b.Rows[k], b.Meta[k] = b.Rows[i], b.Meta[i]
+			k++
+		} else {
+			parts[t].Append(b.Rows[i], b.Meta[i])
 		}
-		parts[t].Append(r, m)
+	}
+	clear(b.Rows[k:])
+	if k > 0 {
+		b.Rows, b.Meta = b.Rows[:k], b.Meta[:k]
+		parts[0] = b
 	}
 	for t, p := range parts {
 		if p != nil {
