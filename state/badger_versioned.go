@@ -36,6 +36,12 @@ type BadgerVersioned struct {
 	// SetDiscardTs, below which no reader looks.
 	blobs   *blobs
 	discard atomic.Uint64
+	// prevDiscard is the discard timestamp the last CollectGarbage saw
+	// (under mu's write lock); readers are the versions reads are in
+	// progress at.
+	prevDiscard uint64
+	readersMu   sync.Mutex
+	readers     map[uint64]int
 }
 
 var _ Versioned = (*BadgerVersioned)(nil)
@@ -69,7 +75,7 @@ func OpenVersionedWith(dir string, opts VersionedOptions) (*BadgerVersioned, err
 		db.Close()
 		return nil, fmt.Errorf("open state db %s: blobs: %w", dir, err)
 	}
-	v := &BadgerVersioned{db: db, dir: dir, blobs: bl}
+	v := &BadgerVersioned{db: db, dir: dir, blobs: bl, readers: map[uint64]int{}}
 	v.syncFn = func() error { return db.Sync() }
 	if opts.WrapSync != nil {
 		v.syncFn = opts.WrapSync(v.syncFn)
@@ -247,6 +253,7 @@ func (v *BadgerVersioned) Get(key []byte, at uint64) ([]byte, error) {
 	if v.closed.Load() {
 		return nil, fmt.Errorf("state get %q at %d: %w", key, at, ErrClosed)
 	}
+	defer v.reading(at)()
 	txn := v.db.NewTransactionAt(at, false)
 	defer txn.Discard()
 	item, err := txn.Get(key)
@@ -270,6 +277,7 @@ func (v *BadgerVersioned) Scan(prefix []byte, at uint64, fn func(k, v []byte) er
 	if v.closed.Load() {
 		return fmt.Errorf("state scan %q at %d: %w", prefix, at, ErrClosed)
 	}
+	defer v.reading(at)()
 	txn := v.db.NewTransactionAt(at, false)
 	defer txn.Discard()
 	opts := badger.DefaultIteratorOptions
@@ -441,6 +449,20 @@ func (v *BadgerVersioned) SetDiscardTs(ts uint64) {
 	}
 }
 
+// reading records a read at version at until the returned func is called.
+func (v *BadgerVersioned) reading(at uint64) func() {
+	v.readersMu.Lock()
+	v.readers[at]++
+	v.readersMu.Unlock()
+	return func() {
+		v.readersMu.Lock()
+		if v.readers[at]--; v.readers[at] == 0 {
+			delete(v.readers, at)
+		}
+		v.readersMu.Unlock()
+	}
+}
+
 // CollectGarbage deletes the blob files no readable version points into.
 // A reader reads at a version at or above the discard timestamp, so of a
 // key's versions only those above it and the newest at or below it are
@@ -453,7 +475,16 @@ func (v *BadgerVersioned) CollectGarbage() error {
 	if v.closed.Load() {
 		return ErrClosed
 	}
-	discard := v.discard.Load()
+	// Files dead as of the previous collection's discard timestamp, and of
+	// every read in progress: a read that took its version before the last
+	// SetDiscardTs is not cut short.
+	discard := v.prevDiscard
+	v.prevDiscard = v.discard.Load()
+	v.readersMu.Lock()
+	for at := range v.readers {
+		discard = min(discard, at)
+	}
+	v.readersMu.Unlock()
 	below := v.blobs.next.Load()
 	live := map[uint64]bool{}
 	txn := v.db.NewTransactionAt(math.MaxUint64, false)

@@ -120,6 +120,12 @@ func TestBlobRepairAndGC(t *testing.T) {
 	// at or below it, 4 is above it (but repaired over), the repair's points
 	// at 3's file.
 	v.SetDiscardTs(ids[2])
+	// A collection works with the discard timestamp the previous one saw
+	// (reads that took their version earlier are not cut short): the
+	// first after SetDiscardTs deletes nothing yet.
+	if err := v.CollectGarbage(); err != nil || blobFiles(t, v) != 4 {
+		t.Fatalf("first gc after SetDiscardTs: %d files left, %v", blobFiles(t, v), err)
+	}
 	if err := v.CollectGarbage(); err != nil {
 		t.Fatal(err)
 	}
@@ -127,6 +133,17 @@ func TestBlobRepairAndGC(t *testing.T) {
 		t.Fatalf("after gc at %d: %d files, want 2 (versions 3 and 4)", ids[2], n)
 	}
 	v.SetDiscardTs(rid)
+	// A read in progress at ids[2] keeps what it can see.
+	done := v.reading(ids[2])
+	for range 2 {
+		if err := v.CollectGarbage(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := blobFiles(t, v); n != 2 {
+		t.Fatalf("gc with a read at %d in progress: %d files, want 2", ids[2], n)
+	}
+	done()
 	if err := v.CollectGarbage(); err != nil {
 		t.Fatal(err)
 	}
