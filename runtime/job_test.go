@@ -174,12 +174,8 @@ func TestResultsRetention(t *testing.T) {
 // source positions were restored, nothing lost, nothing counted twice.
 func TestRestoreMatchesNaive(t *testing.T) {
 	const events = 20000
-	g0 := nexmark.New(nexmark.Config{})
-	n := int(nexmark.Count(nexmark.Bid, events))
-	all := make([]plan.Row, n)
-	for i := range all {
-		all[i] = g0.Fill(nexmark.Bid, uint64(i), nil, nil)
-	}
+	all := bidRows(events)
+	n := len(all)
 	for name, win := range map[string]plan.WindowSpec{
 		"tumble":  {Kind: plan.Tumble, Size: 100, Slide: 100},
 		"hop":     {Kind: plan.Hop, Size: 300, Slide: 70},
@@ -226,12 +222,8 @@ func TestRestoreMatchesNaive(t *testing.T) {
 // the final results still equal a naive evaluation.
 func TestRestartChains(t *testing.T) {
 	const events = 12000
-	g0 := nexmark.New(nexmark.Config{})
-	n := int(nexmark.Count(nexmark.Bid, events))
-	all := make([]plan.Row, n)
-	for i := range all {
-		all[i] = g0.Fill(nexmark.Bid, uint64(i), nil, nil)
-	}
+	all := bidRows(events)
+	n := len(all)
 	for name, win := range map[string]plan.WindowSpec{
 		"hop":     {Kind: plan.Hop, Size: 300, Slide: 70},
 		"session": {Kind: plan.Session, Gap: 40},
@@ -292,6 +284,16 @@ func TestLatestAtEndWithoutCheckpoints(t *testing.T) {
 		job.Stop()
 		checkRows(t, res, false, naive(20000, win))
 	}
+}
+
+// bidRows is the bid table of a bounded generator of events events.
+func bidRows(events int) []plan.Row {
+	g := nexmark.New(nexmark.Config{})
+	all := make([]plan.Row, nexmark.Count(nexmark.Bid, uint64(events)))
+	for i := range all {
+		all[i] = g.Fill(nexmark.Bid, uint64(i), nil, nil)
+	}
+	return all
 }
 
 // startMem starts g (a bidGraph) as query 3 on store, its bid source an
