@@ -671,13 +671,7 @@ func TestIntervalJoinProperty(t *testing.T) {
 		if d.j.stateRows() != 0 || d.fw != math.MaxInt64 {
 			t.Fatalf("%s: at end %d rows held, forwarded %d", name, d.j.stateRows(), d.fw)
 		}
-		ids := map[string]bool{}
-		for _, m := range d.out.meta {
-			if ids[m.ID] {
-				t.Fatalf("%s: duplicate row id %x", name, m.ID)
-			}
-			ids[m.ID] = true
-		}
+		uniqueIDs(t, name, d.out.meta)
 
 		// Restored at the cut, at parallelism 1 or 2.
 		par := 1 + int(seed%3)%2
@@ -886,5 +880,17 @@ func TestIntervalJoinDirtyCompaction(t *testing.T) {
 	}
 	if d.j.stateRows() != 0 || len(d.j.dirty) > 2100 {
 		t.Fatalf("%d rows held, %d dirty entries", d.j.stateRows(), len(d.j.dirty))
+	}
+}
+
+// uniqueIDs fails when two output rows share a row id.
+func uniqueIDs(t *testing.T, name string, meta []RowMeta) {
+	t.Helper()
+	ids := map[string]bool{}
+	for _, m := range meta {
+		if ids[m.ID] {
+			t.Fatalf("%s: duplicate row id %x", name, m.ID)
+		}
+		ids[m.ID] = true
 	}
 }

@@ -487,14 +487,16 @@ func groupKeyOf(k string, kind plan.KeyKind) string {
 	if kind != plan.KeyWindowGroup {
 		return k
 	}
-	b := []byte(k)
+	// The window values are skipped in place: the result is a suffix of k
+	// (this runs for every result change of a parallel sink).
+	b := unsafeBytes(k)
 	for range 2 {
 		var err error
 		if _, b, err = DecodeValue(b); err != nil {
 			return k
 		}
 	}
-	return string(b)
+	return k[len(k)-len(b):]
 }
 
 // expired returns the keys owned by sink subtask i whose window_end is

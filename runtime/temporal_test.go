@@ -468,13 +468,7 @@ func TestTemporalJoinProperty(t *testing.T) {
 		if d.j.stateRows() != 0 || d.fw != math.MaxInt64 {
 			t.Fatalf("%s: at end %d rows held, forwarded %d", name, d.j.stateRows(), d.fw)
 		}
-		ids := map[string]bool{}
-		for _, m := range d.out.meta {
-			if ids[m.ID] {
-				t.Fatalf("%s: duplicate row id %x", name, m.ID)
-			}
-			ids[m.ID] = true
-		}
+		uniqueIDs(t, name, d.out.meta)
 
 		par := 1 + int(seed%3)%2
 		var restored []string
