@@ -16,7 +16,8 @@
 // DELETE ... USING unnest(...)), large ones COPY them into a temporary
 // table first (stageThreshold). The session's TimeZone is UTC, so a
 // TIMESTAMP is written as its UTC instant into timestamptz and as UTC wall
-// time into timestamp without time zone.
+// time into timestamp without time zone. A DOUBLE goes to a numeric
+// column as its shortest exact decimal text.
 //
 // Errors: a connection string pgx cannot parse, a target table that does
 // not match the sink, and data the table refuses (a NULL in a NOT NULL

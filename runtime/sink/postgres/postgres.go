@@ -43,6 +43,9 @@ type Publisher struct {
 	sql  statements
 
 	stageAt int // stageThreshold (tests and benchmarks change it)
+	// The session's temporary table of staged writes exists
+	// (stageMade), or is created by the transaction in progress.
+	stageMade, stagePending bool
 }
 
 var _ sink.Publisher = (*Publisher)(nil)
@@ -53,6 +56,11 @@ type column struct {
 	pg   string // PostgreSQL name
 	typ  plan.Type
 	key  bool
+	// numeric: a DOUBLE written to a numeric column. It is sent as text
+	// (the shortest decimal that reads back as the same double) and cast
+	// to numeric: the server's float8-to-numeric cast keeps only 15
+	// significant digits.
+	numeric bool
 }
 
 // New makes the publisher of the sink spec. It does not connect (Open
@@ -189,7 +197,7 @@ func (p *Publisher) Close() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	p.conn.Close(ctx)
 	cancel()
-	p.conn = nil
+	p.conn, p.stageMade = nil, false
 }
 
 // Committed returns the largest epoch with a progress row of this sink

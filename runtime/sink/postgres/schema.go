@@ -311,6 +311,7 @@ func (p *Publisher) check(ctx context.Context, conn *pgx.Conn, rel uint32, kind,
 		if !ok {
 			problems = append(problems, fmt.Sprintf("column %s is %s, want %s for sink column %s %s", ident(pc.name), pc.typ, want, c.name, c.typ))
 		}
+		out[i].numeric = c.typ == plan.TypeDouble && pc.base == pgtype.NumericOID
 		if pc.generated {
 			problems = append(problems, fmt.Sprintf("column %s is generated, a sink cannot write it", ident(pc.name)))
 		}

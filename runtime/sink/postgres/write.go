@@ -20,13 +20,17 @@ import (
 
 // stageThreshold: a call with at least this many changes COPYs them into
 // a temporary table and upserts and deletes from there; a smaller one
-// binds them as arrays. Measured with BenchmarkWritePath (loopback,
-// 4 columns): arrays are faster below about 2,000 rows (they save the
-// temporary table's creation, ~1 ms), COPY above (binary COPY encodes
-// faster than array parameters).
+// binds them as arrays, in one pipeline with the progress row.
+// BenchmarkWritePath (loopback, 6 columns, half updates): arrays win below
+// about 2,000 rows (10 rows: 0.3 ms against 0.9 ms, the COPY's extra
+// round trips), COPY above (20,000 rows: 240k rows/s against 200k).
+// Arrays also put a whole call in one message, which must stay far below
+// the server's 1 GB limit.
 const stageThreshold = 2000
 
-// stage is the temporary table of a large write.
+// stage is the temporary table of large writes: made by a session's
+// first, ON COMMIT DELETE ROWS, and kept for the session (made for each
+// transaction, ON COMMIT DROP, it cost about 1 ms more a call).
 const stage = "streamsql_stage"
 
 // statements are the SQL texts of a publisher's writes (built at Open,
@@ -51,11 +55,11 @@ func buildStatements(qTable, qProgress string, cols []column, primaryKey []int) 
 		q := ident(c.pg)
 		sc := "c" + strconv.Itoa(i)
 		names = append(names, q)
-		arrays = append(arrays, "$"+strconv.Itoa(i+1)+"::"+arrayType(c.typ))
-		arrayCols = append(arrayCols, sc)
+		arrays = append(arrays, "$"+strconv.Itoa(i+1)+"::"+stageType(c.wire())+"[]")
+		arrayCols = append(arrayCols, sc+c.cast())
 		s.stageCols = append(s.stageCols, sc)
-		stageDefs = append(stageDefs, sc+" "+stageType(c.typ))
-		stageSel = append(stageSel, sc)
+		stageDefs = append(stageDefs, sc+" "+stageType(c.wire()))
+		stageSel = append(stageSel, sc+c.cast())
 		if !c.key {
 			updates = append(updates, q+" = EXCLUDED."+q)
 		}
@@ -64,10 +68,10 @@ func buildStatements(qTable, qProgress string, cols []column, primaryKey []int) 
 	for j, k := range primaryKey {
 		c, q, sc := cols[k], ident(cols[k].pg), "c"+strconv.Itoa(k)
 		keys = append(keys, q)
-		keyArrays = append(keyArrays, "$"+strconv.Itoa(j+1)+"::"+arrayType(c.typ))
+		keyArrays = append(keyArrays, "$"+strconv.Itoa(j+1)+"::"+stageType(c.wire())+"[]")
 		keyCols = append(keyCols, sc)
-		keyMatch = append(keyMatch, "t."+q+" = d."+sc)
-		stageMatch = append(stageMatch, "t."+q+" = s."+sc)
+		keyMatch = append(keyMatch, "t."+q+" = d."+sc+c.cast())
+		stageMatch = append(stageMatch, "t."+q+" = s."+sc+c.cast())
 	}
 	conflict := " ON CONFLICT (" + strings.Join(keys, ", ") + ") DO NOTHING"
 	if len(updates) > 0 {
@@ -75,10 +79,10 @@ func buildStatements(qTable, qProgress string, cols []column, primaryKey []int) 
 	}
 	into := "INSERT INTO " + qTable + " (" + strings.Join(names, ", ") + ") SELECT "
 	s.upsertArrays = into + strings.Join(arrayCols, ", ") + " FROM unnest(" + strings.Join(arrays, ", ") +
-		") AS d(" + strings.Join(arrayCols, ", ") + ")" + conflict
+		") AS d(" + strings.Join(colNames(len(cols)), ", ") + ")" + conflict
 	s.delArrays = "DELETE FROM " + qTable + " AS t USING unnest(" + strings.Join(keyArrays, ", ") +
 		") AS d(" + strings.Join(keyCols, ", ") + ") WHERE " + strings.Join(keyMatch, " AND ")
-	s.createStage = "CREATE TEMPORARY TABLE " + stage + " (" + strings.Join(stageDefs, ", ") + ") ON COMMIT DROP"
+	s.createStage = "CREATE TEMPORARY TABLE " + stage + " (" + strings.Join(stageDefs, ", ") + ") ON COMMIT DELETE ROWS"
 	s.upsertStage = into + strings.Join(stageSel, ", ") + " FROM pg_temp." + stage + " WHERE NOT streamsql_del" + conflict
 	s.deleteStage = "DELETE FROM " + qTable + " AS t USING pg_temp." + stage + " AS s WHERE s.streamsql_del AND " +
 		strings.Join(stageMatch, " AND ")
@@ -103,7 +107,30 @@ func stageType(t plan.Type) string {
 	return ""
 }
 
-func arrayType(t plan.Type) string { return stageType(t) + "[]" }
+// wire is the streamsql type a column's values are sent as.
+func (c column) wire() plan.Type {
+	if c.numeric {
+		return plan.TypeVarchar
+	}
+	return c.typ
+}
+
+// cast is the explicit cast a column's values need in SQL (the server
+// applies assignment casts, and text has none to numeric).
+func (c column) cast() string {
+	if c.numeric {
+		return "::numeric"
+	}
+	return ""
+}
+
+func colNames(n int) []string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = "c" + strconv.Itoa(i)
+	}
+	return names
+}
 
 // CommitEpoch writes changes and the progress row (SinkID, epoch) in one
 // transaction, the progress row first: an epoch already recorded fails
@@ -143,6 +170,7 @@ func (p *Publisher) write(ctx context.Context, epoch uint64, changes []sink.Chan
 	if epoch > 0 {
 		what = fmt.Sprintf("commit epoch %d", epoch)
 	}
+	p.stagePending = false
 	tx, err := p.conn.Begin(ctx)
 	if err != nil {
 		p.Close()
@@ -184,6 +212,7 @@ func (p *Publisher) write(ctx context.Context, epoch uint64, changes []sink.Chan
 		}
 		return fmt.Errorf("%s: %s: commit outcome unknown (the connection failed during COMMIT): %w", p.where(), what, err)
 	}
+	p.stageMade = p.stageMade || p.stagePending
 	if epoch > 0 {
 		fault.Point("sink.after_commit")
 	}
@@ -248,14 +277,14 @@ func (p *Publisher) writeArrays(ctx context.Context, tx pgx.Tx, epoch uint64, ch
 	if nUp > 0 {
 		args := make([]any, len(p.cols))
 		for i, c := range p.cols {
-			args[i] = newArray(c.typ, nUp)
+			args[i] = newArray(c.wire(), nUp)
 		}
 		for _, ch := range changes {
 			if ch.Row == nil {
 				continue
 			}
 			for i, c := range p.cols {
-				args[i] = appendArray(args[i], c.typ, ch.Row[i])
+				args[i] = appendArray(args[i], c, ch.Row[i])
 			}
 		}
 		b.Queue(p.sql.upsertArrays, args...)
@@ -263,14 +292,14 @@ func (p *Publisher) writeArrays(ctx context.Context, tx pgx.Tx, epoch uint64, ch
 	if nDel := len(changes) - nUp; nDel > 0 {
 		args := make([]any, len(p.spec.PrimaryKey))
 		for j, k := range p.spec.PrimaryKey {
-			args[j] = newArray(p.cols[k].typ, nDel)
+			args[j] = newArray(p.cols[k].wire(), nDel)
 		}
 		for _, ch := range changes {
 			if ch.Row != nil {
 				continue
 			}
 			for j, k := range p.spec.PrimaryKey {
-				args[j] = appendArray(args[j], p.cols[k].typ, ch.Key[j])
+				args[j] = appendArray(args[j], p.cols[k], ch.Key[j])
 			}
 		}
 		b.Queue(p.sql.delArrays, args...)
@@ -299,8 +328,11 @@ func (p *Publisher) writeStaged(ctx context.Context, tx pgx.Tx, epoch uint64, ch
 			return err
 		}
 	}
-	if _, err := tx.Exec(ctx, p.sql.createStage); err != nil {
-		return fmt.Errorf("create the temporary table: %w", err)
+	if !p.stageMade {
+		if _, err := tx.Exec(ctx, p.sql.createStage); err != nil {
+			return fmt.Errorf("create the temporary table: %w", err)
+		}
+		p.stagePending = true
 	}
 	src := &copySource{p: p, changes: changes, pos: -1, vals: make([]any, len(p.cols)+1)}
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"pg_temp", stage}, p.sql.stageCols, src); err != nil {
@@ -340,7 +372,7 @@ func (s *copySource) Values() ([]any, error) {
 		s.ups++
 		s.vals[0] = false
 		for i, c := range s.p.cols {
-			s.vals[i+1] = goValue(c.typ, ch.Row[i])
+			s.vals[i+1] = goValue(c, ch.Row[i])
 		}
 		return s.vals, nil
 	}
@@ -350,23 +382,25 @@ func (s *copySource) Values() ([]any, error) {
 		s.vals[i+1] = nil
 	}
 	for j, k := range s.p.spec.PrimaryKey {
-		s.vals[k+1] = goValue(s.p.cols[k].typ, ch.Key[j])
+		s.vals[k+1] = goValue(s.p.cols[k], ch.Key[j])
 	}
 	return s.vals, nil
 }
 
 func (s *copySource) Err() error { return nil }
 
-// goValue is v as the Go value pgx encodes for a column of type t (v
-// fits t).
-func goValue(t plan.Type, v plan.Value) any {
+// goValue is v as the Go value pgx encodes for column c (v fits c).
+func goValue(c column, v plan.Value) any {
 	if v.K == plan.TypeNull {
 		return nil
 	}
-	switch t {
+	switch c.typ {
 	case plan.TypeBigint:
 		return v.I
 	case plan.TypeDouble:
+		if c.numeric {
+			return numericText(v.F())
+		}
 		return v.F()
 	case plan.TypeVarchar:
 		return v.S
@@ -378,7 +412,19 @@ func goValue(t plan.Type, v plan.Value) any {
 	return nil
 }
 
-// newArray is an empty array parameter for a column of type t.
+// numericText is f as numeric's input: the shortest decimal that reads
+// back as f.
+func numericText(f float64) string {
+	switch {
+	case math.IsInf(f, 1):
+		return "Infinity"
+	case math.IsInf(f, -1):
+		return "-Infinity"
+	}
+	return strconv.FormatFloat(f, 'g', -1, 64) // NaN: "NaN"
+}
+
+// newArray is an empty array parameter of values sent as type t.
 func newArray(t plan.Type, n int) any {
 	switch t {
 	case plan.TypeBigint:
@@ -395,13 +441,20 @@ func newArray(t plan.Type, n int) any {
 	return nil
 }
 
-// appendArray appends v to an array of newArray(t).
-func appendArray(a any, t plan.Type, v plan.Value) any {
+// appendArray appends v to an array of newArray(c.wire()).
+func appendArray(a any, c column, v plan.Value) any {
 	ok := v.K != plan.TypeNull
-	switch t {
+	switch c.typ {
 	case plan.TypeBigint:
 		return append(a.(pgtype.FlatArray[pgtype.Int8]), pgtype.Int8{Int64: v.I, Valid: ok})
 	case plan.TypeDouble:
+		if c.numeric {
+			s := ""
+			if ok {
+				s = numericText(v.F())
+			}
+			return append(a.(pgtype.FlatArray[pgtype.Text]), pgtype.Text{String: s, Valid: ok})
+		}
 		f := 0.0
 		if ok {
 			f = v.F()
