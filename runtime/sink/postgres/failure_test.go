@@ -255,3 +255,37 @@ func TestFaultChild(t *testing.T) {
 	}
 	t.Fatal("survived the fault point")
 }
+
+// A table dropped or changed while the sink runs: the write fails
+// (retryably), the publisher reconnects and checks the table again, and
+// that check decides.
+func TestTableChangedWhileRunning(t *testing.T) {
+	schema := newSchema(t)
+	spec := testSpec(schema, "out", true, "create_table", "false")
+	mustExec(t, fmt.Sprintf(`CREATE TABLE %s.out (id bigint PRIMARY KEY, name text, price float8, ts timestamptz, ok bool, qty bigint)`, schema))
+	p := open(t, spec)
+	if err := p.CommitEpoch(ctx(t), 1, []sink.Change{upsert(row(1, "a", 1, 1, true, 1))}); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, fmt.Sprintf(`ALTER TABLE %s.out DROP COLUMN qty`, schema))
+	err := p.CommitEpoch(ctx(t), 2, []sink.Change{upsert(row(2, "b", 2, 2, true, 2))})
+	if err == nil || sink.IsPermanent(err) {
+		t.Fatalf("CommitEpoch after a column was dropped: %v, want a retryable error", err)
+	}
+	err = p.CommitEpoch(ctx(t), 2, []sink.Change{upsert(row(2, "b", 2, 2, true, 2))})
+	if err == nil || !sink.IsPermanent(err) || !strings.Contains(err.Error(), `has no column "qty"`) {
+		t.Fatalf("CommitEpoch retried: %v, want a permanent error naming the column", err)
+	}
+	// The column is back: the sink goes on.
+	mustExec(t, fmt.Sprintf(`ALTER TABLE %s.out ADD COLUMN qty numeric`, schema))
+	if err := p.Open(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.CommitEpoch(ctx(t), 2, []sink.Change{upsert(row(2, "b", 2, 2, true, 2))}); err != nil {
+		t.Fatal(err)
+	}
+	wantRows(t, readTable(t, spec), []plan.Row{
+		{plan.Int(1), plan.Str("a"), plan.Float(1), plan.Time(1), plan.Bool(true), plan.Null},
+		row(2, "b", 2, 2, true, 2),
+	})
+}

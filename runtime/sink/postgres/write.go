@@ -229,7 +229,7 @@ func (p *Publisher) checkChanges(changes []sink.Change) error {
 		if ch.Row == nil {
 			for j, k := range p.spec.PrimaryKey {
 				if !fits(p.spec.Columns[k].Type, ch.Key[j]) {
-					return sink.Permanent("%s: change %d: key column %s (%s) has a %s value", p.where(), i, p.spec.Columns[k].Name, p.spec.Columns[k].Type, ch.Key[j].K)
+					return sink.Permanent("%s: change %d: key column %s (%s) cannot take the value %s", p.where(), i, p.spec.Columns[k].Name, p.spec.Columns[k].Type, ch.Key[j])
 				}
 			}
 			continue
@@ -239,16 +239,26 @@ func (p *Publisher) checkChanges(changes []sink.Change) error {
 		}
 		for j, c := range p.spec.Columns {
 			if !fits(c.Type, ch.Row[j]) {
-				return sink.Permanent("%s: change %d: column %s (%s) has a %s value", p.where(), i, c.Name, c.Type, ch.Row[j].K)
+				return sink.Permanent("%s: change %d: column %s (%s) cannot take the value %s", p.where(), i, c.Name, c.Type, ch.Row[j])
 			}
 		}
 	}
 	return nil
 }
 
+// PostgreSQL's timestamps, in Unix milliseconds: from 4714-11-24 BC to
+// 294277-01-01 (excluded). pgx would wrap around silently beyond.
+const (
+	minTimestamp = -210866803200000
+	endTimestamp = 9224318016000000
+)
+
 // fits reports whether v can be written to a column of type t: NULL, a
 // value of that type, or (numbers) an integer kind to BIGINT or DOUBLE.
 func fits(t plan.Type, v plan.Value) bool {
+	if v.K == plan.TypeTimestamp && t == plan.TypeTimestamp {
+		return minTimestamp <= v.I && v.I < endTimestamp
+	}
 	if v.K == plan.TypeNull || v.K == t {
 		return true
 	}

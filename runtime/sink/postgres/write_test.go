@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/streamsql/streamsql/planner/plan"
 	"github.com/streamsql/streamsql/runtime/sink"
 )
@@ -35,6 +37,8 @@ func TestValuesRoundTrip(t *testing.T) {
 			row(2, "nan", math.NaN(), 1, false, 2),
 			row(3, "inf", math.Inf(-1), -1, true, 3),
 			row(4, "third", 1.0/3, 86_399_999, true, 4),
+			row(5, "first instant", 0, minTimestamp, true, 5),  // 4714-11-24 BC
+			row(6, "last instant", 0, endTimestamp-1, true, 6), // 294276-12-31T23:59:59.999
 			{plan.Int(math.MaxInt64), plan.Null, plan.Null, plan.Null, plan.Null, plan.Null},
 		}
 		var changes []sink.Change
@@ -324,5 +328,47 @@ func TestDoubleIntoNumericIsExact(t *testing.T) {
 			t.Fatal(err)
 		}
 		wantRows(t, readTable(t, spec), append(want[:5:5], want[6:10]...))
+	})
+}
+
+func TestValuesOutOfRange(t *testing.T) {
+	spec := testSpec(newSchema(t), "out", true)
+	p := open(t, spec)
+	for _, ch := range []sink.Change{
+		upsert(row(1, "", 0, endTimestamp, true, 1)),
+		upsert(row(1, "", 0, math.MinInt64, true, 1)),
+		upsert(plan.Row{plan.Int(1), plan.Int(2), plan.Null, plan.Null, plan.Null, plan.Null}), // BIGINT in a VARCHAR
+		{Key: plan.Row{plan.Str("1")}},
+		{Key: plan.Row{plan.Int(1), plan.Int(2)}},
+	} {
+		if err := p.CommitEpoch(ctx(t), 1, []sink.Change{ch}); err == nil || !sink.IsPermanent(err) {
+			t.Fatalf("CommitEpoch of %v: %v, want a permanent error", ch, err)
+		}
+	}
+	if n := committed(t, p); n != 0 {
+		t.Fatalf("Committed = %d", n)
+	}
+}
+
+func TestIdentifiersAreQuoted(t *testing.T) {
+	paths(t, func(t *testing.T, stageAt int) {
+		schema := newSchema(t) + ` "x"; y`
+		mustExec(t, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize())
+		spec := testSpec(schema, `odd "table"; DROP TABLE x; --`, true)
+		spec.Columns = plan.Schema{{Name: `Key"Col`, Type: plan.TypeBigint}, {Name: "select", Type: plan.TypeVarchar}, {Name: "from where", Type: plan.TypeDouble}}
+		p := openPath(t, spec, stageAt)
+		c := func(k int64, s string) sink.Change {
+			return sink.Change{Key: plan.Row{plan.Int(k)}, Row: plan.Row{plan.Int(k), plan.Str(s), plan.Float(float64(k))}}
+		}
+		if err := p.CommitEpoch(ctx(t), 1, []sink.Change{c(1, "a"), c(2, "b")}); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.CommitEpoch(ctx(t), 2, []sink.Change{c(1, "a2"), {Key: plan.Row{plan.Int(2)}}}); err != nil {
+			t.Fatal(err)
+		}
+		wantRows(t, readTable(t, spec, `key"col`), []plan.Row{{plan.Int(1), plan.Str("a2"), plan.Float(1)}})
+		if n := committed(t, p); n != 2 {
+			t.Fatalf("Committed = %d", n)
+		}
 	})
 }
