@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -13,6 +14,9 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/streamsql/streamsql/planner/plan"
 	"github.com/streamsql/streamsql/runtime/sink"
@@ -288,4 +292,52 @@ func TestTableChangedWhileRunning(t *testing.T) {
 		{plan.Int(1), plan.Str("a"), plan.Float(1), plan.Time(1), plan.Bool(true), plan.Null},
 		row(2, "b", 2, 2, true, 2),
 	})
+}
+
+// A write that outlives its context is canceled on the server too (pgx
+// sends a cancel request when it gives up on a connection), so its locks
+// are released, and the error is retryable.
+func TestWriteTimeoutCancelsOnServer(t *testing.T) {
+	schema := newSchema(t)
+	spec := testSpec(schema, "out", true)
+	p := open(t, spec)
+	locker, err := pgx.Connect(ctx(t), srv.DSN(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer locker.Close(context.Background())
+	tx, err := locker.Begin(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx(t), fmt.Sprintf(`LOCK TABLE %s.out IN ACCESS EXCLUSIVE MODE`, pgx.Identifier{schema}.Sanitize())); err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx(t), 300*time.Millisecond)
+	defer cancel()
+	err = p.CommitEpoch(short, 1, []sink.Change{upsert(row(1, "a", 1, 1, true, 1))})
+	if err == nil || sink.IsPermanent(err) {
+		t.Fatalf("CommitEpoch blocked on a lock past its deadline: %v, want a retryable error", err)
+	}
+	// Nothing of the publisher's waits on the server any more.
+	for i := 0; ; i++ {
+		got := mustQuery(t, `SELECT count(*) FROM pg_stat_activity WHERE application_name = 'streamsql' AND wait_event_type = 'Lock'`)
+		if got[0][0] == "0" {
+			break
+		}
+		if i == 50 {
+			t.Fatalf("the canceled statement still waits on the server")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := tx.Rollback(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if n := committed(t, p); n != 0 {
+		t.Fatalf("Committed = %d", n)
+	}
+	if err := p.CommitEpoch(ctx(t), 1, []sink.Change{upsert(row(1, "a", 1, 1, true, 1))}); err != nil {
+		t.Fatal(err)
+	}
+	wantRows(t, readTable(t, spec), []plan.Row{row(1, "a", 1, 1, true, 1)})
 }

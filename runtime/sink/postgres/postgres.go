@@ -172,7 +172,9 @@ func (p *Publisher) Open(ctx context.Context) error {
 		err = p.prepareProgress(ctx, conn)
 	}
 	if err != nil {
-		conn.Close(context.Background())
+		cctx, ccancel := context.WithTimeout(context.Background(), time.Second)
+		conn.Close(cctx)
+		ccancel()
 		return err
 	}
 	p.conn, p.cols = conn, cols
@@ -208,8 +210,8 @@ func (p *Publisher) Committed(ctx context.Context) (uint64, error) {
 	if err := p.ensureOpen(ctx); err != nil {
 		return 0, err
 	}
-	var max *int64
-	err := p.conn.QueryRow(ctx, p.sql.committed, p.spec.SinkID).Scan(&max)
+	var last *int64
+	err := p.conn.QueryRow(ctx, p.sql.committed, p.spec.SinkID).Scan(&last)
 	if err != nil {
 		if pgCode(err) == "42P01" { // undefined_table
 			return 0, nil
@@ -217,10 +219,10 @@ func (p *Publisher) Committed(ctx context.Context) (uint64, error) {
 		p.Close()
 		return 0, fmt.Errorf("%s: read progress from %s: %w", p.where(), p.qProgress, err)
 	}
-	if max == nil || *max < 0 {
+	if last == nil || *last < 0 {
 		return 0, nil
 	}
-	return uint64(*max), nil
+	return uint64(*last), nil
 }
 
 // pgCode is the SQLSTATE of a server error (or "").

@@ -202,8 +202,9 @@ func (p *Publisher) write(ctx context.Context, epoch uint64, changes []sink.Chan
 	if err := tx.Commit(ctx); err != nil {
 		p.Close()
 		var pe *pgconn.PgError
-		if errors.As(err, &pe) || errors.Is(err, pgx.ErrTxCommitRollback) {
-			// The server answered: rolled back.
+		if errors.As(err, &pe) && pe.Severity == "ERROR" || errors.Is(err, pgx.ErrTxCommitRollback) {
+			// The server answered, with an ERROR (a FATAL may end a
+			// session that committed): rolled back.
 			err = fmt.Errorf("%s: %s: commit: %w", p.where(), what, err)
 			if dataError(err) {
 				return &sink.PermanentError{Err: err}
