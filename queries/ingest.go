@@ -430,23 +430,5 @@ func columnList(s plan.Schema) string {
 	return strings.Join(n, ", ")
 }
 
-// JSONValue converts a value for JSON output (SPEC section 3).
-func JSONValue(v plan.Value) any {
-	switch v.K {
-	case plan.TypeBigint:
-		return v.I
-	case plan.TypeDouble:
-		f := v.F()
-		if math.IsNaN(f) || math.IsInf(f, 0) {
-			return nil
-		}
-		return f
-	case plan.TypeVarchar:
-		return v.S
-	case plan.TypeTimestamp:
-		return plan.FormatTime(v.I)
-	case plan.TypeBoolean:
-		return v.I != 0
-	}
-	return nil
-}
+// JSONValue converts a value for JSON output (SPEC section 3): v.JSON().
+func JSONValue(v plan.Value) any { return v.JSON() }

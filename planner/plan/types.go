@@ -115,6 +115,31 @@ func FormatTime(ms int64) string {
 	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z")
 }
 
+// JSON is v as the Go value encoding/json writes for it (SPEC section 3):
+// BIGINT an int64, DOUBLE a float64 (NaN and infinities, which JSON
+// cannot write, nil), VARCHAR a string, TIMESTAMP its FormatTime string,
+// BOOLEAN a bool, NULL nil. The HTTP API, the results and the Kafka sink's
+// records all write values through it.
+func (v Value) JSON() any {
+	switch v.K {
+	case TypeBigint:
+		return v.I
+	case TypeDouble:
+		f := v.F()
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return nil
+		}
+		return f
+	case TypeVarchar:
+		return v.S
+	case TypeTimestamp:
+		return FormatTime(v.I)
+	case TypeBoolean:
+		return v.I != 0
+	}
+	return nil
+}
+
 // Row is one record: values by column position.
 type Row []Value
 
