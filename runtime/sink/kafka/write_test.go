@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -229,6 +230,11 @@ func TestFencedOpenTransaction(t *testing.T) {
 	var during []rec
 	p1.beforeEnd = func() {
 		p1.beforeEnd = nil
+		// The open transaction holds read_committed readers back: the
+		// last stable offset stays below the high watermark.
+		if lso, hw := stableAndEnd(t, addr, "out"); lso >= hw {
+			t.Errorf("with a transaction open: last stable offset %d, high watermark %d", lso, hw)
+		}
 		p2 = open(t, spec)
 		if n := committed(t, p2); n != 1 { // fences p1, aborting its transaction
 			t.Errorf("the second publisher's Committed = %d, want 1", n)
@@ -421,5 +427,68 @@ func TestAtLeastOnce(t *testing.T) {
 	}
 	if err := p.Apply(ctx(t), []sink.Change{upsert(row(3, "c", 3, 3, true, 3))}); err != nil {
 		t.Fatalf("Apply after a refused record: %v", err)
+	}
+}
+
+// stableAndEnd sums topic's last stable offsets and high watermarks over
+// its partitions.
+func stableAndEnd(t testing.TB, addr, topic string) (lso, hw int64) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	h, err := adm.ListEndOffsets(ctx(t), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := adm.ListCommittedOffsets(ctx(t), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Each(func(o kadm.ListedOffset) { hw += o.Offset })
+	l.Each(func(o kadm.ListedOffset) { lso += o.Offset })
+	return lso, hw
+}
+
+// TestSharedProgressTopic: two sinks share a progress topic. While one
+// has a transaction open, the other's progress record committed after
+// that transaction began lies beyond the last stable offset: Committed
+// must not answer without it (it waits for the transaction to end),
+// and answers right once it has.
+func TestSharedProgressTopic(t *testing.T) {
+	_, addr := newCluster(t)
+	specA := testSpec(addr, "a", true, "progress_topic", "shared")
+	specB := testSpec(addr, "b", true, "progress_topic", "shared")
+	a, b := open(t, specA), open(t, specB)
+	if committed(t, a)+committed(t, b) != 0 {
+		t.Fatal("Committed on new topics")
+	}
+	var during error
+	a.beforeEnd = func() {
+		a.beforeEnd = nil
+		commit(t, b, 1, upsert(row(1, "b", 1, 1, true, 1)))
+		b2 := open(t, specB)
+		short, cancel := context.WithTimeout(ctx(t), 300*time.Millisecond)
+		defer cancel()
+		var n uint64
+		n, during = b2.Committed(short)
+		if during == nil {
+			t.Errorf("Committed while another sink's transaction is open on the progress topic = %d, want it to wait", n)
+		}
+	}
+	commit(t, a, 1, upsert(row(1, "a", 1, 1, true, 1)))
+	if during == nil || sink.IsPermanent(during) || !strings.Contains(during.Error(), "open transaction") {
+		t.Fatalf("Committed held back by an open transaction: %v, want a retryable error saying so", during)
+	}
+	for _, spec := range []sink.Spec{specA, specB} {
+		if n := committed(t, open(t, spec)); n != 1 {
+			t.Fatalf("%s: Committed = %d, want 1", spec.SinkID, n)
+		}
+	}
+	if got := readTopic(t, addr, "shared", true); len(got) != 2 {
+		t.Fatalf("progress records: %v", recStrings(got))
 	}
 }
