@@ -35,7 +35,7 @@ func Query(sel *parser.Select, cat Catalog, opts plan.Options, name string, sink
 	}
 	p.s.cur.Ops = append(p.s.cur.Ops, &plan.Sink{Kind: sink, Name: name, Key: p.key})
 	opts.Parallelism = p.par
-	return &plan.Graph{Vertices: b.vertices, Options: opts, Key: p.key, Out: p.out}, nil
+	return &plan.Graph{Vertices: b.vertices, Options: opts, Key: p.key, KeyOut: p.keyOut, KeyNames: p.keyNames, Out: p.out}, nil
 }
 
 // planned is a planned SELECT: the stream of its rows (s.cur produces them,
@@ -45,6 +45,10 @@ type planned struct {
 	key plan.KeyKind
 	out plan.Schema
 	par int
+	// keyOut: for each value of the upsert key, the output column that
+	// holds it, or -1 (not selected). Nil for append-only queries.
+	keyOut   []int
+	keyNames []string
 }
 
 // query plans a SELECT. A subquery (sub) must produce an insert-only
@@ -558,7 +562,17 @@ func (b *builder) aggregation(sel *parser.Select, st *stream, filter plan.Expr, 
 		ag.Session = win.Kind == plan.Session
 	}
 	av := b.vertex(p, []plan.Edge{{From: st.cur.ID, Partition: plan.Hash, KeyCols: keys}}, ag)
-	return &planned{s: st.aggregated(av, out, output, win != nil), key: key, out: out, par: p}, nil
+	keyOut := make([]int, wOff+len(groups))
+	keyNames := make([]string, len(keyOut))
+	for k := range keyOut {
+		keyOut[k], keyNames[k] = -1, post[k].Name
+	}
+	for i, x := range output {
+		if c, ok := x.(*plan.ColRef); ok && c.Index < len(keyOut) && keyOut[c.Index] < 0 {
+			keyOut[c.Index] = i
+		}
+	}
+	return &planned{s: st.aggregated(av, out, output, win != nil), key: key, out: out, par: p, keyOut: keyOut, keyNames: keyNames}, nil
 }
 
 // givenWindow recognises cascading windows: GROUP BY an upstream window's

@@ -170,6 +170,9 @@ func (b *builder) from(ref *parser.TableRef) (*stream, error) {
 		}
 		return nil, &Error{Status: 404, Name: ref.Name, Msg: fmt.Sprintf("unknown table %s", ref.Name)}
 	}
+	if tbl.IsSink() {
+		return nil, errf(ref.Name, "%s is a sink table (ENGINE=%s): INSERT INTO %s SELECT ... writes it, queries cannot read it", tbl.Name, tbl.Engine, tbl.Name)
+	}
 	src := &plan.Source{
 		Table: tbl.Name, TableID: tbl.ID, Engine: tbl.Engine, Schema: tbl.Columns,
 		EventTime: tbl.EventTime, WatermarkDelay: tbl.WatermarkDelay, AllowedLateness: tbl.AllowedLateness,

@@ -26,20 +26,28 @@ var sourceAttrs = map[string]bool{
 var engineAttrs = map[string]map[string]bool{
 	"http":    {},
 	"nexmark": {"kind": true, "events_per_second": true, "events": true, "base_time": true, "seed": true},
+	// sinks (TableDef.IsSink): none of the source keys
+	"postgres": {"table": true, "schema": true, "delivery": true, "create_table": true},
 }
 
 // Table validates a CREATE TABLE and builds its definition (ID is left 0).
 func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 	def := &plan.TableDef{Name: ct.Name, Engine: ct.Engine, Connection: ct.Connection, EventTime: -1, Retention: 24 * 3600 * 1000, SQL: text}
 	if def.Engine == "" {
-		return nil, errf(ct.Name, "table %s needs ENGINE=http or ENGINE=nexmark", ct.Name)
+		return nil, errf(ct.Name, "table %s needs an ENGINE: http or nexmark (sources), postgres (sinks)", ct.Name)
 	}
 	own, ok := engineAttrs[def.Engine]
 	if !ok {
-		if def.Engine == "kafka" || def.Engine == "postgres" {
-			return nil, errf(def.Engine, "ENGINE=%s is not available in this release; use ENGINE=http or ENGINE=nexmark", def.Engine)
+		if def.Engine == "kafka" {
+			return nil, errf(def.Engine, "ENGINE=kafka is not available in this release; use ENGINE=http or ENGINE=nexmark for sources, ENGINE=postgres for sinks")
 		}
-		return nil, errf(def.Engine, "unknown ENGINE=%s; use http or nexmark", def.Engine)
+		return nil, errf(def.Engine, "unknown ENGINE=%s; use http or nexmark (sources), postgres (sinks)", def.Engine)
+	}
+	if def.IsSink() && def.Connection == "" {
+		return nil, errf(ct.Name, "ENGINE=%s table %s needs CONNECTION='postgres://user@host:port/database'", def.Engine, ct.Name)
+	}
+	if !def.IsSink() && def.Connection != "" {
+		return nil, errf(ct.Name, "CONNECTION is for ENGINE=postgres sink tables, not ENGINE=%s", def.Engine)
 	}
 	seen := map[string]bool{}
 	for _, c := range ct.Columns {
@@ -62,7 +70,10 @@ func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 		}
 		def.PrimaryKey = append(def.PrimaryKey, k)
 	}
-	if len(def.PrimaryKey) > 0 && def.Engine != "http" {
+	switch {
+	case def.IsSink() && len(def.PrimaryKey) == 0:
+		return nil, errf(ct.Name, "sink table %s needs a PRIMARY KEY: the query's upsert key ((window_start, window_end, GROUP BY columns) for windowed aggregations; _row_id for queries without aggregation)", ct.Name)
+	case !def.IsSink() && len(def.PrimaryKey) > 0 && def.Engine != "http":
 		return nil, errf(ct.Name, "PRIMARY KEY tables (upsert tables) are ENGINE=http in this release")
 	}
 	attrs := map[string]any{}
@@ -93,7 +104,7 @@ func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 		default:
 			return nil, badf(k, "ENGINE_ATTRIBUTE key %q of %s must be a string or a number", k, ct.Name)
 		}
-		if !sourceAttrs[k] && !own[k] {
+		if !(sourceAttrs[k] && !def.IsSink()) && !own[k] {
 			return nil, badf(k, "unknown ENGINE_ATTRIBUTE key %q for ENGINE=%s", k, def.Engine)
 		}
 		dur := func() (int64, error) {
@@ -125,6 +136,21 @@ func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 			def.IdleTimeout, err = dur()
 		case "retention":
 			def.Retention, err = dur()
+		case "delivery":
+			if s != "exactly_once" && s != "at_least_once" {
+				return nil, badf(k, "ENGINE_ATTRIBUTE delivery must be exactly_once or at_least_once, not %q", s)
+			}
+			def.Attrs[k] = s
+		case "create_table":
+			if s != "true" && s != "false" {
+				return nil, badf(k, "ENGINE_ATTRIBUTE create_table must be true or false, not %q", s)
+			}
+			def.Attrs[k] = s
+		case "table", "schema":
+			if s == "" || len(s) > 63 || strings.ContainsRune(s, 0) {
+				return nil, badf(k, "ENGINE_ATTRIBUTE %s must be a PostgreSQL name of 1 to 63 bytes, not %q", k, s)
+			}
+			def.Attrs[k] = s
 		case "start":
 			switch s {
 			case "earliest":
@@ -139,6 +165,12 @@ func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 		if err != nil {
 			return nil, err
 		}
+	}
+	if def.IsSink() {
+		if def.Attrs["delivery"] == "" {
+			def.Attrs["delivery"] = "exactly_once"
+		}
+		return def, nil
 	}
 	if len(def.PrimaryKey) > 0 {
 		if _, set := attrs["idle_timeout"]; !set {

@@ -286,7 +286,12 @@ func (e *Engine) Query(name string) (QueryInfo, error) {
 	for _, r := range st.RecentLate {
 		qi.RecentLateRows = append(qi.RecentLateRows, map[string]any{"offset": r.Offset, "event_time": plan.FormatTime(r.EventTime)})
 	}
-	qi.Sinks["results"] = map[string]any{"committed_checkpoint": v.Results.Committed()}
+	if v.Results != nil {
+		qi.Sinks["results"] = map[string]any{"committed_checkpoint": v.Results.Committed()}
+	}
+	for _, ss := range st.Sinks {
+		qi.Sinks[ss.Table] = ss
+	}
 	return qi, nil
 }
 
@@ -297,6 +302,10 @@ func (e *Engine) Results(name string, committed bool) (plan.Schema, []plan.Row, 
 	e.mu.RUnlock()
 	if !ok {
 		return nil, nil, notFound("query", name)
+	}
+	if v.Record.Sink != "" {
+		return nil, nil, &Error{Status: 409, Title: statusTitle(409), Statement: -1,
+			Detail: fmt.Sprintf("query %s writes sink table %s (ENGINE=%s): its results are in the external system", name, v.Record.Sink, e.tableDef(v.Record.Sink).Engine)}
 	}
 	if v.Graph == nil || v.Results == nil {
 		return nil, nil, &Error{Status: 409, Title: statusTitle(409), Detail: fmt.Sprintf("query %s is not running", name), Statement: -1}
@@ -330,8 +339,10 @@ func (e *Engine) Checkpoint(ctx context.Context, only string) ([]CheckpointInfo,
 	sort.Slice(views, func(i, j int) bool { return views[i].Record.Name < views[j].Record.Name })
 	out := make([]CheckpointInfo, len(views))
 	type res struct {
-		id  uint64
-		err error
+		id        uint64
+		err       error
+		sinks     []runtime.SinkStatus
+		committed bool
 	}
 	results := make([]chan res, len(views))
 	for i, v := range views {
@@ -349,13 +360,25 @@ func (e *Engine) Checkpoint(ctx context.Context, only string) ([]CheckpointInfo,
 				return
 			}
 			id, err := v.Job.Checkpoint(ctx)
-			ch <- res{id, err}
+			r := res{id: id, err: err}
+			if err == nil {
+				// Exactly-once sinks commit after the marker: wait for them
+				// too (a sink still pending when ctx ends is reported).
+				r.sinks, r.committed = v.Job.WaitSinks(ctx, id)
+			}
+			ch <- r
 		}(v, results[i])
 	}
 	var failed []string
 	for i, v := range views {
 		r := <-results[i]
-		out[i] = CheckpointInfo{Query: v.Record.Name, ID: r.id, Sinks: map[string]any{"results": map[string]any{"committed": r.err == nil}}}
+		out[i] = CheckpointInfo{Query: v.Record.Name, ID: r.id, Sinks: map[string]any{}}
+		if v.Results != nil {
+			out[i].Sinks["results"] = map[string]any{"committed": r.err == nil}
+		}
+		for _, s := range r.sinks {
+			out[i].Sinks[s.Table] = map[string]any{"committed": r.err == nil && r.committed, "committed_epoch": s.CommittedEpoch, "pending_epochs": s.PendingEpochs, "error": s.Error}
+		}
 		if r.err != nil {
 			out[i].Error = r.err.Error()
 			failed = append(failed, v.Record.Name+": "+r.err.Error())

@@ -18,6 +18,7 @@ import (
 	"github.com/streamsql/streamsql/planner"
 	"github.com/streamsql/streamsql/planner/plan"
 	"github.com/streamsql/streamsql/runtime"
+	esink "github.com/streamsql/streamsql/runtime/sink"
 	"github.com/streamsql/streamsql/runtime/source/nexmark"
 	"github.com/streamsql/streamsql/state"
 )
@@ -31,6 +32,9 @@ type Config struct {
 	Logger             *slog.Logger
 	// WrapSync wraps every sync of both stores (fault-injection tests).
 	WrapSync func(state.SyncFunc) state.SyncFunc
+	// Publisher makes external sinks' publishers (default: by ENGINE;
+	// tests put fakes here).
+	Publisher func(esink.Spec) (esink.Publisher, error)
 }
 
 // Engine is the catalog and the running queries.
@@ -45,6 +49,9 @@ type Engine struct {
 	views  map[string]*View
 
 	stopBg func() // stops the maintenance loop
+	// instance identifies this data directory in external sinks' progress
+	// records (sinkID), so a new data directory never matches an old one's.
+	instance string
 }
 
 // View is a continuous query whose results live in the results table.
@@ -70,6 +77,9 @@ type viewRecord struct {
 	Stopped bool `json:"stopped,omitempty"`
 	// Reads are the tables and views named in its FROM clauses.
 	Reads []string `json:"reads,omitempty"`
+	// Sink is the sink table of an INSERT INTO ... SELECT query (named
+	// after it); empty for a view.
+	Sink string `json:"sink,omitempty"`
 }
 
 const (
@@ -110,11 +120,17 @@ func OpenWith(cfg Config, meta *state.Meta, store state.Versioned) (*Engine, err
 	if cfg.EmitInterval <= 0 {
 		cfg.EmitInterval = 200 * time.Millisecond
 	}
+	if cfg.Publisher == nil {
+		cfg.Publisher = newPublisher
+	}
 	e := &Engine{cfg: cfg, log: cfg.Logger, meta: meta, store: store, tables: map[string]*plan.TableDef{}, views: map[string]*View{}}
 	return e, e.load()
 }
 
 func (e *Engine) load() error {
+	if err := e.loadInstance(); err != nil {
+		return err
+	}
 	kvs, err := e.meta.ListCatalog(tablePrefix)
 	if err != nil {
 		return fmt.Errorf("load tables: %w", err)
@@ -145,7 +161,7 @@ func (e *Engine) load() error {
 		if rec.Stopped {
 			v = &View{Record: rec}
 			v.Graph, err = e.planView(rec)
-			if err == nil {
+			if err == nil && rec.Sink == "" {
 				v.Results, err = runtime.OpenResults(e.store, rec.ID, v.Graph)
 			}
 		} else {
@@ -213,7 +229,7 @@ func (c catalog) Table(name string) (*plan.TableDef, bool) {
 
 func (c catalog) ViewSelect(name string) (*parser.Select, bool) {
 	v, ok := c.e.views[name]
-	if !ok {
+	if !ok || v.Record.Sink != "" {
 		return nil, false
 	}
 	stmts, err := parser.Parse(v.Record.SQL)
@@ -229,27 +245,37 @@ func (c catalog) ViewSelect(name string) (*parser.Select, bool) {
 
 func (c catalog) View(name string) (*plan.ViewDef, bool) {
 	v, ok := c.e.views[name]
+	if ok && v.Record.Sink != "" {
+		return nil, false
+	}
 	if !ok || v.Graph == nil {
 		return nil, ok
 	}
 	return &plan.ViewDef{Name: name, Out: v.Graph.Out}, true
 }
 
-// planView plans a view from its record.
+// planView plans a query from its record: a view (CREATE VIEW) or an
+// INSERT INTO ... SELECT into a sink table.
 func (e *Engine) planView(rec viewRecord) (*plan.Graph, error) {
 	stmts, err := parser.Parse(rec.SQL)
 	if err != nil {
 		return nil, err
 	}
-	cv, ok := stmts[0].Stmt.(*parser.CreateView)
-	if !ok {
-		return nil, fmt.Errorf("view %s: stored statement is not CREATE VIEW", rec.Name)
-	}
 	opts := e.defaults()
 	if err := planner.ApplyOptions(&opts, rec.Set, "SET"); err != nil {
 		return nil, err
 	}
-	return planner.Query(cv.Select, catalog{e}, opts, rec.Name, plan.SinkResults)
+	switch s := stmts[0].Stmt.(type) {
+	case *parser.CreateView:
+		return planner.Query(s.Select, catalog{e}, opts, rec.Name, plan.SinkResults)
+	case *parser.Insert:
+		t, ok := e.tables[s.Table]
+		if !ok {
+			return nil, &planner.Error{Status: 404, Name: s.Table, Msg: fmt.Sprintf("INSERT INTO %s: unknown table %s", s.Table, s.Table)}
+		}
+		return planner.Insert(s.Select, t, catalog{e}, opts)
+	}
+	return nil, fmt.Errorf("query %s: stored statement is neither CREATE VIEW nor INSERT", rec.Name)
 }
 
 func (e *Engine) startView(rec viewRecord) (*View, error) {
@@ -257,8 +283,11 @@ func (e *Engine) startView(rec viewRecord) (*View, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := runtime.NewResults(e.store, rec.ID)
-	job, err := runtime.Start(g, e.deps(), runtime.StartOptions{QueryID: rec.ID, Name: rec.Name, StartOffsets: rec.StartOffsets, Results: res})
+	var res *runtime.Results
+	if rec.Sink == "" {
+		res = runtime.NewResults(e.store, rec.ID)
+	}
+	job, err := runtime.Start(g, e.deps(), runtime.StartOptions{QueryID: rec.ID, Name: rec.Name, StartOffsets: rec.StartOffsets, Results: res, SinkID: e.sinkID(rec)})
 	if err != nil {
 		return nil, err
 	}
@@ -266,7 +295,7 @@ func (e *Engine) startView(rec viewRecord) (*View, error) {
 }
 
 func (e *Engine) deps() runtime.Deps {
-	return runtime.Deps{Store: e.store, Log: e.meta.Log, Logger: e.log}
+	return runtime.Deps{Store: e.store, Log: e.meta.Log, Logger: e.log, Publisher: e.cfg.Publisher}
 }
 
 // Error is a failed statement or request, with what the API needs to
@@ -400,7 +429,7 @@ func (e *Engine) exec(ctx context.Context, st *parser.Statement, set *[]parser.S
 	case *parser.CreateView:
 		return e.createView(s, st, *set)
 	case *parser.Insert:
-		return Result{}, stmtErr(422, st, "INSERT INTO %s: INSERT ... SELECT feeds a sink table (ENGINE=postgres or kafka), which this release does not have; use CREATE VIEW", s.Table)
+		return e.insert(ctx, s, st, *set)
 	case *parser.Drop:
 		return e.drop(s, st)
 	case *parser.Set:
@@ -481,20 +510,8 @@ func (e *Engine) createView(s *parser.CreateView, st *parser.Statement, set []pa
 	if err != nil {
 		return Result{}, err
 	}
-	for _, v := range g.Vertices {
-		for _, op := range v.Ops {
-			if src, ok := op.(*plan.Source); ok && src.Engine == "http" {
-				l, err := e.meta.Log(src.TableID)
-				if err != nil {
-					return Result{}, err
-				}
-				// earliest: every retained row; latest: only new ones.
-				rec.StartOffsets[src.Table] = l.Start()
-				if src.StartLatest {
-					rec.StartOffsets[src.Table] = l.End()
-				}
-			}
-		}
+	if err := e.startOffsets(g, &rec); err != nil {
+		return Result{}, err
 	}
 	id, err := e.meta.NextSeq("query")
 	if err != nil {
@@ -514,6 +531,26 @@ func (e *Engine) createView(s *parser.CreateView, st *parser.Statement, set []pa
 	}
 	e.views[rec.Name] = v
 	return Result{Kind: "create_view", Name: rec.Name}, nil
+}
+
+// startOffsets records where a new query starts reading each HTTP table:
+// earliest, every retained row; latest, only new ones.
+func (e *Engine) startOffsets(g *plan.Graph, rec *viewRecord) error {
+	for _, v := range g.Vertices {
+		for _, op := range v.Ops {
+			if src, ok := op.(*plan.Source); ok && src.Engine == "http" {
+				l, err := e.meta.Log(src.TableID)
+				if err != nil {
+					return err
+				}
+				rec.StartOffsets[src.Table] = l.Start()
+				if src.StartLatest {
+					rec.StartOffsets[src.Table] = l.End()
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // allIn reports whether every name is in set.
@@ -566,6 +603,9 @@ func (e *Engine) drop(s *parser.Drop, st *parser.Statement) (Result, error) {
 				}
 				return Result{}, stmtErr(404, st, "unknown view %s", name)
 			}
+			if e.views[name].Record.Sink != "" {
+				return Result{}, stmtErr(409, st, "%s is the query writing sink table %s, not a view: drop it with DELETE /v1/queries/%s", name, name, name)
+			}
 			if users := e.readers(name); len(users) > 0 && !allIn(users, s.Names) {
 				return Result{}, stmtErr(409, st, "view %s is read by %s; drop them first", name, strings.Join(users, ", "))
 			}
@@ -583,6 +623,9 @@ func (e *Engine) drop(s *parser.Drop, st *parser.Statement) (Result, error) {
 		}
 		if users := e.readers(name); len(users) > 0 {
 			return Result{}, stmtErr(409, st, "table %s is read by %s; drop them first", name, strings.Join(users, ", "))
+		}
+		if v, ok := e.views[name]; ok && v.Record.Sink == name {
+			return Result{}, stmtErr(409, st, "table %s is written by query %s; drop it first (DELETE /v1/queries/%s)", name, name, name)
 		}
 		drop = append(drop, name)
 	}
@@ -677,8 +720,10 @@ func (e *Engine) show(s *parser.Show, st *parser.Statement) (Result, error) {
 		for n, t := range e.tables {
 			rows = append(rows, Object{cols, []any{n, "table", t.Engine}})
 		}
-		for n := range e.views {
-			rows = append(rows, Object{cols, []any{n, "view", "results"}})
+		for n, v := range e.views {
+			if v.Record.Sink == "" {
+				rows = append(rows, Object{cols, []any{n, "view", "results"}})
+			}
 		}
 		sort.Slice(rows, func(i, j int) bool { return rows[i].Vals[0].(string) < rows[j].Vals[0].(string) })
 		return Result{Kind: "show", Columns: cols, Rows: rows}, nil
@@ -771,6 +816,8 @@ func (e *Engine) pull(s *parser.Select, st *parser.Statement) (Result, error) {
 	_, isTable := e.tables[name]
 	e.mu.RUnlock()
 	switch {
+	case isTable && e.tableDef(name).IsSink():
+		return Result{}, stmtErr(422, st, "%s is a sink table (ENGINE=%s): its rows are in the external system", name, e.tableDef(name).Engine)
 	case isTable && len(e.tableDef(name).PrimaryKey) > 0:
 		return Result{}, stmtErr(422, st, "%s is a PRIMARY KEY table (an upsert stream): read it through a join, FROM stream JOIN %s [AS OF TIMESTAMP stream.ts] ON ..., in a view", name, name)
 	case isTable:

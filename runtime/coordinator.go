@@ -95,6 +95,9 @@ func (j *Job) coordinate() {
 			if j.results != nil {
 				j.results.setCommitted(cur.CheckpointID)
 			}
+			if j.committer != nil {
+				j.committer.markerCommitted(cur.CheckpointID)
+			}
 			j.mu.Lock()
 			j.marker = m
 			j.mu.Unlock()
@@ -254,6 +257,17 @@ func (j *Job) Done() <-chan struct{} {
 	return done
 }
 
+// WaitSinks waits until the external sink has committed checkpoint id (an
+// exactly_once sink commits after the marker), or ctx ends, and reports
+// its progress; ok is false when it is still pending.
+func (j *Job) WaitSinks(ctx context.Context, id uint64) (sinks []SinkStatus, ok bool) {
+	if j.committer == nil {
+		return nil, true
+	}
+	ok = j.committer.waitCommitted(ctx, id)
+	return []SinkStatus{j.committer.status()}, ok
+}
+
 // Status is a snapshot of a job for the API.
 type Status struct {
 	State          string
@@ -271,6 +285,8 @@ type Status struct {
 	Offsets          map[string]int64
 	// StateRows is how many groups and held join rows the operators keep.
 	StateRows int64
+	// Sinks are the external sinks' progress.
+	Sinks []SinkStatus
 }
 
 // Status reports the job's state and counters.
@@ -278,6 +294,15 @@ func (j *Job) Status() Status {
 	j.mu.Lock()
 	s := Status{State: j.state, Err: j.err, RecentLate: append([]LateRow(nil), j.lateKeep...)}
 	j.mu.Unlock()
+	if j.committer != nil {
+		cs := j.committer.status()
+		s.Sinks = append(s.Sinks, cs)
+		if cs.Error != "" && (s.State == StateRunning || s.State == StateRestoring) {
+			// An external system is unavailable: the query goes on (up to
+			// the journal's bound) and the committer retries.
+			s.State, s.Err = StateRetrying, errors.New(cs.Error)
+		}
+	}
 	s.RowsIn, s.RowsOut, s.LateRows = j.rowsIn.Load(), j.rowsOut.Load(), j.lateRows.Load()
 	s.LastCheckpoint = j.lastCheckpoint.Load()
 	s.Watermark = window.NoWatermark

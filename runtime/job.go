@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/streamsql/streamsql/planner/plan"
+	esink "github.com/streamsql/streamsql/runtime/sink"
 	"github.com/streamsql/streamsql/state"
 	"github.com/streamsql/streamsql/window"
 )
@@ -20,6 +21,7 @@ const (
 	StateStarting  = "starting"
 	StateRestoring = "restoring"
 	StateRunning   = "running"
+	StateRetrying  = "retrying"
 	StateStopped   = "stopped"
 	StateFailed    = "failed"
 )
@@ -30,6 +32,9 @@ type Deps struct {
 	// Log opens an HTTP-ingest table's log by table id.
 	Log    func(tableID uint64) (*state.Log, error)
 	Logger *slog.Logger
+	// Publisher makes the publisher of an external sink (INSERT INTO a
+	// table with ENGINE=postgres).
+	Publisher func(spec esink.Spec) (esink.Publisher, error)
 	// openReader, when set, replaces the engine readers (tests).
 	openReader func(src *plan.Source, from int64) (reader, error)
 }
@@ -44,6 +49,9 @@ type StartOptions struct {
 	StartOffsets map[string]int64
 	// Results receives a view's results (nil for a discard sink).
 	Results *Results
+	// SinkID names an external sink's progress records: unique to this
+	// query (and data directory), never reused.
+	SinkID string
 }
 
 // Job is one running continuous query: its tasks, its coordinator and its
@@ -60,6 +68,8 @@ type Job struct {
 	sources []*sourceTask
 	tasks   []*task
 	sinks   []*sinkTerminal
+	// committer writes the external sink, if the query has one.
+	committer *committer
 	acks    chan ack
 	force   chan chan checkpointResult
 	ntasks  int
@@ -151,6 +161,10 @@ func Start(g *plan.Graph, deps Deps, o StartOptions) (*Job, error) {
 		}
 		if j.ctx.Err() != nil {
 			return
+		}
+		if j.committer != nil {
+			j.committer.marker.Store(j.lastCheckpoint.Load())
+			j.run(j.Name+"/sink", j.committer.run)
 		}
 		for _, s := range j.sources {
 			j.run(s.name, s.run)
@@ -318,6 +332,13 @@ func (j *Job) build(deps Deps, o StartOptions, committed uint64) error {
 						rs.retention = g.Options.ResultsRetention
 						st.sink = rs
 					}
+				case plan.SinkExternal:
+					if j.committer == nil {
+						if err := j.newCommitter(s.External, deps, o); err != nil {
+							return err
+						}
+					}
+					st.sink = &extSink{c: j.committer, ext: s.External, store: j.store, ctx: j.ctx, task: i, counters: counters}
 				default:
 					st.sink = &discardSink{counters: counters}
 				}
@@ -404,6 +425,23 @@ func (j *Job) sourceTask(base taskBase, src *plan.Source, v, i int, deps Deps, o
 	st.offset.Store(rd.Offset())
 	st.published.Store(max(st.tracker.Watermark(), st.floor))
 	return st, nil
+}
+
+// newCommitter makes the committer of the query's external sink.
+func (j *Job) newCommitter(ext *plan.ExternalSink, deps Deps, o StartOptions) error {
+	if deps.Publisher == nil {
+		return fmt.Errorf("query %s: no publisher for ENGINE=%s sinks", j.Name, ext.Engine)
+	}
+	if o.SinkID == "" {
+		return fmt.Errorf("query %s: an external sink needs a sink id", j.Name)
+	}
+	pub, err := deps.Publisher(esink.Spec{Table: ext.Table, Engine: ext.Engine, Connection: ext.Connection, Attrs: ext.Attrs, Columns: ext.Columns,
+		PrimaryKey: ext.PrimaryKey, SinkID: o.SinkID, ExactlyOnce: ext.ExactlyOnce})
+	if err != nil {
+		return fmt.Errorf("query %s: sink %s: %w", j.Name, ext.Table, err)
+	}
+	j.committer = newCommitter(pub, ext, o.SinkID, j.store, j.ID, j)
+	return nil
 }
 
 // lastSink returns the chain's sink, when it ends in one.

@@ -12,6 +12,8 @@
 //	checkpoint.before_marker every task's state is written, the marker is not
 //	checkpoint.after_marker  the marker is committed, sinks not yet told
 //	restore.during          a query is part-way through restoring its state
+//	sink.before_commit      an exactly-once sink's epoch is written in its transaction, not committed
+//	sink.after_commit       the epoch and its progress record are committed, the runtime not yet told
 //
 // Threading: Point is safe for concurrent use.
 package fault

@@ -13,6 +13,12 @@ type Graph struct {
 	Options  Options
 	// Key describes the query's upsert key (SPEC "Upsert key").
 	Key KeyKind
+	// KeyOut: for each value of the encoded upsert key ([window_start,
+	// window_end,] GROUP BY values), the output column holding it, or -1
+	// when the query does not select it. Nil for append-only queries.
+	KeyOut []int
+	// KeyNames name the upsert key's values (for messages).
+	KeyNames []string
 	// Out is the schema of the rows the query emits.
 	Out Schema
 }
@@ -190,8 +196,9 @@ type Aggregate struct {
 type SinkKind uint8
 
 const (
-	SinkResults SinkKind = iota // the built-in results table
-	SinkDiscard                 // benchmarks
+	SinkResults  SinkKind = iota // the built-in results table
+	SinkDiscard                  // benchmarks
+	SinkExternal                 // a sink table: ENGINE=postgres (External says which)
 )
 
 // Sink writes the query's changelog.
@@ -199,6 +206,42 @@ type Sink struct {
 	Kind SinkKind
 	Name string
 	Key  KeyKind
+	// External is the sink table of a SinkExternal.
+	External *ExternalSink
+}
+
+// ExternalSink is an INSERT INTO's target: a table with ENGINE=postgres,
+// and how the query's changes map onto its rows.
+type ExternalSink struct {
+	Table      string
+	Engine     string
+	Connection string
+	Attrs      map[string]string
+	Columns    Schema
+	// PrimaryKey are the indexes of the table's PRIMARY KEY columns.
+	PrimaryKey []int
+	// KeyValues: for each PrimaryKey column, its index among the values
+	// of the query's encoded upsert key ([window_start, window_end,]
+	// GROUP BY values...), so a delete, which carries only the key, can
+	// name its row. Nil for append-only queries.
+	KeyValues []int
+	// RowID is the column that holds an append-only query's row id
+	// (_row_id), or -1: the query's output columns fill the others by
+	// position.
+	RowID int
+	// ToDouble marks query columns that are BIGINT going into DOUBLE.
+	ToDouble []bool
+	// ExactlyOnce: epochs are committed with progress records;
+	// otherwise changes are applied as they come (at_least_once).
+	ExactlyOnce bool
+}
+
+// Delivery is the sink's delivery mode as written in ENGINE_ATTRIBUTE.
+func (e *ExternalSink) Delivery() string {
+	if e.ExactlyOnce {
+		return "exactly_once"
+	}
+	return "at_least_once"
 }
 
 func (*Source) OpName() string    { return "Source" }
@@ -248,11 +291,15 @@ func (a *Aggregate) Explain() string {
 }
 
 func (s *Sink) Explain() string {
-	kind := "results"
-	if s.Kind == SinkDiscard {
-		kind = "discard"
+	switch s.Kind {
+	case SinkDiscard:
+		return fmt.Sprintf("Sink discard name=%s key=%s", s.Name, s.Key)
+	case SinkExternal:
+		// The connection string is left out: it may hold a password.
+		e := s.External
+		return fmt.Sprintf("Sink %s table=%s delivery=%s key=%s", e.Engine, e.Table, e.Delivery(), s.Key)
 	}
-	return fmt.Sprintf("Sink %s name=%s key=%s", kind, s.Name, s.Key)
+	return fmt.Sprintf("Sink results name=%s key=%s", s.Name, s.Key)
 }
 
 func joinExprs(es []Expr) string {

@@ -20,6 +20,10 @@ type TableDef struct {
 	SQL             string            `json:"sql"`
 }
 
+// IsSink reports whether the table is an external sink (written by
+// INSERT INTO ... SELECT, never read).
+func (t *TableDef) IsSink() bool { return t.Engine == "postgres" }
+
 // ViewDef is what the planner needs to know of an existing view.
 type ViewDef struct {
 	Name string

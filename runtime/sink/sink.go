@@ -21,6 +21,8 @@ type Change struct {
 type Spec struct {
 	// Table is the streamsql sink table's name (for messages).
 	Table string
+	// Engine is its ENGINE (postgres).
+	Engine string
 	// Connection is the table's CONNECTION string.
 	Connection string
 	// Attrs are its ENGINE_ATTRIBUTE values (validated by the planner).

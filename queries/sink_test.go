@@ -1,0 +1,380 @@
+package queries
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/runtime"
+	esink "github.com/streamsql/streamsql/runtime/sink"
+)
+
+// memTarget is an external system in memory: tables of rows by key and
+// progress records, shared by every publisher opened on it (so it
+// outlives an engine restart). It can be down, and it can lose the answer
+// to a commit it made.
+type memTarget struct {
+	mu       sync.Mutex
+	rows     map[string]map[string]plan.Row // sink id -> key -> row
+	progress map[string][]uint64            // sink id -> epochs committed
+	applied  int                            // at-least-once batches
+	down     error                          // every call fails with it
+	// loseAnswer: the next CommitEpoch commits, then reports an error.
+	loseAnswer bool
+	// permanent: Open fails for good.
+	permanent error
+	// dupes counts CommitEpoch calls for an epoch already recorded.
+	dupes int
+}
+
+func newMemTarget() *memTarget {
+	return &memTarget{rows: map[string]map[string]plan.Row{}, progress: map[string][]uint64{}}
+}
+
+func (m *memTarget) factory(spec esink.Spec) (esink.Publisher, error) {
+	return &memPublisher{m: m, spec: spec}, nil
+}
+
+func (m *memTarget) setDown(err error) { m.mu.Lock(); m.down = err; m.mu.Unlock() }
+
+// table returns one sink's rows, keyed by their key values.
+func (m *memTarget) table(prefix string) map[string]plan.Row {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[string]plan.Row{}
+	for id, rows := range m.rows {
+		if strings.HasSuffix(id, "/"+prefix) || id == prefix {
+			for k, r := range rows {
+				out[k] = r
+			}
+		}
+	}
+	return out
+}
+
+type memPublisher struct {
+	m    *memTarget
+	spec esink.Spec
+}
+
+func (p *memPublisher) Open(context.Context) error {
+	p.m.mu.Lock()
+	defer p.m.mu.Unlock()
+	if p.m.permanent != nil {
+		return &esink.PermanentError{Err: p.m.permanent}
+	}
+	return p.m.down
+}
+
+func (p *memPublisher) Committed(context.Context) (uint64, error) {
+	p.m.mu.Lock()
+	defer p.m.mu.Unlock()
+	if p.m.down != nil {
+		return 0, p.m.down
+	}
+	eps := p.m.progress[p.spec.SinkID]
+	if len(eps) == 0 {
+		return 0, nil
+	}
+	return eps[len(eps)-1], nil
+}
+
+func (p *memPublisher) apply(changes []esink.Change) {
+	t := p.m.rows[p.spec.SinkID]
+	if t == nil {
+		t = map[string]plan.Row{}
+		p.m.rows[p.spec.SinkID] = t
+	}
+	for _, c := range changes {
+		k := fmt.Sprint(c.Key)
+		if c.Row == nil {
+			delete(t, k)
+		} else {
+			t[k] = slices.Clone(c.Row)
+		}
+	}
+}
+
+func (p *memPublisher) CommitEpoch(_ context.Context, epoch uint64, changes []esink.Change) error {
+	p.m.mu.Lock()
+	defer p.m.mu.Unlock()
+	if p.m.down != nil {
+		return p.m.down
+	}
+	eps := p.m.progress[p.spec.SinkID]
+	if slices.Contains(eps, epoch) {
+		p.m.dupes++
+		return esink.ErrCommitted
+	}
+	if len(eps) > 0 && epoch < eps[len(eps)-1] {
+		return fmt.Errorf("epoch %d after %d", epoch, eps[len(eps)-1])
+	}
+	seen := map[string]bool{}
+	for _, c := range changes {
+		if k := fmt.Sprint(c.Key); seen[k] {
+			return fmt.Errorf("key %s twice in epoch %d", k, epoch)
+		} else {
+			seen[k] = true
+		}
+	}
+	p.apply(changes)
+	p.m.progress[p.spec.SinkID] = append(eps, epoch)
+	if p.m.loseAnswer {
+		p.m.loseAnswer = false
+		return errors.New("connection reset while committing")
+	}
+	return nil
+}
+
+func (p *memPublisher) Apply(_ context.Context, changes []esink.Change) error {
+	p.m.mu.Lock()
+	defer p.m.mu.Unlock()
+	if p.m.down != nil {
+		return p.m.down
+	}
+	p.apply(changes)
+	p.m.applied++
+	return nil
+}
+
+func (p *memPublisher) Close() {}
+
+// sinkSQL is a windowed aggregation with HAVING (groups come and go:
+// upserts and deletes) as a view and as an INSERT into a sink table.
+const sinkSQL = `CREATE TABLE bids (auction BIGINT NOT NULL, price BIGINT NOT NULL, ts TIMESTAMP(3) NOT NULL)
+	ENGINE=http ENGINE_ATTRIBUTE='{"event_time": "ts"}';
+CREATE VIEW v AS SELECT window_start, window_end, auction, COUNT(*) AS n, SUM(price) AS volume
+	FROM bids GROUP BY TUMBLE(ts, '10s'), auction HAVING COUNT(*) %% 3 <> 0;
+CREATE TABLE pg_out (window_start TIMESTAMP(3), window_end TIMESTAMP(3), auction BIGINT, n BIGINT, volume DOUBLE,
+	PRIMARY KEY (window_start, window_end, auction)) ENGINE=postgres CONNECTION='postgres://x@127.0.0.1:1/db'
+	ENGINE_ATTRIBUTE='{"delivery": "%s"}';
+INSERT INTO pg_out SELECT window_start, window_end, auction, COUNT(*), SUM(price)
+	FROM bids GROUP BY TUMBLE(ts, '10s'), auction HAVING COUNT(*) %% 3 <> 0`
+
+func bidsNDJSON(rng *rand.Rand, n int, t0 int64) string {
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, `{"auction": %d, "price": %d, "ts": %d}`+"\n", rng.Intn(7), rng.Intn(100), t0+int64(rng.Intn(25000)))
+	}
+	return b.String()
+}
+
+// checkSinkEqualsView compares the sink's rows with the view's committed
+// results (the same query into the built-in results table).
+func checkSinkEqualsView(t *testing.T, e *Engine, m *memTarget) {
+	t.Helper()
+	_, rows, err := e.Results("v", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]plan.Row{}
+	for _, r := range rows {
+		r[4] = plan.Float(float64(r[4].I)) // volume: BIGINT into DOUBLE
+		want[fmt.Sprint(plan.Row{r[0], r[1], r[2]})] = r
+	}
+	got := m.table("pg_out")
+	if len(want) == 0 {
+		t.Fatal("the view has no rows: the test proves nothing")
+	}
+	if len(got) != len(want) {
+		t.Fatalf("sink has %d rows, the view %d", len(got), len(want))
+	}
+	for k, w := range want {
+		if g, ok := got[k]; !ok || fmt.Sprint(g) != fmt.Sprint(w) {
+			t.Fatalf("key %s: sink %v, view %v", k, g, w)
+		}
+	}
+}
+
+func checkEpochsOnce(t *testing.T, m *memTarget) {
+	t.Helper()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for id, eps := range m.progress {
+		for i := 1; i < len(eps); i++ {
+			if eps[i] <= eps[i-1] {
+				t.Fatalf("sink %s: epochs %v not increasing", id, eps)
+			}
+		}
+	}
+}
+
+func TestSinkDeliveryMatchesView(t *testing.T) {
+	for _, mode := range []string{"exactly_once", "at_least_once"} {
+		t.Run(mode, func(t *testing.T) {
+			m := newMemTarget()
+			ctx := context.Background()
+			cfg := Config{DataDir: t.TempDir(), CheckpointInterval: time.Hour, EmitInterval: 10 * time.Millisecond, Publisher: m.factory}
+			e, err := Open(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			exec(t, e, fmt.Sprintf(sinkSQL, mode))
+			rng := rand.New(rand.NewSource(1))
+			for i := 0; i < 6; i++ {
+				ingest(t, e, "bids", bidsNDJSON(rng, 200, int64(i)*20000))
+				if i%2 == 1 {
+					if _, err := e.Checkpoint(ctx, ""); err != nil {
+						t.Fatal(err)
+					}
+					checkSinkEqualsView(t, e, m)
+				}
+			}
+			// A restart: the sink goes on from its progress.
+			e.Close(ctx)
+			if e, err = Open(cfg); err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close(ctx)
+			ingest(t, e, "bids", bidsNDJSON(rng, 300, 60000))
+			infos, err := e.Checkpoint(ctx, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkSinkEqualsView(t, e, m)
+			checkEpochsOnce(t, m)
+			for _, ci := range infos {
+				if ci.Query == "pg_out" && ci.Sinks["pg_out"].(map[string]any)["committed"] != true {
+					t.Fatalf("checkpoint response: %+v", ci)
+				}
+			}
+			if mode == "exactly_once" && m.dupes != 0 {
+				t.Fatalf("%d epochs committed twice", m.dupes)
+			}
+		})
+	}
+}
+
+// TestSinkRetriesAndBackpressure: with the target down the query shows
+// retrying, checkpoints go on up to the journal's bound, then block;
+// once it is back everything is committed, in order, once.
+func TestSinkRetriesAndBackpressure(t *testing.T) {
+	defer runtime.SetSinkLimits(3, 1<<30, 200*time.Millisecond)()
+	m := newMemTarget()
+	ctx := context.Background()
+	e, err := Open(Config{DataDir: t.TempDir(), CheckpointInterval: time.Hour, EmitInterval: 10 * time.Millisecond, Publisher: m.factory})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(ctx)
+	exec(t, e, fmt.Sprintf(sinkSQL, "exactly_once"))
+	m.setDown(errors.New("connection refused"))
+	rng := rand.New(rand.NewSource(2))
+	for i := 0; i < 3; i++ {
+		ingest(t, e, "bids", bidsNDJSON(rng, 100, int64(i)*20000))
+		short, cancel := context.WithTimeout(ctx, 2*time.Second)
+		infos, err := e.Checkpoint(short, "pg_out")
+		cancel()
+		if err != nil {
+			t.Fatalf("checkpoint %d with the target down: %v", i, err)
+		}
+		if s := infos[0].Sinks["pg_out"].(map[string]any); s["committed"] != false || !strings.Contains(s["error"].(string), "connection refused") {
+			t.Fatalf("sink reported %v while down", s)
+		}
+	}
+	q, _ := e.Query("pg_out")
+	if q.State != runtime.StateRetrying || !strings.Contains(q.Error, "connection refused") {
+		t.Fatalf("state %q error %q, want retrying with the sink's error", q.State, q.Error)
+	}
+	// Three epochs journaled: the next checkpoint cannot complete.
+	ingest(t, e, "bids", bidsNDJSON(rng, 100, 60000))
+	short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	_, err = e.Checkpoint(short, "pg_out")
+	cancel()
+	if err == nil {
+		t.Fatal("a checkpoint completed past the journal's bound")
+	}
+	m.setDown(nil)
+	if _, err := e.Checkpoint(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	checkSinkEqualsView(t, e, m)
+	checkEpochsOnce(t, m)
+	if q, _ := e.Query("pg_out"); q.State != runtime.StateRunning {
+		t.Fatalf("state %q after the target came back", q.State)
+	}
+}
+
+// TestSinkUnknownCommitOutcome: a commit whose answer is lost is found
+// in the progress records, not committed twice.
+func TestSinkUnknownCommitOutcome(t *testing.T) {
+	m := newMemTarget()
+	ctx := context.Background()
+	e, err := Open(Config{DataDir: t.TempDir(), CheckpointInterval: time.Hour, EmitInterval: 10 * time.Millisecond, Publisher: m.factory})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(ctx)
+	exec(t, e, fmt.Sprintf(sinkSQL, "exactly_once"))
+	rng := rand.New(rand.NewSource(3))
+	ingest(t, e, "bids", bidsNDJSON(rng, 300, 0))
+	m.mu.Lock()
+	m.loseAnswer = true
+	m.mu.Unlock()
+	if _, err := e.Checkpoint(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	checkSinkEqualsView(t, e, m)
+	if m.dupes != 0 {
+		t.Fatalf("the epoch whose answer was lost was sent again %d times", m.dupes)
+	}
+}
+
+func TestInsertRefusals(t *testing.T) {
+	m := newMemTarget()
+	e, err := Open(Config{DataDir: t.TempDir(), CheckpointInterval: time.Hour, Publisher: m.factory})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(context.Background())
+	exec(t, e, `CREATE TABLE bids (auction BIGINT NOT NULL, price BIGINT NOT NULL, ts TIMESTAMP(3) NOT NULL)
+		ENGINE=http ENGINE_ATTRIBUTE='{"event_time": "ts"}';
+		CREATE TABLE wrongkey (window_start TIMESTAMP(3), window_end TIMESTAMP(3), auction BIGINT, n BIGINT,
+			PRIMARY KEY (window_start, auction)) ENGINE=postgres CONNECTION='postgres://x@h/db';
+		CREATE TABLE joined (auction BIGINT, price BIGINT, PRIMARY KEY (auction)) ENGINE=postgres CONNECTION='postgres://x@h/db';
+		CREATE TABLE pg_rows (_row_id VARCHAR(255), auction BIGINT, price BIGINT, PRIMARY KEY (_row_id)) ENGINE=postgres CONNECTION='postgres://x@h/db'`)
+	for _, c := range []struct{ sql, want string }{
+		{`INSERT INTO wrongkey SELECT window_start, window_end, auction, COUNT(*) FROM bids GROUP BY TUMBLE(ts, '10s'), auction`,
+			"PRIMARY KEY (window_start, auction) does not match the query's upsert key (window_start, window_end, auction)"},
+		{`INSERT INTO wrongkey SELECT window_start, window_end, COUNT(*) AS a, COUNT(*) AS b FROM bids GROUP BY TUMBLE(ts, '10s'), auction`,
+			"auction is not selected"},
+		{`INSERT INTO joined SELECT auction, price FROM bids`, "give joined a column _row_id VARCHAR(255) and PRIMARY KEY (_row_id)"},
+		{`INSERT INTO pg_rows SELECT auction FROM bids`, "the query has 1 columns (auction), the table 2 besides _row_id"},
+		{`INSERT INTO bids SELECT auction, price, ts FROM bids`, "INSERT ... SELECT writes sink tables"},
+		{`SELECT * FROM pg_rows`, "sink table"},
+		{`CREATE VIEW w AS SELECT * FROM pg_rows`, "pg_rows is a sink table (ENGINE=postgres)"},
+	} {
+		_, err := e.Exec(context.Background(), c.sql)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s:\n got %v\nwant %q", c.sql, err, c.want)
+		}
+	}
+	// A target that cannot work is refused at once; the statement names why.
+	m.permanent = errors.New(`column "auction" has type text, want bigint`)
+	if _, err := e.Exec(context.Background(), `INSERT INTO pg_rows SELECT auction, price FROM bids`); err == nil || !strings.Contains(err.Error(), `has type text`) {
+		t.Fatalf("permanent target error: %v", err)
+	}
+	m.permanent = nil
+	exec(t, e, `INSERT INTO pg_rows SELECT auction, price FROM bids`)
+	for _, c := range []struct{ sql, want string }{
+		{`INSERT INTO pg_rows SELECT auction, price FROM bids`, "already writes it"},
+		{`DROP TABLE pg_rows`, "written by query pg_rows"},
+		{`DROP VIEW pg_rows`, "not a view"},
+	} {
+		_, err := e.Exec(context.Background(), c.sql)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s:\n got %v\nwant %q", c.sql, err, c.want)
+		}
+	}
+	if err := e.DropQuery("pg_rows"); err != nil {
+		t.Fatal(err)
+	}
+	exec(t, e, `DROP TABLE pg_rows`)
+}

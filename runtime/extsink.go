@@ -1,0 +1,681 @@
+package runtime
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/streamsql/streamsql/planner/plan"
+	esink "github.com/streamsql/streamsql/runtime/sink"
+	"github.com/streamsql/streamsql/state"
+)
+
+// External sinks (INSERT INTO a table with ENGINE=postgres) are two-phase
+// (SPEC section 5). Each sink subtask (extSink, on its task's goroutine)
+// turns the query's changes into rows of the sink table; one committer per
+// query (its own goroutine) writes them to the external system through a
+// esink.Publisher.
+//
+// exactly_once: between checkpoints a sink subtask encodes its changes as
+// log records (stateWriter: put key row / delete key); at checkpoint n it
+// writes them as the journal of epoch n, blocks at n under
+//
+//	q/<qid>/j/ <epoch:8> <subtask:4> <block:4>
+//
+// so the journal is part of checkpoint n. Once n's marker is committed the
+// committer reads, at that marker, the lowest journaled epoch it has not
+// committed, deduplicates it per key (last change wins) and commits it
+// with its progress record in one transaction of the external system;
+// then the next. After a restart it reads the system's progress first
+// and skips the epochs recorded there. Journal blocks of committed epochs
+// are deleted by sink subtask 0 at its next checkpoint. Epochs journaled
+// but not committed are bounded (maxPendingEpochs, maxPendingBytes): past
+// the bound a sink subtask waits at the checkpoint barrier, which
+// backpressures the query.
+//
+// at_least_once: at every barrier a sink subtask hands the changes since
+// the previous one (deduplicated per key) to the committer, which applies
+// them in order; a checkpoint barrier waits until everything handed over
+// before it is applied, so a restart from the checkpoint replays whatever
+// was not.
+
+// External-sink bounds (variables for tests).
+var (
+	// maxPendingEpochs and maxPendingBytes bound the journaled epochs not
+	// yet committed to the external system.
+	maxPendingEpochs       = 300
+	maxPendingBytes  int64 = 1 << 30
+	// sinkBackoffMin and sinkBackoffMax bound the wait between attempts.
+	sinkBackoffMin = 100 * time.Millisecond
+	sinkBackoffMax = 5 * time.Second
+)
+
+// alBatches is how many at-least-once batches may wait for the committer.
+const alBatches = 8
+
+func journalPrefix(qid uint64) []byte { return fmt.Appendf(QueryPrefix(qid), "/j/") }
+
+func journalKey(prefix []byte, epoch uint64, subtask, n int) []byte {
+	k := append([]byte(nil), prefix...)
+	k = binary.BigEndian.AppendUint64(k, epoch)
+	k = binary.BigEndian.AppendUint32(k, uint32(subtask))
+	return binary.BigEndian.AppendUint32(k, uint32(n))
+}
+
+// extSink is one subtask of an external sink.
+type extSink struct {
+	c        *committer
+	ext      *plan.ExternalSink
+	store    state.Versioned
+	ctx      context.Context
+	task     int
+	counters *Counters
+	// exactly_once: the records since the last checkpoint.
+	w stateWriter
+	// unwritten are journal writes that failed: written again at the next
+	// checkpoint under the same keys.
+	unwritten []state.KV
+	// at_least_once: the changes since the last barrier, one per key.
+	batch    []esink.Change
+	batchIdx map[string]int
+	lastDone chan struct{} // closed when the last batch handed over is applied
+	written  int
+	row      plan.Row
+	keyBuf   []byte
+	rowBuf   []byte
+}
+
+var _ sink = (*extSink)(nil)
+
+func (s *extSink) Emit(b *Batch) error {
+	for i, r := range b.Rows {
+		m := &b.Meta[i]
+		key := m.Key
+		if s.ext.RowID >= 0 {
+			if m.Op == Delete {
+				return fmt.Errorf("sink %s: a delete of key %x in an append-only query", s.ext.Table, m.Key)
+			}
+			if m.ID != "" {
+				key = m.ID
+			} else {
+				s.keyBuf = AppendValue(s.keyBuf[:0], plan.Int(m.Offset))
+				key = string(s.keyBuf)
+			}
+		}
+		if m.Op == Delete {
+			s.change(key, nil)
+			continue
+		}
+		row := s.sinkRow(r, key)
+		for _, p := range s.ext.PrimaryKey {
+			if row[p].IsNull() {
+				return fmt.Errorf("sink %s: a result row has NULL in PRIMARY KEY column %s, which the sink table cannot hold (filter it out with WHERE %s IS NOT NULL, or COALESCE it)",
+					s.ext.Table, s.ext.Columns[p].Name, s.ext.Columns[p].Name)
+			}
+		}
+		s.change(key, row)
+	}
+	s.counters.RowsOut += int64(b.Len())
+	return nil
+}
+
+// sinkRow lays the query's row r out as a row of the sink table (into
+// s.row, valid until the next call): columns by position, BIGINT
+// widened to DOUBLE where the table says so, the row id in _row_id.
+func (s *extSink) sinkRow(r plan.Row, id string) plan.Row {
+	s.row = s.row[:0]
+	for i, v := range r {
+		if len(s.row) == s.ext.RowID {
+			s.row = append(s.row, plan.Str(hex.EncodeToString([]byte(id))))
+		}
+		if s.ext.ToDouble[i] && v.K == plan.TypeBigint {
+			v = plan.Float(float64(v.I))
+		}
+		s.row = append(s.row, v)
+	}
+	if len(s.row) == s.ext.RowID {
+		s.row = append(s.row, plan.Str(hex.EncodeToString([]byte(id))))
+	}
+	return s.row
+}
+
+// change records an upsert of row (nil: a delete) of key.
+func (s *extSink) change(key string, row plan.Row) {
+	if s.ext.ExactlyOnce {
+		if row == nil {
+			s.w.Delete(unsafeBytes(key))
+		} else {
+			s.rowBuf = AppendRow(s.rowBuf[:0], row)
+			s.w.Put(unsafeBytes(key), s.rowBuf)
+		}
+		return
+	}
+	c, err := s.c.toChange(key, row)
+	if err != nil {
+		panic(err) // the key was encoded by this query's own operators
+	}
+	if c.Row != nil {
+		c.Row = append(plan.Row(nil), c.Row...)
+	}
+	if i, ok := s.batchIdx[key]; ok {
+		s.batch[i] = c
+		return
+	}
+	if s.batchIdx == nil {
+		s.batchIdx = map[string]int{}
+	}
+	s.batchIdx[key] = len(s.batch)
+	s.batch = append(s.batch, c)
+}
+
+// publish hands the at-least-once batch to the committer (at a barrier,
+// and at the end of input).
+func (s *extSink) publish() {
+	if len(s.batch) == 0 {
+		return
+	}
+	if done, err := s.c.enqueue(s.ctx, s.batch); err == nil {
+		s.lastDone = done
+	}
+	s.batch, s.batchIdx = nil, nil
+}
+
+func (s *extSink) Barrier(b Barrier) error {
+	if !s.ext.ExactlyOnce {
+		s.publish()
+		if (b.CheckpointID == 0 && !b.Flush) || s.lastDone == nil {
+			return nil
+		}
+		// The checkpoint covers every change before it: wait until they
+		// are applied (a restart from it would not replay them). A flush
+		// (POST /v1/checkpoints) waits too, with checkpoints off.
+		select {
+		case <-s.lastDone:
+			return nil
+		case <-s.ctx.Done():
+			return s.ctx.Err()
+		}
+	}
+	if b.CheckpointID == 0 {
+		return nil
+	}
+	kvs := s.unwritten
+	s.unwritten = nil
+	var journaled int64
+	if s.w.n > 0 {
+		for n, block := range s.w.close() {
+			kvs = append(kvs, state.KV{Key: journalKey(s.c.prefix, b.CheckpointID, s.task, n), Value: block})
+			journaled += int64(len(block))
+		}
+	}
+	if s.task == 0 {
+		kvs = append(kvs, s.c.takeObsolete()...)
+	}
+	if len(kvs) > 0 {
+		for _, kv := range kvs {
+			s.written += len(kv.Key) + len(kv.Value)
+		}
+		if err := s.store.Write(b.CheckpointID, kvs); err != nil {
+			s.unwritten = kvs
+			s.w = stateWriter{}
+			return fmt.Errorf("sink %s: journal at checkpoint %d: %w", s.ext.Table, b.CheckpointID, err)
+		}
+	}
+	putBlocks(s.w.blocks)
+	s.w = stateWriter{}
+	if journaled > 0 {
+		s.c.journaled(b.CheckpointID, journaled)
+	}
+	return s.c.waitRoom(s.ctx)
+}
+
+func (s *extSink) takeWritten() int { n := s.written; s.written = 0; return n }
+
+// committer writes one query's external sink: the epochs its subtasks
+// journaled (exactly_once) or the batches they hand over (at_least_once).
+// It runs on its own goroutine (run); the other methods are called by the
+// sink subtasks, the coordinator and the API.
+type committer struct {
+	pub    esink.Publisher
+	ext    *plan.ExternalSink
+	sinkID string
+	store  state.Versioned
+	prefix []byte
+	logger interface {
+		Warn(msg string, args ...any)
+		Info(msg string, args ...any)
+	}
+
+	marker  atomic.Uint64 // the last completed checkpoint
+	poke    chan struct{} // a marker was committed (capacity 1)
+	batches chan alBatch
+	opened  bool // run's goroutine only
+
+	mu        sync.Mutex
+	committed uint64 // the last epoch committed (exactly_once)
+	// through: every epoch journaled up to this checkpoint is committed.
+	through   uint64
+	pending   map[uint64]int64 // journaled epochs not committed: bytes
+	obsolete  []state.KV       // deletes of committed epochs' journal blocks
+	// obsoleteThrough: journal blocks of epochs up to here are queued
+	// for deletion already.
+	obsoleteThrough uint64
+	lastErr         error
+	changed         chan struct{} // closed (and replaced) when committed or lastErr change
+}
+
+type alBatch struct {
+	changes []esink.Change
+	done    chan struct{}
+}
+
+func newCommitter(pub esink.Publisher, ext *plan.ExternalSink, sinkID string, store state.Versioned, qid uint64, j *Job) *committer {
+	return &committer{pub: pub, ext: ext, sinkID: sinkID, store: store, prefix: journalPrefix(qid), logger: j.logger,
+		poke: make(chan struct{}, 1), batches: make(chan alBatch, alBatches), pending: map[uint64]int64{},
+		changed: make(chan struct{})}
+}
+
+// markerCommitted tells the committer that checkpoint id is complete.
+func (c *committer) markerCommitted(id uint64) {
+	c.marker.Store(id)
+	select {
+	case c.poke <- struct{}{}:
+	default:
+	}
+}
+
+// run is the committer's loop, until ctx ends. It returns an error only
+// for a failure retrying cannot fix (the query fails).
+func (c *committer) run(ctx context.Context) error {
+	defer c.pub.Close()
+	// Open at once: a missing or mismatched table shows before any data
+	// flows, and a restart commits what the last run journaled.
+	if err := c.retry(ctx, c.commitCompleted); err != nil {
+		return err
+	}
+	for {
+		if c.ext.ExactlyOnce {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-c.poke:
+			}
+			if err := c.retry(ctx, c.commitCompleted); err != nil {
+				return err
+			}
+			continue
+		}
+		var b alBatch
+		select {
+		case <-ctx.Done():
+			return nil
+		case b = <-c.batches:
+		}
+		if err := c.retry(ctx, func(ctx context.Context) error { return c.pub.Apply(ctx, b.changes) }); err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		close(b.done)
+	}
+}
+
+// retry runs fn, opening the publisher first when needed, until it
+// succeeds or ctx ends; between attempts it backs off, and the query
+// reports the error (state retrying). A permanent error ends it.
+func (c *committer) retry(ctx context.Context, fn func(context.Context) error) error {
+	backoff := sinkBackoffMin
+	for {
+		err := c.open(ctx)
+		if err == nil {
+			err = fn(ctx)
+		}
+		if err == nil {
+			c.setErr(nil)
+			return nil
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		err = fmt.Errorf("sink %s: %w", c.ext.Table, err)
+		if esink.IsPermanent(err) {
+			return err
+		}
+		if c.opened {
+			c.pub.Close()
+			c.opened = false
+		}
+		c.setErr(err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, sinkBackoffMax)
+	}
+}
+
+// open connects, prepares the target and (exactly_once) reads what it
+// has committed.
+func (c *committer) open(ctx context.Context) error {
+	if c.opened {
+		return nil
+	}
+	if err := c.pub.Open(ctx); err != nil {
+		return err
+	}
+	if c.ext.ExactlyOnce {
+		n, err := c.pub.Committed(ctx)
+		if err != nil {
+			c.pub.Close()
+			return fmt.Errorf("read progress: %w", err)
+		}
+		c.setCommitted(n, nil)
+	}
+	c.opened = true
+	return nil
+}
+
+// commitCompleted commits, in order, every journaled epoch up to the
+// last completed checkpoint that the external system does not have.
+func (c *committer) commitCompleted(ctx context.Context) error {
+	if !c.ext.ExactlyOnce {
+		return nil
+	}
+	for ctx.Err() == nil {
+		at := c.marker.Load()
+		if at == 0 {
+			return nil
+		}
+		epoch, changes, keys, err := c.nextEpoch(at)
+		if err != nil {
+			return err
+		}
+		if epoch == 0 {
+			c.setThrough(at)
+			return nil
+		}
+		err = c.pub.CommitEpoch(ctx, epoch, changes)
+		if errors.Is(err, esink.ErrCommitted) {
+			c.logger.Info("sink epoch was committed already", "sink", c.ext.Table, "epoch", epoch)
+			err = nil
+		}
+		if err != nil {
+			return fmt.Errorf("commit epoch %d: %w", epoch, err)
+		}
+		c.setCommitted(epoch, keys)
+	}
+	return nil
+}
+
+// nextEpoch reads the journal at checkpoint at: the lowest epoch not yet
+// committed, its changes deduplicated per key, and its block keys. It
+// queues the blocks of committed epochs for deletion. Epoch 0: none.
+func (c *committer) nextEpoch(at uint64) (uint64, []esink.Change, [][]byte, error) {
+	c.mu.Lock()
+	committed, through := c.committed, c.obsoleteThrough
+	c.mu.Unlock()
+	var (
+		epoch  uint64
+		blocks [][]byte
+		keys   [][]byte
+		old    []state.KV
+	)
+	errStop := errors.New("stop")
+	err := c.store.Scan(c.prefix, at, func(k, v []byte) error {
+		rest := k[len(c.prefix):]
+		if len(rest) != 16 {
+			return fmt.Errorf("journal key %x: bad length", k)
+		}
+		e := binary.BigEndian.Uint64(rest)
+		switch {
+		case e <= committed:
+			if e > through {
+				old = append(old, state.KV{Key: append([]byte(nil), k...), Delete: true})
+			}
+		case epoch == 0 || e == epoch:
+			epoch = e
+			keys = append(keys, append([]byte(nil), k...))
+			blocks = append(blocks, append([]byte(nil), v...))
+		default:
+			return errStop
+		}
+		return nil
+	})
+	if err != nil && err != errStop {
+		return 0, nil, nil, fmt.Errorf("read journal at checkpoint %d: %w", at, err)
+	}
+	c.mu.Lock()
+	c.obsolete = append(c.obsolete, old...)
+	c.obsoleteThrough = max(c.obsoleteThrough, committed)
+	if epoch != 0 {
+		if _, ok := c.pending[epoch]; !ok {
+			c.pending[epoch] = 0 // journaled before a restart
+		}
+	}
+	c.mu.Unlock()
+	if epoch == 0 {
+		return 0, nil, nil, nil
+	}
+	var changes []esink.Change
+	idx := map[string]int{}
+	for i, b := range blocks {
+		err := logRecords(b, func(put bool, k, v []byte) error {
+			var row plan.Row
+			if put {
+				var err error
+				if row, err = DecodeRow(v); err != nil {
+					return err
+				}
+			}
+			ch, err := c.toChange(string(k), row)
+			if err != nil {
+				return err
+			}
+			if j, ok := idx[string(k)]; ok {
+				changes[j] = ch
+			} else {
+				idx[string(k)] = len(changes)
+				changes = append(changes, ch)
+			}
+			return nil
+		})
+		if err != nil {
+			return 0, nil, nil, esink.Permanent("journal block %x of epoch %d: %v", keys[i], epoch, err)
+		}
+	}
+	return epoch, changes, keys, nil
+}
+
+// toChange makes a sink change of an upsert of row (nil: a delete) of
+// the encoded upsert key.
+func (c *committer) toChange(key string, row plan.Row) (esink.Change, error) {
+	ch := esink.Change{Row: row, Key: make(plan.Row, len(c.ext.PrimaryKey))}
+	if row != nil {
+		for i, p := range c.ext.PrimaryKey {
+			ch.Key[i] = row[p]
+		}
+		return ch, nil
+	}
+	// A delete carries only the encoded key: ([window_start, window_end,]
+	// GROUP BY values...).
+	var vals plan.Row
+	for b := unsafeBytes(key); len(b) > 0; {
+		v, rest, err := DecodeValue(b)
+		if err != nil {
+			return ch, fmt.Errorf("key %x: %w", key, err)
+		}
+		vals, b = append(vals, v), rest
+	}
+	for i, k := range c.ext.KeyValues {
+		if k >= len(vals) {
+			return ch, fmt.Errorf("key %x has %d values, the sink's key needs value %d", key, len(vals), k+1)
+		}
+		ch.Key[i] = vals[k]
+	}
+	return ch, nil
+}
+
+// enqueue hands an at-least-once batch over; the channel returned is
+// closed once it is applied. It blocks while the committer is behind.
+func (c *committer) enqueue(ctx context.Context, changes []esink.Change) (chan struct{}, error) {
+	b := alBatch{changes: changes, done: make(chan struct{})}
+	select {
+	case c.batches <- b:
+		return b.done, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// journaled records that epoch's journal holds n more bytes.
+func (c *committer) journaled(epoch uint64, n int64) {
+	c.mu.Lock()
+	c.pending[epoch] += n
+	c.mu.Unlock()
+}
+
+// waitRoom waits while the journaled epochs not yet committed are past
+// the bound.
+func (c *committer) waitRoom(ctx context.Context) error {
+	for {
+		c.mu.Lock()
+		var bytes int64
+		for _, n := range c.pending {
+			bytes += n
+		}
+		full := len(c.pending) > maxPendingEpochs || bytes > maxPendingBytes
+		ch := c.changed
+		c.mu.Unlock()
+		if !full {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// takeObsolete returns the deletes of journal blocks whose epochs are
+// committed (sink subtask 0 writes them at its next checkpoint).
+func (c *committer) takeObsolete() []state.KV {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	o := c.obsolete
+	c.obsolete = nil
+	return o
+}
+
+// setCommitted records that the external system has every epoch up to
+// epoch; keys are the journal blocks of epoch, now obsolete.
+func (c *committer) setCommitted(epoch uint64, keys [][]byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if epoch < c.committed {
+		return
+	}
+	c.committed = epoch
+	for _, k := range keys {
+		c.obsolete = append(c.obsolete, state.KV{Key: k, Delete: true})
+	}
+	c.obsoleteThrough = max(c.obsoleteThrough, epoch)
+	for e := range c.pending {
+		if e <= epoch {
+			delete(c.pending, e)
+		}
+	}
+	close(c.changed)
+	c.changed = make(chan struct{})
+}
+
+// setThrough records that every epoch journaled up to checkpoint at is
+// committed.
+func (c *committer) setThrough(at uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if at > c.through {
+		c.through = at
+		close(c.changed)
+		c.changed = make(chan struct{})
+	}
+}
+
+func (c *committer) setErr(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err == nil && c.lastErr == nil {
+		return
+	}
+	if err != nil {
+		c.logger.Warn("sink unavailable, retrying", "sink", c.ext.Table, "err", err)
+	}
+	c.lastErr = err
+	close(c.changed)
+	c.changed = make(chan struct{})
+}
+
+// SinkStatus is an external sink's progress, for the API.
+type SinkStatus struct {
+	Table    string `json:"table"`
+	Engine   string `json:"engine"`
+	Delivery string `json:"delivery"`
+	SinkID   string `json:"sink_id"`
+	// CommittedEpoch is the last epoch (checkpoint id) the external
+	// system has (exactly_once).
+	CommittedEpoch uint64 `json:"committed_epoch"`
+	// CommittedCheckpoint: the external system has every change up to
+	// this checkpoint.
+	CommittedCheckpoint uint64 `json:"committed_checkpoint"`
+	// PendingEpochs are journaled epochs not yet committed.
+	PendingEpochs int    `json:"pending_epochs"`
+	Error         string `json:"error,omitempty"`
+}
+
+func (c *committer) status() SinkStatus {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := SinkStatus{Table: c.ext.Table, Engine: c.ext.Engine, Delivery: c.ext.Delivery(), SinkID: c.sinkID,
+		CommittedEpoch: c.committed, CommittedCheckpoint: c.through, PendingEpochs: len(c.pending)}
+	if c.lastErr != nil {
+		s.Error = c.lastErr.Error()
+	}
+	return s
+}
+
+// waitCommitted waits until the external system has checkpoint id's epoch
+// (exactly_once; at_least_once sinks applied it before the checkpoint
+// completed) or ctx ends.
+func (c *committer) waitCommitted(ctx context.Context, id uint64) bool {
+	if !c.ext.ExactlyOnce {
+		return true
+	}
+	for {
+		c.mu.Lock()
+		done, ch := c.through >= id || c.committed >= id, c.changed
+		c.mu.Unlock()
+		if done {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// SetSinkLimits sets the journal's bounds and the longest wait between
+// attempts (tests); it returns a function that puts them back.
+func SetSinkLimits(epochs int, bytes int64, backoffMax time.Duration) (restore func()) {
+	e, b, m := maxPendingEpochs, maxPendingBytes, sinkBackoffMax
+	maxPendingEpochs, maxPendingBytes, sinkBackoffMax = epochs, bytes, backoffMax
+	return func() { maxPendingEpochs, maxPendingBytes, sinkBackoffMax = e, b, m }
+}
