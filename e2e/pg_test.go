@@ -699,8 +699,8 @@ WHERE i.indrelid = %s::regclass AND i.indisprimary ORDER BY array_position(i.ind
 // at-least-once at 1; one sink declared in upper case). Half the rows,
 // a checkpoint, every table checked; the rest, again. Groups leaving
 // HAVING and sessions that grow must be deleted from PostgreSQL; then rows
-// that delete groups and sessions committed before (deleteProbe), checked
-// again. The tables created have the documented types and PRIMARY KEY.
+// that make groups pass HAVING and sessions, and rows that delete them
+// once committed (deleteProbe), checked after each. The tables created have the documented types and PRIMARY KEY.
 // Then two
 // append-only sinks (rows keyed by _row_id) are created and catch up with
 // the whole log.
@@ -729,17 +729,19 @@ func TestPGSinkResults(t *testing.T) {
 	sc.post(t, rows[half:])
 	ps.verify(t, "all", sc.posted, nil)
 
-	// Rows that make groups committed above leave HAVING, and sessions
-	// committed above grow: deletes in PostgreSQL.
-	probe := deleteProbe(sc.posted)
+	// Groups that pass HAVING and sessions, committed, then rows that
+	// make them leave HAVING and the sessions grow: deletes in PostgreSQL.
+	pass, fail := deleteProbe(sc.posted)
+	sc.post(t, pass)
+	ps.verify(t, "delete_probe_pass", sc.posted, nil)
 	for _, base := range []string{"running_having", "hop_div", "session_auction"} {
 		s := sinks[slices.IndexFunc(sinks, func(s pgSink) bool { return strings.HasPrefix(s.name, "pg_"+base+"_") })]
-		if n := goneKeys(s.expected(sc.posted, nil), s.expected(append(slices.Clone(sc.posted), probe...), nil)); n == 0 {
+		if n := goneKeys(s.expected(sc.posted, nil), s.expected(append(slices.Clone(sc.posted), fail...), nil)); n == 0 {
 			t.Fatalf("test bug: the delete probe deletes no row of %s", s.name)
 		}
 	}
-	sc.post(t, probe)
-	ps.verify(t, "deletes", sc.posted, nil)
+	sc.post(t, fail)
+	ps.verify(t, "delete_probe_fail", sc.posted, nil)
 
 	// Append-only sinks created now read the whole log at once: epochs of
 	// thousands of rows (the publisher may write those another way).
@@ -749,24 +751,30 @@ func TestPGSinkResults(t *testing.T) {
 	t.Logf("sessions with a staging table for large writes: %s", largest[0][0])
 }
 
-// deleteProbe is a row for each bidder at the log's latest time (never
-// late): price 999 for bidders 1-20 (auctions 1-20: HOP groups of the
-// latest windows fail MAX(price) < 950; their sessions grow), price 1 for
-// the others (running groups fail MIN(price) > 15).
-func deleteProbe(log []Row) []Row {
+// deleteProbe returns rows to post after log, in two steps. pass: three
+// rows at price 100 for each of auctions 1-20 (bidders 1-20) at the log's
+// latest time T (never late): HOP groups of the windows holding T pass
+// COUNT(*) > 2 where their MAX(price) is below 950, every auction has a
+// session ending at T + 1.5s. fail: a row at price 999 for each auction
+// at T (those HOP groups fail MAX(price) < 950), and for bidders 21-50 a
+// row at price 1 at T + 1s on auctions 1-20 (their running groups fail
+// MIN(price) > 15; every auction's session grows to end at T + 2.5s).
+func deleteProbe(log []Row) (pass, fail []Row) {
 	var last int64
 	for _, r := range log {
 		last = max(last, tsOf(r))
 	}
-	var out []Row
-	for b := int64(1); b <= 50; b++ {
-		price := int64(1)
-		if b <= 20 {
-			price = 999
-		}
-		out = append(out, Row{"auction": 1 + (b-1)%20, "bidder": b, "price": price, "channel": "web", "ts": Timestamp(last)})
+	bid := func(auction, bidder, price, ts int64) Row {
+		return Row{"auction": auction, "bidder": bidder, "price": price, "channel": "web", "ts": Timestamp(ts)}
 	}
-	return out
+	for a := int64(1); a <= 20; a++ {
+		pass = append(pass, bid(a, a, 100, last), bid(a, a, 100, last), bid(a, a, 100, last))
+		fail = append(fail, bid(a, a, 999, last))
+	}
+	for b := int64(21); b <= 50; b++ {
+		fail = append(fail, bid(1+(b-21)%20, b, 1, last+1000))
+	}
+	return pass, fail
 }
 
 // goneKeys counts the keys of before that after no longer has.
