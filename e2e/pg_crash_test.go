@@ -202,7 +202,7 @@ func TestPGFaultPoints(t *testing.T) {
 	for i, point := range pgFaultPoints {
 		t.Run(point, func(t *testing.T) {
 			t.Parallel()
-			runPGFault(t, faultCase{point: point, hit: 3, onRestart: true}, testSeed(t, 420+uint64(i)))
+			runPGFault(t, faultCase{point: point, hit: 2, onRestart: true}, testSeed(t, 420+uint64(i)))
 		})
 	}
 }
