@@ -68,7 +68,9 @@
 //     windowed (TUMBLE, HOP with HAVING, sessions), running and join
 //     queries (append-only with _row_id, an aggregation over a LEFT join)
 //     in both delivery modes, checked halfway and at the end against the
-//     oracle; the tables created (types, lower-case names, PRIMARY KEY);
+//     oracle, then after rows that delete committed groups and sessions,
+//     and with append-only sinks catching up with the whole log (large
+//     epochs); the tables created (types, lower-case names, PRIMARY KEY);
 //     what must be refused (a PRIMARY KEY other than the query's key,
 //     bad ENGINE_ATTRIBUTE, an incompatible existing table, DROP TABLE of
 //     a sink in use).
