@@ -38,6 +38,12 @@ func testTables(t *testing.T) testCatalog {
 		 ENGINE=http ENGINE_ATTRIBUTE='{"event_time": "ts"}'`,
 		`CREATE TABLE auctions (id BIGINT NOT NULL, seller BIGINT NOT NULL, category BIGINT, name VARCHAR(64), ts TIMESTAMP(3) NOT NULL)
 		 ENGINE=http ENGINE_ATTRIBUTE='{"event_time": "ts", "watermark_delay": "5s"}'`,
+		`CREATE TABLE pg_counts (window_start TIMESTAMP(3), window_end TIMESTAMP(3), auction BIGINT, bids BIGINT, avg_price DOUBLE,
+		 PRIMARY KEY (auction, window_start, window_end)) ENGINE=postgres CONNECTION='postgres://u:secret@h/db'`,
+		`CREATE TABLE pg_channels (channel VARCHAR(32), volume DOUBLE, PRIMARY KEY (channel))
+		 ENGINE=postgres CONNECTION='postgres://u@h/db' ENGINE_ATTRIBUTE='{"delivery": "at_least_once", "table": "channels"}'`,
+		`CREATE TABLE pg_pairs (auction BIGINT, _row_id VARCHAR(255), seller BIGINT, PRIMARY KEY (_row_id))
+		 ENGINE=postgres CONNECTION='postgres://u@h/db'`,
 	} {
 		stmts, err := parser.Parse(sql)
 		if err != nil {
@@ -73,12 +79,17 @@ func TestExplainGolden(t *testing.T) {
 				got.WriteString("parse error: " + err.Error() + "\n")
 			}
 			for _, st := range stmts {
-				sel, ok := st.Stmt.(*parser.Select)
-				if !ok {
-					t.Fatalf("%s: not a SELECT", f)
-				}
 				opts := plan.Options{Parallelism: 1, CheckpointInterval: 1000, EmitInterval: 200}
-				g, err := Query(sel, cat, opts, "q", plan.SinkResults)
+				var g *plan.Graph
+				var err error
+				switch s := st.Stmt.(type) {
+				case *parser.Select:
+					g, err = Query(s, cat, opts, "q", plan.SinkResults)
+				case *parser.Insert:
+					g, err = Insert(s.Select, cat[s.Table], cat, opts)
+				default:
+					t.Fatalf("%s: not a SELECT or INSERT", f)
+				}
 				if err != nil {
 					got.WriteString("error: " + err.Error() + "\n")
 					continue

@@ -4,7 +4,10 @@
 // from a per-query coordinator, aligns them at tasks with several inputs,
 // and completes checkpoints by committing a marker in the versioned store.
 //
-// Threading: one goroutine per task plus one coordinator per job.
+// Threading: one goroutine per task plus one coordinator per job, and one
+// committer per job with an external sink (extsink.go: it does the
+// external system's I/O, so a slow database never blocks a task except
+// through the journal's bound).
 // Operators (calc, hashAgg, the joins) are deterministic and run only on
 // their task's goroutine: no goroutines, no clock reads, no I/O; the task
 // loop owns channels, time (Env.ProcTime, watermarks) and barriers. Sources

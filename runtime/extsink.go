@@ -259,9 +259,9 @@ type committer struct {
 	mu        sync.Mutex
 	committed uint64 // the last epoch committed (exactly_once)
 	// through: every epoch journaled up to this checkpoint is committed.
-	through   uint64
-	pending   map[uint64]int64 // journaled epochs not committed: bytes
-	obsolete  []state.KV       // deletes of committed epochs' journal blocks
+	through  uint64
+	pending  map[uint64]int64 // journaled epochs not committed: bytes
+	obsolete []state.KV       // deletes of committed epochs' journal blocks
 	// obsoleteThrough: journal blocks of epochs up to here are queued
 	// for deletion already.
 	obsoleteThrough uint64

@@ -70,9 +70,9 @@ type Job struct {
 	sinks   []*sinkTerminal
 	// committer writes the external sink, if the query has one.
 	committer *committer
-	acks    chan ack
-	force   chan chan checkpointResult
-	ntasks  int
+	acks      chan ack
+	force     chan chan checkpointResult
+	ntasks    int
 
 	ctx    context.Context
 	cancel context.CancelFunc

@@ -297,7 +297,11 @@ func (s *Sink) Explain() string {
 	case SinkExternal:
 		// The connection string is left out: it may hold a password.
 		e := s.External
-		return fmt.Sprintf("Sink %s table=%s delivery=%s key=%s", e.Engine, e.Table, e.Delivery(), s.Key)
+		pk := make([]string, len(e.PrimaryKey))
+		for i, p := range e.PrimaryKey {
+			pk[i] = e.Columns[p].Name
+		}
+		return fmt.Sprintf("Sink %s table=%s delivery=%s key=%s primary_key=[%s]", e.Engine, e.Table, e.Delivery(), s.Key, strings.Join(pk, ", "))
 	}
 	return fmt.Sprintf("Sink results name=%s key=%s", s.Name, s.Key)
 }
