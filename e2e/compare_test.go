@@ -111,7 +111,8 @@ type absent struct{}
 // valueDiff says how got (decoded from JSON) differs from want (an oracle
 // value), or returns "" when they are equal under the API's encoding:
 // BIGINT an integral JSON number, DOUBLE a number within doubleTolerance,
-// VARCHAR a string, TIMESTAMP the string Timestamp.String gives, NULL null.
+// VARCHAR a string, TIMESTAMP the string Timestamp.String gives, BOOLEAN
+// a bool, NULL null.
 func valueDiff(want, got any) string {
 	switch w := want.(type) {
 	case nil:
@@ -136,6 +137,10 @@ func valueDiff(want, got any) string {
 		}
 	case Timestamp:
 		if g, ok := got.(string); ok && g == w.String() {
+			return ""
+		}
+	case bool:
+		if g, ok := got.(bool); ok && g == w {
 			return ""
 		}
 	default:
@@ -170,6 +175,8 @@ func showValue(v any) string {
 		return strconv.FormatFloat(x, 'g', -1, 64)
 	case json.Number:
 		return string(x)
+	case bool:
+		return strconv.FormatBool(x)
 	}
 	return fmt.Sprintf("%v (%T)", v, v)
 }

@@ -30,6 +30,7 @@ package e2e
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -316,20 +317,10 @@ func (sc *dualScenario) restart(t *testing.T) {
 // number of rows expected per view.
 func (sc *dualScenario) verify(t *testing.T, stage string) map[string]int {
 	t.Helper()
-	covered := map[string]bool{}
-	for _, c := range sc.srv.checkpoint(t) {
-		covered[c.Query] = true
-	}
 	counts := map[string]int{}
-	t.Run(stage, func(t *testing.T) {
-		for _, v := range sc.views {
-			t.Run(v.name, func(t *testing.T) {
-				if !covered[v.name] {
-					t.Errorf("POST /v1/checkpoints reported no checkpoint of %s", v.name)
-				}
-				counts[v.name] = sc.checkView(t, v, sc.js.posted["bids"], sc.js.posted["auctions"])
-			})
-		}
+	sc.srv.checkpointAndCheck(t, stage, sc.names(), func(t *testing.T, name string, _ checkpointInfo) {
+		v := sc.views[slices.IndexFunc(sc.views, func(v dualView) bool { return v.name == name })]
+		counts[name] = sc.checkView(t, v, sc.js.posted["bids"], sc.js.posted["auctions"])
 	})
 	return counts
 }

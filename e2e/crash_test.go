@@ -194,13 +194,14 @@ func TestCrashRecovery(t *testing.T) {
 }
 
 // crashPoster posts chunks in order, one at a time, from its own
-// goroutine, crashChunkPause apart; each is resent with its key until it
+// goroutine, crashChunkPause (or its pause) apart; each is resent with its key until it
 // is acknowledged (sendChunk), and every acknowledgement is checked
 // against its table's log so far (one ackChecker per table).
 type crashPoster struct {
 	srv    *server
 	chunks []idemChunk
-	limit  time.Time // posting must be done by then
+	limit  time.Time     // posting must be done by then
+	pause  time.Duration // between chunks
 	acked  atomic.Int64
 	stats  sendStats
 	// err and took are set before done is closed.
@@ -215,7 +216,14 @@ type crashPoster struct {
 // allows for kills restarts; the poster is stopped when the test ends.
 func startCrashPoster(t *testing.T, srv *server, chunks []idemChunk, kills int) *crashPoster {
 	t.Helper()
-	p := &crashPoster{srv: srv, chunks: chunks, limit: time.Now().Add(90*time.Second + time.Duration(kills)*5*time.Second),
+	return startPoster(t, srv, chunks, 90*time.Second+time.Duration(kills)*5*time.Second, crashChunkPause)
+}
+
+// startPoster starts posting chunks to srv, pause apart, all within
+// limit; the poster is stopped when the test ends.
+func startPoster(t *testing.T, srv *server, chunks []idemChunk, limit, pause time.Duration) *crashPoster {
+	t.Helper()
+	p := &crashPoster{srv: srv, chunks: chunks, limit: time.Now().Add(limit), pause: pause,
 		stop: make(chan struct{}), done: make(chan struct{})}
 	go p.run()
 	t.Cleanup(func() { p.halt(t) }) // after a failure: before the server is killed for good
@@ -233,7 +241,7 @@ func (p *crashPoster) run() {
 			case <-p.stop:
 				p.err = errors.New("stopped")
 				return
-			case <-time.After(crashChunkPause):
+			case <-time.After(p.pause):
 			}
 		}
 		r, err := sendChunk(p.srv, c, p.limit, p.stop, &p.stats)

@@ -5,9 +5,10 @@
 // and compare every view's committed results with an independent batch
 // evaluation of the same query over the same input.
 //
-// The package imports only the standard library: it shares no code with the
-// engine, so a misunderstanding of the semantics cannot be copied from one
-// into the other.
+// The package imports only the standard library and internal/pgtest (a
+// throwaway PostgreSQL server, itself standard library only): it shares no
+// code with the engine, so a misunderstanding of the semantics cannot be
+// copied from one into the other.
 //
 // Layout:
 //
@@ -58,6 +59,28 @@
 //     Badger memtable file (one landing while Badger creates it).
 //   - fault_test.go: one server per fault point of internal/fault
 //     (STREAMSQL_FAULT), dying there by itself, restarted without it.
+//   - pg_test.go: PostgreSQL UPSERT sinks (ENGINE=postgres, INSERT INTO
+//     ... SELECT) against a real PostgreSQL server (internal/pgtest, one
+//     per test run, a schema per sink, sessions in a TimeZone other than
+//     UTC): the helpers that read a table back with psql into rows for
+//     diffResult and check the progress records (one sink per schema,
+//     each epoch once, increasing, reaching the checkpoint waited for);
+//     windowed (TUMBLE, HOP with HAVING, sessions), running and join
+//     queries (append-only with _row_id, an aggregation over a LEFT join)
+//     in both delivery modes, checked halfway and at the end against the
+//     oracle, then after rows that delete committed groups and sessions,
+//     and with append-only sinks catching up with the whole log (large
+//     epochs); the tables created (types, lower-case names, PRIMARY KEY);
+//     what must be refused (a PRIMARY KEY other than the query's key,
+//     bad ENGINE_ATTRIBUTE, an incompatible existing table, DROP TABLE of
+//     a sink in use).
+//   - pg_crash_test.go: PostgreSQL sinks through SIGKILL at random
+//     moments under load (crash_test.go's poster and killer; mid-stream,
+//     an exactly-once table read with its last epoch equals the oracle
+//     over that checkpoint's log prefix; no epoch of a failed checkpoint
+//     committed), a crash at each sink fault point (sink.before_commit,
+//     sink.after_commit), and PostgreSQL stopped and killed under load
+//     (queries retrying, checkpoints going on, catching up by themselves).
 //   - restart_bench_test.go: BenchmarkRestart1M, restart time and
 //     checkpoint cost with the state of 1M rows (go test ./e2e -run XXX
 //     -bench Restart1M -benchtime 1x).
@@ -68,4 +91,6 @@
 //	STREAMSQL_BIN=/path/to/streamsql go test ./e2e/
 //	E2E_SEED=42 go test ./e2e/ -run TestViews
 //	STREAMSQL_CRASH_KILLS=20 go test ./e2e/ -run 'TestCrashRecovery(Joins)?$' -v
+//	STREAMSQL_CRASH_KILLS=20 go test ./e2e/ -run TestPGCrashRecovery -v
+//	go test ./e2e/ -run 'PG|Postgres' -v
 package e2e

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -84,7 +85,12 @@ func (vi viewInstance) hint() string {
 }
 
 func (vi viewInstance) createSQL() string {
-	return "CREATE VIEW " + vi.name + " AS\n" + strings.Replace(vi.def.sql, "{hint}", vi.hint(), 1)
+	return "CREATE VIEW " + vi.name + " AS\n" + vi.selectSQL()
+}
+
+// selectSQL is the view's SELECT with its hints.
+func (vi viewInstance) selectSQL() string {
+	return strings.Replace(vi.def.sql, "{hint}", vi.hint(), 1)
 }
 
 func (vi viewInstance) expected(log []Row) Result {
@@ -510,20 +516,8 @@ func (sc *scenario) restart(t *testing.T) {
 // rows posted so far, one subtest per view under stage.
 func (sc *scenario) verify(t *testing.T, stage string) {
 	t.Helper()
-	cps := sc.srv.checkpoint(t)
-	covered := map[string]bool{}
-	for _, c := range cps {
-		covered[c.Query] = true
-	}
-	t.Run(stage, func(t *testing.T) {
-		for _, vi := range sc.views {
-			t.Run(vi.name, func(t *testing.T) {
-				if !covered[vi.name] {
-					t.Errorf("POST /v1/checkpoints reported no checkpoint of %s", vi.name)
-				}
-				sc.checkView(t, vi)
-			})
-		}
+	sc.srv.checkpointAndCheck(t, stage, instanceNames(sc.views), func(t *testing.T, name string, _ checkpointInfo) {
+		sc.checkView(t, sc.views[slices.IndexFunc(sc.views, func(v viewInstance) bool { return v.name == name })])
 	})
 }
 

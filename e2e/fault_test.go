@@ -92,72 +92,23 @@ func runFault(t *testing.T, fc faultCase, seed uint64) {
 	sc.create(t, faultViews())
 	names := instanceNames(sc.views)
 
-	var (
-		ac    ackChecker
-		stats sendStats
-		next  int // the next chunk to post
-	)
-	post := func(c idemChunk) response {
-		t.Helper()
-		r, err := sendChunk(srv, c, time.Now().Add(faultPostTimeout), nil, &stats)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := ac.check(c, r); err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
+	cs := &chunkSender{srv: srv}
+	next := 0 // the next chunk to post
 
 	healthy := true
 	if fc.onRestart {
-		// State to restore: a third of the log checkpointed, a few more
-		// chunks acknowledged after it; then SIGKILL and a start with the
-		// fault armed.
-		for ; next < len(chunks)/3; next++ {
-			post(chunks[next])
-		}
-		srv.checkpoint(t)
-		for ; next < len(chunks)/2; next++ {
-			post(chunks[next])
-		}
-		srv.kill(t)
-		srv.env = arm
-		srv.launch(t)
-		healthy = srv.waitHealthy(t)
+		next, healthy = cs.armOnRestart(t, chunks, arm)
 	}
 
-	// Drive the server until it dies: post chunk after chunk; a transport
-	// error means the process is going (waitExit checks that it went).
-	var (
-		inFlight    = -1 // the chunk whose request got no answer
-		inFlightErr error
-	)
+	// Drive the server until it dies.
+	inFlight := -1 // the chunk whose request got no answer
 	deathLimit := time.Now().Add(faultDeathTimeout)
-	for healthy && next < len(chunks) && time.Now().Before(deathLimit) {
-		r, err := srv.postIdem("bids", chunks[next].key, chunks[next].body)
-		if err != nil {
-			inFlight, inFlightErr = next, err
-			break
-		}
-		if r.status != http.StatusOK {
-			t.Fatalf("chunk %s: got %s, want 200", chunks[next].key, truncate([]byte(r.String()), 2000))
-		}
-		if _, err := ac.check(chunks[next], r); err != nil {
-			t.Fatal(err)
-		}
-		next++
-		time.Sleep(faultPause)
+	if healthy {
+		next, inFlight = cs.driveUntilDeath(t, chunks, next, deathLimit)
 	}
-	ps := srv.waitExit(t, time.Until(deathLimit)+time.Second)
-	if !killedBySIGKILL(ps) {
-		t.Fatalf("the server ended with %v, want SIGKILL from fault point %s", ps, fc.spec())
-	}
-	if want := "fault: crashing at " + fc.point; !strings.Contains(srv.runLog(), want) {
-		t.Errorf("the server's log does not say %q: it died elsewhere", want)
-	}
-	t.Logf("%s: died with %d of %d chunks acknowledged; in flight: %d (%v); serving before it died: %v",
-		fc.spec(), next, len(chunks), inFlight, inFlightErr, healthy)
+	expectFaultDeath(t, srv, fc.point, deathLimit)
+	t.Logf("%s: died with %d of %d chunks acknowledged; in flight: %d; serving before it died: %v",
+		fc.spec(), next, len(chunks), inFlight, healthy)
 
 	if fc.ingest {
 		// Each chunk is one append group: the hit-th request is the one
@@ -173,7 +124,7 @@ func runFault(t *testing.T, fc faultCase, seed uint64) {
 	srv.waitRunning(t, names...)
 	if inFlight >= 0 {
 		c := chunks[inFlight]
-		r := post(c)
+		r := cs.post(t, c)
 		switch fc.point {
 		case "ingest.after_sync":
 			// The key is committed in the same sync as the rows: the
@@ -186,7 +137,7 @@ func runFault(t *testing.T, fc faultCase, seed uint64) {
 			// keeps the page cache); either way the rows are in the log
 			// exactly once now, and a second resend appends nothing.
 			t.Logf("resend of chunk %s after the crash: replayed %v", c.key, r.replayed())
-			again, err := sendChunk(srv, c, time.Now().Add(faultPostTimeout), nil, &stats)
+			again, err := sendChunk(srv, c, time.Now().Add(faultPostTimeout), nil, &cs.stats)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -197,7 +148,7 @@ func runFault(t *testing.T, fc faultCase, seed uint64) {
 		next = inFlight + 1
 	}
 	for ; next < len(chunks); next++ {
-		post(chunks[next])
+		cs.post(t, chunks[next])
 	}
 
 	if end, ok := srv.endOffset(t, "bids"); !ok || end != int64(len(rows)) {
@@ -205,4 +156,85 @@ func runFault(t *testing.T, fc faultCase, seed uint64) {
 	}
 	sc.posted = rows
 	sc.verify(t, "after_restart")
+}
+
+// chunkSender posts chunks of one table's log in order from the test's
+// goroutine (sendChunk: resent with their key until acknowledged) and
+// checks every acknowledgement against the log so far.
+type chunkSender struct {
+	srv   *server
+	ac    ackChecker
+	stats sendStats
+}
+
+// post sends c until it is acknowledged, within faultPostTimeout, and
+// returns the answer.
+func (cs *chunkSender) post(t *testing.T, c idemChunk) response {
+	t.Helper()
+	r, err := sendChunk(cs.srv, c, time.Now().Add(faultPostTimeout), nil, &cs.stats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.ac.check(c, r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// armOnRestart makes state to restore: a third of the log posted and
+// checkpointed, more chunks acknowledged after it (up to half the log);
+// then SIGKILL, and a start with env arm, without waiting for the API
+// (the process may die before it serves). It returns the next chunk to
+// post and whether the server answered /healthz.
+func (cs *chunkSender) armOnRestart(t *testing.T, chunks []idemChunk, arm []string) (int, bool) {
+	t.Helper()
+	next := 0
+	for ; next < len(chunks)/3; next++ {
+		cs.post(t, chunks[next])
+	}
+	cs.srv.checkpoint(t)
+	for ; next < len(chunks)/2; next++ {
+		cs.post(t, chunks[next])
+	}
+	cs.srv.kill(t)
+	cs.srv.env = arm
+	cs.srv.launch(t)
+	return next, cs.srv.waitHealthy(t)
+}
+
+// driveUntilDeath posts chunks from next on, faultPause apart, each once,
+// until a request gets no answer (a transport error: the process is
+// going, and that chunk is in flight), every chunk is acknowledged, or
+// deadline. It returns the next chunk to post and the chunk in flight
+// (-1 if none).
+func (cs *chunkSender) driveUntilDeath(t *testing.T, chunks []idemChunk, next int, deadline time.Time) (int, int) {
+	t.Helper()
+	for ; next < len(chunks) && time.Now().Before(deadline); next++ {
+		r, err := cs.srv.postIdem(chunks[next].table, chunks[next].key, chunks[next].body)
+		if err != nil {
+			t.Logf("chunk %s got no answer: %v", chunks[next].key, err)
+			return next, next
+		}
+		if r.status != http.StatusOK {
+			t.Fatalf("chunk %s: got %s, want 200", chunks[next].key, truncate([]byte(r.String()), 2000))
+		}
+		if _, err := cs.ac.check(chunks[next], r); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(faultPause)
+	}
+	return next, -1
+}
+
+// expectFaultDeath waits until deadline (and a second) for the server to
+// end by itself, and checks that it died of SIGKILL at fault point point.
+func expectFaultDeath(t *testing.T, srv *server, point string, deadline time.Time) {
+	t.Helper()
+	ps := srv.waitExit(t, time.Until(deadline)+time.Second)
+	if !killedBySIGKILL(ps) {
+		t.Fatalf("the server ended with %v, want SIGKILL from fault point %s", ps, point)
+	}
+	if want := "fault: crashing at " + point; !strings.Contains(srv.runLog(), want) {
+		t.Errorf("the server's log does not say %q: it died elsewhere", want)
+	}
 }

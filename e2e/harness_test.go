@@ -50,6 +50,7 @@ func TestMain(m *testing.M) {
 	}
 	binDir = dir
 	code := m.Run()
+	closeSharedPG()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -641,6 +642,29 @@ func (s *server) checkpoint(t testing.TB) []checkpointInfo {
 	}
 	decodeJSON(t, "POST /v1/checkpoints", r.body, &out)
 	return out.Checkpoints
+}
+
+// checkpointAndCheck triggers a checkpoint of every query and waits for
+// it (checkpoint), then runs check for each of names as a subtest under
+// stage, with the checkpoint reported for that query; a query the
+// response does not mention is an error.
+func (s *server) checkpointAndCheck(t *testing.T, stage string, names []string, check func(t *testing.T, name string, cp checkpointInfo)) {
+	t.Helper()
+	cps := map[string]checkpointInfo{}
+	for _, c := range s.checkpoint(t) {
+		cps[c.Query] = c
+	}
+	t.Run(stage, func(t *testing.T) {
+		for _, name := range names {
+			t.Run(name, func(t *testing.T) {
+				cp, ok := cps[name]
+				if !ok {
+					t.Errorf("POST /v1/checkpoints reported no checkpoint of %s", name)
+				}
+				check(t, name, cp)
+			})
+		}
+	})
 }
 
 // resultSet is a view's results.

@@ -1,0 +1,344 @@
+package e2e
+
+// PostgreSQL sinks through failures: SIGKILL of the server at random
+// moments under load (TestCrashRecovery's poster and killer), a crash at
+// each of the sink's fault points, and PostgreSQL itself stopped and
+// killed under load. Afterwards every sink's table must equal the oracle
+// over the whole log, and exactly-once sinks must have recorded each
+// epoch once, increasing, and only epochs of checkpoints that completed.
+
+import (
+	"math/rand/v2"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// cpObserver keeps the status of every checkpoint seen in the queries'
+// histories (GET /v1/queries/{name}/checkpoints, the recent ones of the
+// running process), per query, across restarts: ids never repeat.
+type cpObserver map[string]map[int64]string
+
+func (o cpObserver) observe(t *testing.T, srv *server, names []string) {
+	t.Helper()
+	for _, n := range names {
+		if o[n] == nil {
+			o[n] = map[int64]string{}
+		}
+		for _, c := range srv.checkpointHistory(t, n) {
+			if id, err := c.ID.Int64(); err == nil {
+				o[n][id] = c.Status
+			}
+		}
+	}
+}
+
+// checkEpochs checks every epoch sink s recorded in PostgreSQL against
+// the checkpoints of its query seen: a checkpoint seen failed must never
+// be committed (one completing after it was seen in progress, or never
+// seen, cannot be judged). It returns how many epochs were seen completed.
+func (o cpObserver) checkEpochs(t *testing.T, s pgSink, epochs []int64) int {
+	t.Helper()
+	seen := 0
+	for _, e := range epochs {
+		switch st := o[s.name][e]; st {
+		case "completed":
+			seen++
+		case "", "in_progress":
+		default:
+			t.Errorf("%s: epoch %d is committed in PostgreSQL, but checkpoint %d was %q", s.name, e, e, st)
+		}
+	}
+	return seen
+}
+
+// completedSince reports whether a checkpoint of the query that started
+// after since has completed.
+func completedSince(t *testing.T, srv *server, name string, since time.Time) bool {
+	t.Helper()
+	for _, c := range srv.checkpointHistory(t, name) {
+		started, err := time.Parse(time.RFC3339Nano, c.Started)
+		if err != nil {
+			t.Fatalf("GET /v1/queries/%s/checkpoints: started %q: %v", name, c.Started, err)
+		}
+		if c.Status == "completed" && started.After(since) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkCommittedPrefix checks an exactly-once sink mid-stream: its table,
+// read in one snapshot with the last epoch recorded, must equal the oracle
+// over the log prefix that epoch's checkpoint read (the offset its query's
+// checkpoint history recorded for bids). It reports false when there was
+// nothing to check: no epoch yet, or that checkpoint is not in the history
+// of the running process.
+func (ps *pgScenario) checkCommittedPrefix(t *testing.T, s pgSink, log []Row) bool {
+	t.Helper()
+	snap, ok := pgSnapshot(t, ps.pg, s.pgSchema(), s.pgTable(), true)
+	if !ok || snap.epoch == 0 {
+		return false
+	}
+	for _, c := range ps.srv.checkpointHistory(t, s.name) {
+		if id, _ := c.ID.Int64(); id != snap.epoch {
+			continue
+		}
+		if c.Status != "completed" {
+			t.Errorf("%s: epoch %d is committed in PostgreSQL, but checkpoint %d is %q", s.name, snap.epoch, snap.epoch, c.Status)
+			return true
+		}
+		off, ok := c.Offsets["bids"]
+		if !ok {
+			return false
+		}
+		if off > int64(len(log)) {
+			t.Errorf("%s: checkpoint %d recorded offset %d for bids, beyond the %d rows of the log", s.name, snap.epoch, off, len(log))
+			return true
+		}
+		want := s.expected(log[:off], nil)
+		if diffs := diffResult(want, snap.columns, snap.rows); len(diffs) > 0 {
+			t.Errorf("%s: PostgreSQL table at epoch %d differs from the oracle over the %d rows before its offset (%d rows, %d expected): %s",
+				s.name, snap.epoch, off, len(snap.rows), len(want.Rows), formatDiffs(diffs, 5))
+		}
+		return true
+	}
+	return false
+}
+
+// checkEndOffset checks that table's log holds n rows: every row exactly
+// once.
+func checkEndOffset(t *testing.T, srv *server, table string, n int) {
+	t.Helper()
+	if end, ok := srv.endOffset(t, table); !ok || end != int64(n) {
+		t.Errorf("table %s: end_offset %d (reported: %v), want %d: every row exactly once", table, end, ok, n)
+	}
+}
+
+// exactlyOnceSinks are the exactly-once sinks among sinks.
+func exactlyOnceSinks(sinks []pgSink) []pgSink {
+	var out []pgSink
+	for _, s := range sinks {
+		if s.delivery == exactlyOnce {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// TestPGCrashRecovery: TestCrashRecovery for PostgreSQL sinks. Sinks of
+// a tumble with every aggregate, sessions with HAVING, a running aggregate
+// with HAVING and an append-only query (rows keyed by _row_id), exactly
+// once, and of HOP with HAVING, the sessions and the append-only query at
+// least once, all at parallelism 2, checkpointing every 200ms, while the
+// log is posted in chunks with Idempotency-Keys and the server is
+// SIGKILLed at random moments (STREAMSQL_CRASH_KILLS). Before each kill
+// a random exactly-once table is checked, in one snapshot with its last
+// epoch, against the oracle over the log prefix of that epoch's
+// checkpoint. At the end every table equals the oracle over the whole log;
+// exactly-once sinks recorded each epoch once, increasing, none of a
+// checkpoint seen failed.
+func TestPGCrashRecovery(t *testing.T) {
+	begin := time.Now()
+	kills := crashKills(t)
+	seed := testSeed(t, 410)
+	pg := sharedPG(t)
+	rows := genBids(seed, max(crashMinRows, kills*crashRowsPerKill))
+	srv := startServer(t, "--checkpoint-interval", "200ms")
+	srv.sql(t, bidsDDL)
+	ps := &pgScenario{srv: srv, pg: pg}
+	p2 := variants[1]
+	for _, base := range []string{"tumble_auction", "session_bidder", "running_having", "passthrough"} {
+		ps.create(t, bidSink("crash", bidInstance(base, p2), exactlyOnce))
+	}
+	for _, base := range []string{"hop_div", "session_bidder", "passthrough"} {
+		ps.create(t, bidSink("crash", bidInstance(base, p2), atLeastOnce))
+	}
+	eo := exactlyOnceSinks(ps.sinks)
+	chunks := idemChunks(t, "bids", rows, crashChunkRows, "pgcrash")
+	rng := rand.New(rand.NewPCG(seed, 0xc0ffee))
+	poster := startCrashPoster(t, srv, chunks, kills)
+
+	obs := cpObserver{}
+	prefixChecks := 0
+	ks := runKills(t, srv, poster, kills, rng, crashHooks{
+		beforeKill: func(int) {
+			obs.observe(t, srv, ps.names())
+			if ps.checkCommittedPrefix(t, eo[rng.IntN(len(eo))], rows) {
+				prefixChecks++
+			}
+		},
+	})
+	poster.wait(t)
+
+	checkEndOffset(t, srv, "bids", len(rows))
+	srv.waitRunning(t, ps.names()...)
+	ps.verify(t, "final", rows, nil)
+	obs.observe(t, srv, ps.names())
+	judged, epochs := 0, 0
+	for _, s := range eo {
+		e := pgProgress(t, pg, s.pgSchema())
+		epochs += len(e)
+		judged += obs.checkEpochs(t, s, e)
+	}
+	t.Logf("PostgreSQL crash recovery summary: kills=%d (under load %d, aimed at a request %d) mid-stream checks=%d rows=%d chunks=%d resends=%d replayed=%d sinks=%d epochs committed=%d (seen completed %d) posting=%v elapsed=%v",
+		kills, ks.underLoad, ks.aimed, prefixChecks, len(rows), len(chunks), poster.stats.resends, poster.stats.replayed, len(ps.sinks),
+		epochs, judged, poster.took.Round(time.Millisecond), time.Since(begin).Round(time.Millisecond))
+}
+
+// pgFaultRows: half the log is posted before the restart with the point
+// armed; the third exactly-once commit after it (the second epoch of one
+// of the two sinks) has come about 10 chunks later.
+const pgFaultRows = 3600
+
+// pgFaultPoints are the sink's crash points (internal/fault).
+var pgFaultPoints = []string{"sink.before_commit", "sink.after_commit"}
+
+// TestPGFaultPoints: for each sink fault point, a server whose
+// exactly-once sinks (a tumble, sessions with HAVING) and an
+// at-least-once one (a running aggregate with HAVING) have committed
+// part of the log is SIGKILLed and restarted with the point armed, driven
+// until it dies there (an epoch written in its PostgreSQL transaction but
+// not committed; or committed with its progress record, the engine not
+// told), restarted without it; the chunk in flight is resent and the rest
+// posted. Every table equals the oracle; each epoch is recorded once.
+func TestPGFaultPoints(t *testing.T) {
+	for i, point := range pgFaultPoints {
+		t.Run(point, func(t *testing.T) {
+			t.Parallel()
+			runPGFault(t, faultCase{point: point, hit: 3, onRestart: true}, testSeed(t, 420+uint64(i)))
+		})
+	}
+}
+
+func runPGFault(t *testing.T, fc faultCase, seed uint64) {
+	pg := sharedPG(t)
+	rows := genBids(seed, pgFaultRows)
+	chunks := idemChunks(t, "bids", rows, faultChunkRows, fc.point)
+	srv := startServer(t, "--checkpoint-interval", "200ms")
+	srv.sql(t, bidsDDL)
+	ps := &pgScenario{srv: srv, pg: pg}
+	prefix := strings.ReplaceAll(fc.point, ".", "_")
+	p2 := variants[1]
+	ps.create(t, bidSink(prefix, bidInstance("tumble_auction", p2), exactlyOnce),
+		bidSink(prefix, bidInstance("session_bidder", p2), exactlyOnce),
+		bidSink(prefix, bidInstance("running_having", p2), atLeastOnce))
+
+	// Committed state first (so that the restart reads progress back),
+	// then the point armed on a restart, and chunks until it fires.
+	cs := &chunkSender{srv: srv}
+	next, healthy := cs.armOnRestart(t, chunks, []string{"STREAMSQL_FAULT=" + fc.spec()})
+	inFlight := -1
+	deathLimit := time.Now().Add(faultDeathTimeout)
+	if healthy {
+		next, inFlight = cs.driveUntilDeath(t, chunks, next, deathLimit)
+	}
+	expectFaultDeath(t, srv, fc.point, deathLimit)
+	t.Logf("%s: died with %d of %d chunks acknowledged; in flight: %d; serving before it died: %v", fc.spec(), next, len(chunks), inFlight, healthy)
+
+	srv.env = nil
+	srv.start(t)
+	srv.waitRunning(t, ps.names()...)
+	if inFlight >= 0 {
+		cs.post(t, chunks[inFlight])
+		next = inFlight + 1
+	}
+	for ; next < len(chunks); next++ {
+		cs.post(t, chunks[next])
+	}
+	checkEndOffset(t, srv, "bids", len(rows))
+	ps.verify(t, "after_restart", rows, nil)
+}
+
+const (
+	pgDownRows   = 6000
+	pgDownPause  = 60 * time.Millisecond // between chunks: posting lasts ~10s
+	pgOutage     = 2500 * time.Millisecond
+	pgDownWithin = 15 * time.Second // for a checkpoint to complete, and for each query to show retrying
+)
+
+// TestPGRestartDuringLoad: PostgreSQL stopped (fast shutdown) and later
+// killed (immediate shutdown) while rows are posted, each time for a few
+// seconds, then started again. Meanwhile every sink's query shows state
+// retrying with an error naming PostgreSQL or the sink, and an
+// exactly-once query keeps completing checkpoints (its epochs are
+// journaled); once PostgreSQL is back every query runs again by itself.
+// Nothing is lost: every table equals the oracle over the whole log.
+func TestPGRestartDuringLoad(t *testing.T) {
+	pg := startPG(t)
+	rows := genBids(testSeed(t, 430), pgDownRows)
+	srv := startServer(t, "--checkpoint-interval", "200ms")
+	srv.sql(t, bidsDDL)
+	ps := &pgScenario{srv: srv, pg: pg}
+	p2 := variants[1]
+	ps.create(t, bidSink("down", bidInstance("tumble_auction", p2), exactlyOnce),
+		bidSink("down", bidInstance("session_bidder", p2), exactlyOnce),
+		bidSink("down", bidInstance("running_having", p2), atLeastOnce),
+		bidSink("down", bidInstance("hop_div", p2), atLeastOnce))
+	eoName := ps.sinks[0].name
+	chunks := idemChunks(t, "bids", rows, crashChunkRows, "pgdown")
+	poster := startPoster(t, srv, chunks, 2*time.Minute, pgDownPause)
+
+	for i, how := range []string{"stop", "kill"} {
+		// Part of the log in first.
+		for want := int64((1 + 2*i) * len(chunks) / 5); poster.acked.Load() < want; {
+			select {
+			case <-poster.done:
+				t.Fatalf("posting ended (%v) with %d of %d chunks acknowledged", poster.err, poster.acked.Load(), len(chunks))
+			case <-time.After(pollInterval):
+			}
+		}
+		down := time.Now()
+		if how == "stop" {
+			pg.Stop()
+		} else {
+			pg.Kill()
+		}
+		// Checkpoints go on while the sink cannot commit: one started after
+		// PostgreSQL went down completes.
+		q := waitQuery(t, srv, eoName, pgDownWithin, func(queryInfo) bool { return completedSince(t, srv, eoName, down) })
+		if !completedSince(t, srv, eoName, down) {
+			t.Errorf("PostgreSQL %s: no checkpoint of %s started since completed within %v (state %q): epochs should be journaled while the sink lags", how, eoName, pgDownWithin, q.State)
+		}
+		for _, s := range ps.sinks {
+			name := s.name
+			q := waitQuery(t, srv, name, pgDownWithin, func(q queryInfo) bool { return q.State == "retrying" && queryError(q) != "" })
+			if q.State != "retrying" {
+				t.Errorf("PostgreSQL %s for %v: %s is %q (error %q), want retrying with an error", how, time.Since(down).Round(time.Millisecond), name, q.State, queryError(q))
+				continue
+			}
+			re := regexp.MustCompile(`(?i)postgres|` + regexp.QuoteMeta(s.name) + `|` + regexp.QuoteMeta(s.pgTable()))
+			if msg := queryError(q); !re.MatchString(msg) {
+				t.Errorf("%s retrying with error %q: it names neither PostgreSQL nor the sink", name, msg)
+			} else if s.name == eoName {
+				t.Logf("PostgreSQL %s: %s retrying: %s", how, name, msg)
+			}
+		}
+		for time.Since(down) < pgOutage {
+			time.Sleep(pollInterval)
+		}
+		if err := pg.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("PostgreSQL %s: down for %v; %d of %d chunks acknowledged when it came back", how, time.Since(down).Round(time.Millisecond), poster.acked.Load(), len(chunks))
+		srv.waitRunning(t, ps.names()...)
+	}
+	poster.wait(t)
+	checkEndOffset(t, srv, "bids", len(rows))
+	ps.verify(t, "final", rows, nil)
+}
+
+// waitQuery polls GET /v1/queries/{name} until ok holds, for at most
+// within, and returns the last answer.
+func waitQuery(t *testing.T, srv *server, name string, within time.Duration, ok func(queryInfo) bool) queryInfo {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		q := srv.query(t, name)
+		if ok(q) || time.Now().After(deadline) {
+			return q
+		}
+		time.Sleep(pollInterval)
+	}
+}
