@@ -295,7 +295,7 @@ func (e *Engine) startView(rec viewRecord) (*View, error) {
 }
 
 func (e *Engine) deps() runtime.Deps {
-	return runtime.Deps{Store: e.store, Log: e.meta.Log, Logger: e.log, Publisher: e.cfg.Publisher}
+	return runtime.Deps{Store: e.store, Log: e.meta.Log, Logger: e.log, Publisher: e.cfg.Publisher, Meta: e.meta}
 }
 
 // Error is a failed statement or request, with what the API needs to
@@ -579,6 +579,17 @@ func (e *Engine) dropView(v *View) {
 	}
 	if err := e.store.DropPrefix(runtime.QueryPrefix(v.Record.ID)); err != nil {
 		e.log.Error("drop view state", "view", v.Record.Name, "err", err)
+	}
+	if v.Record.Sink != "" {
+		if kvs, err := e.meta.ListCatalog(runtime.SinkWALPrefix(v.Record.ID)); err == nil && len(kvs) > 0 {
+			keys := make([]string, len(kvs))
+			for i, kv := range kvs {
+				keys[i] = string(kv.Key)
+			}
+			if err := e.meta.DeleteCatalogKeys(keys); err != nil {
+				e.log.Error("drop sink write-ahead log", "query", v.Record.Name, "err", err)
+			}
+		}
 	}
 	delete(e.views, v.Record.Name)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,7 +43,16 @@ import (
 // the previous one (deduplicated per key) to the committer, which applies
 // them in order; a checkpoint barrier waits until everything handed over
 // before it is applied, so a restart from the checkpoint replays whatever
-// was not.
+// was not. Replay alone does not undo what was applied after the
+// checkpoint: it re-emits the same rows, but barriers fall elsewhere, so a
+// group that was written and then failed HAVING (or a session that was
+// written and then merged away) may never be emitted, nor deleted, again.
+// So before applying a batch the committer logs its keys in the meta store
+// (sinkWAL, synced), tagged with the last checkpoint before the batch; after
+// a restart from checkpoint M it first deletes every key logged after M,
+// then applies the replay, which re-emits every such key that should exist
+// (the same input rows touch it again). Entries are pruned once a later
+// checkpoint completes.
 
 // External-sink bounds (variables for tests).
 var (
@@ -84,7 +94,10 @@ type extSink struct {
 	batch    []esink.Change
 	batchIdx map[string]int
 	lastDone chan struct{} // closed when the last batch handed over is applied
-	written  int
+	// prev is the last checkpoint barrier this subtask has passed (at
+	// start: the restored checkpoint).
+	prev    uint64
+	written int
 	row      plan.Row
 	keyBuf   []byte
 	rowBuf   []byte
@@ -179,7 +192,14 @@ func (s *extSink) publish() {
 	if len(s.batch) == 0 {
 		return
 	}
-	if done, err := s.c.enqueue(s.ctx, s.batch); err == nil {
+	var keys []string
+	if s.c.wal != nil {
+		keys = make([]string, 0, len(s.batchIdx))
+		for k := range s.batchIdx {
+			keys = append(keys, k)
+		}
+	}
+	if done, err := s.c.enqueue(s.ctx, alBatch{changes: s.batch, keys: keys, prev: s.prev}); err == nil {
 		s.lastDone = done
 	}
 	s.batch, s.batchIdx = nil, nil
@@ -188,6 +208,9 @@ func (s *extSink) publish() {
 func (s *extSink) Barrier(b Barrier) error {
 	if !s.ext.ExactlyOnce {
 		s.publish()
+		if b.CheckpointID != 0 {
+			s.prev = b.CheckpointID
+		}
 		if (b.CheckpointID == 0 && !b.Flush) || s.lastDone == nil {
 			return nil
 		}
@@ -255,6 +278,11 @@ type committer struct {
 	poke    chan struct{} // a marker was committed (capacity 1)
 	batches chan alBatch
 	opened  bool // run's goroutine only
+	// wal logs the keys an at_least_once sink writes (nil: exactly_once,
+	// or append-only rows, which are never deleted); restored is the
+	// checkpoint the job started from.
+	wal      *sinkWAL
+	restored uint64
 
 	mu        sync.Mutex
 	committed uint64 // the last epoch committed (exactly_once)
@@ -271,11 +299,13 @@ type committer struct {
 
 type alBatch struct {
 	changes []esink.Change
+	keys    []string // the encoded upsert keys (for the WAL)
+	prev    uint64   // the last checkpoint before the batch
 	done    chan struct{}
 }
 
 func newCommitter(pub esink.Publisher, ext *plan.ExternalSink, sinkID string, store state.Versioned, qid uint64, j *Job) *committer {
-	return &committer{pub: pub, ext: ext, sinkID: sinkID, store: store, prefix: journalPrefix(qid), logger: j.logger,
+	return &committer{pub: pub, ext: ext, sinkID: sinkID, store: store, prefix: journalPrefix(qid), logger: j.logger, restored: j.restored,
 		poke: make(chan struct{}, 1), batches: make(chan alBatch, alBatches), pending: map[uint64]int64{},
 		changed: make(chan struct{})}
 }
@@ -298,6 +328,13 @@ func (c *committer) run(ctx context.Context) error {
 	if err := c.retry(ctx, c.commitCompleted); err != nil {
 		return err
 	}
+	if c.wal != nil {
+		// Undo what the last run may have applied after the restored
+		// checkpoint; the replay writes back what should be there.
+		if err := c.retry(ctx, c.undoSinceRestored); err != nil {
+			return err
+		}
+	}
 	for {
 		if c.ext.ExactlyOnce {
 			select {
@@ -314,9 +351,26 @@ func (c *committer) run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-c.poke:
+			if c.wal != nil {
+				if err := c.retry(ctx, func(context.Context) error { return c.wal.prune(c.marker.Load()) }); err != nil {
+					return err
+				}
+			}
+			continue
 		case b = <-c.batches:
 		}
-		if err := c.retry(ctx, func(ctx context.Context) error { return c.pub.Apply(ctx, b.changes) }); err != nil {
+		logged := c.wal == nil
+		err := c.retry(ctx, func(ctx context.Context) error {
+			if !logged {
+				if err := c.wal.put(b.prev, b.keys); err != nil {
+					return err
+				}
+				logged = true
+			}
+			return c.pub.Apply(ctx, b.changes)
+		})
+		if err != nil {
 			return err
 		}
 		if ctx.Err() != nil {
@@ -522,10 +576,133 @@ func (c *committer) toChange(key string, row plan.Row) (esink.Change, error) {
 	return ch, nil
 }
 
+// undoSinceRestored deletes the keys the WAL says were written after the
+// restored checkpoint.
+func (c *committer) undoSinceRestored(ctx context.Context) error {
+	keys, err := c.wal.since(c.restored)
+	if err != nil || len(keys) == 0 {
+		return err
+	}
+	changes := make([]esink.Change, 0, len(keys))
+	for _, k := range keys {
+		ch, err := c.toChange(k, nil)
+		if err != nil {
+			return esink.Permanent("sink write-ahead log: %v", err)
+		}
+		changes = append(changes, ch)
+	}
+	c.logger.Info("sink: deleting rows written after the restored checkpoint; the replay writes them again", "sink", c.ext.Table, "rows", len(changes), "checkpoint", c.restored)
+	return c.pub.Apply(ctx, changes)
+}
+
+// SinkWALPrefix is where query qid's at_least_once sink logs its keys in
+// the meta store's catalog.
+func SinkWALPrefix(qid uint64) string { return fmt.Sprintf("sinkwal/%d/", qid) }
+
+// MetaKV is the meta store's catalog, as the sink WAL uses it.
+type MetaKV interface {
+	PutCatalog(key string, val []byte) error
+	DeleteCatalogKeys(keys []string) error
+	ListCatalog(prefix string) ([]state.KV, error)
+}
+
+// sinkWAL is an at_least_once sink's log of the keys it writes: one entry
+// per batch, <prefix><seq:16 hex> = <prev checkpoint:8> (<len> <key>)...,
+// written (synced) before the batch is applied. Used only on the
+// committer's goroutine.
+type sinkWAL struct {
+	kv     MetaKV
+	prefix string
+	seq    uint64 // the last entry's number (0: not read yet)
+	read   bool
+}
+
+func (w *sinkWAL) entries() ([]state.KV, error) {
+	kvs, err := w.kv.ListCatalog(w.prefix)
+	if err != nil {
+		return nil, err
+	}
+	for _, kv := range kvs {
+		n, err := strconv.ParseUint(string(kv.Key[len(w.prefix):]), 16, 64)
+		if err != nil || len(kv.Value) < 8 {
+			return nil, fmt.Errorf("sink write-ahead log entry %q: bad key or value", kv.Key)
+		}
+		w.seq = max(w.seq, n)
+	}
+	w.read = true
+	return kvs, nil
+}
+
+// since returns the keys logged after checkpoint ckpt (after its barrier).
+func (w *sinkWAL) since(ckpt uint64) ([]string, error) {
+	kvs, err := w.entries()
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var keys []string
+	for _, kv := range kvs {
+		if binary.BigEndian.Uint64(kv.Value) < ckpt {
+			continue
+		}
+		for b := kv.Value[8:]; len(b) > 0; {
+			n, m := binary.Uvarint(b)
+			if m <= 0 || uint64(len(b)-m) < n {
+				return nil, fmt.Errorf("sink write-ahead log entry %q: bad key length", kv.Key)
+			}
+			k := string(b[m : m+int(n)])
+			b = b[m+int(n):]
+			if !seen[k] {
+				seen[k] = true
+				keys = append(keys, k)
+			}
+		}
+	}
+	return keys, nil
+}
+
+// put logs the keys of a batch emitted after checkpoint prev.
+func (w *sinkWAL) put(prev uint64, keys []string) error {
+	if !w.read {
+		if _, err := w.entries(); err != nil {
+			return err
+		}
+	}
+	v := binary.BigEndian.AppendUint64(nil, prev)
+	for _, k := range keys {
+		v = binary.AppendUvarint(v, uint64(len(k)))
+		v = append(v, k...)
+	}
+	if err := w.kv.PutCatalog(fmt.Sprintf("%s%016x", w.prefix, w.seq+1), v); err != nil {
+		return fmt.Errorf("sink write-ahead log: %w", err)
+	}
+	w.seq++
+	return nil
+}
+
+// prune drops the entries of batches emitted before checkpoint ckpt
+// (complete: its state reflects them).
+func (w *sinkWAL) prune(ckpt uint64) error {
+	kvs, err := w.entries()
+	if err != nil {
+		return err
+	}
+	var old []string
+	for _, kv := range kvs {
+		if binary.BigEndian.Uint64(kv.Value) < ckpt {
+			old = append(old, string(kv.Key))
+		}
+	}
+	if len(old) == 0 {
+		return nil
+	}
+	return w.kv.DeleteCatalogKeys(old)
+}
+
 // enqueue hands an at-least-once batch over; the channel returned is
 // closed once it is applied. It blocks while the committer is behind.
-func (c *committer) enqueue(ctx context.Context, changes []esink.Change) (chan struct{}, error) {
-	b := alBatch{changes: changes, done: make(chan struct{})}
+func (c *committer) enqueue(ctx context.Context, b alBatch) (chan struct{}, error) {
+	b.done = make(chan struct{})
 	select {
 	case c.batches <- b:
 		return b.done, nil

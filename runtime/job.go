@@ -35,6 +35,9 @@ type Deps struct {
 	// Publisher makes the publisher of an external sink (INSERT INTO a
 	// table with ENGINE=postgres).
 	Publisher func(spec esink.Spec) (esink.Publisher, error)
+	// Meta is the durable store outside checkpoints where at_least_once
+	// sinks log the keys they write (extsink.go).
+	Meta MetaKV
 	// openReader, when set, replaces the engine readers (tests).
 	openReader func(src *plan.Source, from int64) (reader, error)
 }
@@ -70,6 +73,9 @@ type Job struct {
 	sinks   []*sinkTerminal
 	// committer writes the external sink, if the query has one.
 	committer *committer
+	// restored is the checkpoint the job started from (0: none), as
+	// recorded before any repair.
+	restored uint64
 	acks      chan ack
 	force     chan chan checkpointResult
 	ntasks    int
@@ -141,6 +147,7 @@ func Start(g *plan.Graph, deps Deps, o StartOptions) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
+	j.restored = committed
 	j.ctx, j.cancel = context.WithCancel(context.Background())
 	if err := j.build(deps, o, committed); err != nil {
 		j.cancel()
@@ -338,7 +345,7 @@ func (j *Job) build(deps Deps, o StartOptions, committed uint64) error {
 							return err
 						}
 					}
-					st.sink = &extSink{c: j.committer, ext: s.External, store: j.store, ctx: j.ctx, task: i, counters: counters}
+					st.sink = &extSink{c: j.committer, ext: s.External, store: j.store, ctx: j.ctx, task: i, counters: counters, prev: committed}
 				default:
 					st.sink = &discardSink{counters: counters}
 				}
@@ -441,6 +448,12 @@ func (j *Job) newCommitter(ext *plan.ExternalSink, deps Deps, o StartOptions) er
 		return fmt.Errorf("query %s: sink %s: %w", j.Name, ext.Table, err)
 	}
 	j.committer = newCommitter(pub, ext, o.SinkID, j.store, j.ID, j)
+	if !ext.ExactlyOnce && ext.RowID < 0 {
+		if deps.Meta == nil {
+			return fmt.Errorf("query %s: an at_least_once sink needs the meta store", j.Name)
+		}
+		j.committer.wal = &sinkWAL{kv: deps.Meta, prefix: SinkWALPrefix(j.ID)}
+	}
 	return nil
 }
 

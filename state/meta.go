@@ -228,6 +228,22 @@ func (m *Meta) DeleteCatalog(key string) error {
 	return nil
 }
 
+// DeleteCatalogKeys removes catalog entries in one durable transaction.
+func (m *Meta) DeleteCatalogKeys(keys []string) error {
+	err := m.update(func(txn *badger.Txn) error {
+		for _, k := range keys {
+			if err := txn.Delete(append([]byte{metaCatalog}, k...)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("meta delete %d catalog entries: %w", len(keys), err)
+	}
+	return nil
+}
+
 // ListCatalog returns the catalog entries whose key starts with prefix,
 // sorted by key.
 func (m *Meta) ListCatalog(prefix string) ([]KV, error) {
