@@ -98,9 +98,9 @@ type extSink struct {
 	// start: the restored checkpoint).
 	prev    uint64
 	written int
-	row      plan.Row
-	keyBuf   []byte
-	rowBuf   []byte
+	row     plan.Row
+	keyBuf  []byte
+	rowBuf  []byte
 }
 
 var _ sink = (*extSink)(nil)

@@ -76,9 +76,9 @@ type Job struct {
 	// restored is the checkpoint the job started from (0: none), as
 	// recorded before any repair.
 	restored uint64
-	acks      chan ack
-	force     chan chan checkpointResult
-	ntasks    int
+	acks     chan ack
+	force    chan chan checkpointResult
+	ntasks   int
 
 	ctx    context.Context
 	cancel context.CancelFunc
