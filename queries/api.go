@@ -377,7 +377,7 @@ func (e *Engine) Checkpoint(ctx context.Context, only string) ([]CheckpointInfo,
 			out[i].Sinks["results"] = map[string]any{"committed": r.err == nil}
 		}
 		for _, s := range r.sinks {
-			out[i].Sinks[s.Table] = map[string]any{"committed": r.err == nil && r.committed, "committed_epoch": s.CommittedEpoch, "pending_epochs": s.PendingEpochs, "error": s.Error}
+			out[i].Sinks[s.Table] = map[string]any{"committed": r.err == nil && r.committed, "committed_epoch": s.CommittedEpoch, "committed_checkpoint": s.CommittedCheckpoint, "pending_epochs": s.PendingEpochs, "error": s.Error}
 		}
 		if r.err != nil {
 			out[i].Error = r.err.Error()
