@@ -1,0 +1,6 @@
+package kafkatest
+
+import "syscall"
+
+// procAttr has the kernel kill a child process if the test process dies.
+func procAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} }
