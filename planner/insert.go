@@ -17,7 +17,10 @@ const RowIDColumn = "_row_id"
 // KEY must be the query's upsert key.
 func Insert(sel *parser.Select, t *plan.TableDef, cat Catalog, opts plan.Options) (*plan.Graph, error) {
 	if !t.IsSink() {
-		return nil, errf(t.Name, "INSERT INTO %s: %s is an ENGINE=%s table; INSERT ... SELECT writes sink tables (ENGINE=postgres); post rows to ENGINE=http tables", t.Name, t.Name, t.Engine)
+		if t.Engine == "kafka" {
+			return nil, errf(t.Name, "INSERT INTO %s: Kafka table %s is a source; a Kafka sink table names its delivery in ENGINE_ATTRIBUTE (\"delivery\": \"exactly_once\" or \"at_least_once\")", t.Name, t.Name)
+		}
+		return nil, errf(t.Name, "INSERT INTO %s: %s is an ENGINE=%s table; INSERT ... SELECT writes sink tables (ENGINE=postgres or kafka with a delivery); post rows to ENGINE=http tables", t.Name, t.Name, t.Engine)
 	}
 	g, err := Query(sel, cat, opts, t.Name, plan.SinkExternal)
 	if err != nil {

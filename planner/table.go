@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/streamsql/streamsql/parser"
@@ -28,6 +29,20 @@ var engineAttrs = map[string]map[string]bool{
 	"nexmark": {"kind": true, "events_per_second": true, "events": true, "base_time": true, "seed": true},
 	// sinks (TableDef.IsSink): none of the source keys
 	"postgres": {"table": true, "schema": true, "delivery": true, "create_table": true},
+	// a Kafka table is a sink when it names its delivery (kafkaSinkAttrs),
+	// else a source (kafkaSourceAttrs and the source keys)
+	"kafka": {"topic": true},
+}
+
+var (
+	kafkaSourceAttrs = map[string]bool{"format": true}
+	kafkaSinkAttrs   = map[string]bool{"delivery": true, "progress_topic": true, "partitions": true, "transaction_timeout": true}
+)
+
+// KafkaMetaColumns are the columns of a Kafka source filled from each
+// record's metadata rather than its value, with their types.
+var KafkaMetaColumns = map[string]plan.Type{
+	"_partition": plan.TypeBigint, "_offset": plan.TypeBigint, "_key": plan.TypeVarchar, "_timestamp": plan.TypeTimestamp,
 }
 
 // Table validates a CREATE TABLE and builds its definition (ID is left 0).
@@ -38,16 +53,38 @@ func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 	}
 	own, ok := engineAttrs[def.Engine]
 	if !ok {
-		if def.Engine == "kafka" {
-			return nil, errf(def.Engine, "ENGINE=kafka is not available in this release; use ENGINE=http or ENGINE=nexmark for sources, ENGINE=postgres for sinks")
+		return nil, errf(def.Engine, "unknown ENGINE=%s; use http, nexmark or kafka (sources), postgres or kafka (sinks)", def.Engine)
+	}
+	attrs := map[string]any{}
+	if ct.Attributes != "" {
+		if err := json.Unmarshal([]byte(ct.Attributes), &attrs); err != nil {
+			return nil, badf("ENGINE_ATTRIBUTE", "ENGINE_ATTRIBUTE of %s is not a JSON object: %v", ct.Name, err)
 		}
-		return nil, errf(def.Engine, "unknown ENGINE=%s; use http or nexmark (sources), postgres (sinks)", def.Engine)
 	}
-	if def.IsSink() && def.Connection == "" {
-		return nil, errf(ct.Name, "ENGINE=%s table %s needs CONNECTION='postgres://user@host:port/database'", def.Engine, ct.Name)
+	def.Attrs = map[string]string{}
+	if _, ok := attrs["delivery"]; ok && def.Engine == "kafka" {
+		def.Attrs["delivery"] = "" // a sink (IsSink); the value is checked below
 	}
-	if !def.IsSink() && def.Connection != "" {
-		return nil, errf(ct.Name, "CONNECTION is for ENGINE=postgres sink tables, not ENGINE=%s", def.Engine)
+	if def.Engine == "kafka" {
+		extra := kafkaSourceAttrs
+		if def.IsSink() {
+			extra = kafkaSinkAttrs
+		}
+		own = map[string]bool{}
+		for k := range engineAttrs["kafka"] {
+			own[k] = true
+		}
+		for k := range extra {
+			own[k] = true
+		}
+	}
+	switch {
+	case def.Engine == "postgres" && def.Connection == "":
+		return nil, errf(ct.Name, "ENGINE=postgres table %s needs CONNECTION='postgres://user@host:port/database'", ct.Name)
+	case def.Engine == "kafka" && def.Connection == "":
+		return nil, errf(ct.Name, "ENGINE=kafka table %s needs CONNECTION='host:port[,host:port]' (the bootstrap brokers)", ct.Name)
+	case def.Engine != "postgres" && def.Engine != "kafka" && def.Connection != "":
+		return nil, errf(ct.Name, "CONNECTION is for ENGINE=kafka and ENGINE=postgres tables, not ENGINE=%s", def.Engine)
 	}
 	seen := map[string]bool{}
 	for _, c := range ct.Columns {
@@ -74,12 +111,13 @@ func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 	case def.IsSink() && len(def.PrimaryKey) == 0:
 		return nil, errf(ct.Name, "sink table %s needs a PRIMARY KEY: the query's upsert key ((window_start, window_end, GROUP BY columns) for windowed aggregations; _row_id for queries without aggregation)", ct.Name)
 	case !def.IsSink() && len(def.PrimaryKey) > 0 && def.Engine != "http":
-		return nil, errf(ct.Name, "PRIMARY KEY tables (upsert tables) are ENGINE=http in this release")
+		return nil, errf(ct.Name, "PRIMARY KEY tables (upsert tables) are ENGINE=http in this release (a Kafka table with a PRIMARY KEY is a sink: give it a \"delivery\")")
 	}
-	attrs := map[string]any{}
-	if ct.Attributes != "" {
-		if err := json.Unmarshal([]byte(ct.Attributes), &attrs); err != nil {
-			return nil, badf("ENGINE_ATTRIBUTE", "ENGINE_ATTRIBUTE of %s is not a JSON object: %v", ct.Name, err)
+	if def.Engine == "kafka" && !def.IsSink() {
+		for _, c := range def.Columns {
+			if t, ok := KafkaMetaColumns[strings.ToLower(c.Name)]; ok && c.Type != t {
+				return nil, errf(c.Name, "column %s of a Kafka source holds the record's %s and must be %s, not %s", c.Name, strings.TrimPrefix(strings.ToLower(c.Name), "_"), t, c.Type)
+			}
 		}
 	}
 	keys := make([]string, 0, len(attrs))
@@ -87,7 +125,6 @@ func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	def.Attrs = map[string]string{}
 	for _, k := range keys {
 		v := attrs[k]
 		var s string
@@ -105,6 +142,13 @@ func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 			return nil, badf(k, "ENGINE_ATTRIBUTE key %q of %s must be a string or a number", k, ct.Name)
 		}
 		if !(sourceAttrs[k] && !def.IsSink()) && !own[k] {
+			if def.Engine == "kafka" && (kafkaSinkAttrs[k] || kafkaSourceAttrs[k] || sourceAttrs[k]) {
+				role := "source"
+				if def.IsSink() {
+					role = "sink (it has a \"delivery\")"
+				}
+				return nil, badf(k, "ENGINE_ATTRIBUTE key %q does not apply to Kafka table %s, a %s", k, ct.Name, role)
+			}
 			return nil, badf(k, "unknown ENGINE_ATTRIBUTE key %q for ENGINE=%s", k, def.Engine)
 		}
 		dur := func() (int64, error) {
@@ -146,6 +190,26 @@ func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 				return nil, badf(k, "ENGINE_ATTRIBUTE create_table must be true or false, not %q", s)
 			}
 			def.Attrs[k] = s
+		case "format":
+			if s != "json" {
+				return nil, badf(k, "ENGINE_ATTRIBUTE format must be json, not %q", s)
+			}
+			def.Attrs[k] = s
+		case "partitions":
+			if n, err := strconv.Atoi(s); err != nil || n < 1 {
+				return nil, badf(k, "ENGINE_ATTRIBUTE partitions must be a positive integer, not %q", s)
+			}
+			def.Attrs[k] = s
+		case "transaction_timeout":
+			if _, err := window.ParseDuration(s); err != nil {
+				return nil, badf(k, "ENGINE_ATTRIBUTE transaction_timeout of %s: %v", ct.Name, err)
+			}
+			def.Attrs[k] = s
+		case "topic", "progress_topic":
+			if !validTopic(s) {
+				return nil, badf(k, "ENGINE_ATTRIBUTE %s must be a Kafka topic name (1 to 249 of a-z A-Z 0-9 . _ -), not %q", k, s)
+			}
+			def.Attrs[k] = s
 		case "table", "schema":
 			if s == "" || len(s) > 63 || strings.ContainsRune(s, 0) {
 				return nil, badf(k, "ENGINE_ATTRIBUTE %s must be a PostgreSQL name of 1 to 63 bytes, not %q", k, s)
@@ -166,6 +230,9 @@ func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 			return nil, err
 		}
 	}
+	if def.Engine == "kafka" && def.Attrs["topic"] == "" {
+		return nil, badf("topic", "ENGINE=kafka table %s needs ENGINE_ATTRIBUTE topic", ct.Name)
+	}
 	if def.IsSink() {
 		if def.Attrs["delivery"] == "" {
 			def.Attrs["delivery"] = "exactly_once"
@@ -179,10 +246,26 @@ func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 			def.IdleTimeout = 5000
 		}
 	}
+	if def.Engine == "kafka" && def.Attrs["format"] == "" {
+		def.Attrs["format"] = "json"
+	}
 	if def.Engine == "nexmark" {
 		if def.Attrs["kind"] == "" {
 			return nil, badf("kind", "ENGINE=nexmark needs ENGINE_ATTRIBUTE kind: person, auction or bid")
 		}
 	}
 	return def, nil
+}
+
+// validTopic reports whether s is a legal Kafka topic name.
+func validTopic(s string) bool {
+	if s == "" || len(s) > 249 || s == "." || s == ".." {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/streamsql/streamsql/parser"
 	"github.com/streamsql/streamsql/planner/plan"
 	esink "github.com/streamsql/streamsql/runtime/sink"
+	"github.com/streamsql/streamsql/runtime/sink/kafka"
 	"github.com/streamsql/streamsql/runtime/sink/postgres"
 )
 
@@ -94,6 +95,8 @@ func newPublisher(spec esink.Spec) (esink.Publisher, error) {
 	switch spec.Engine {
 	case "postgres":
 		return postgres.New(spec)
+	case "kafka":
+		return kafka.New(spec)
 	}
 	return nil, esink.Permanent("sink table %s: no publisher for ENGINE=%s", spec.Table, spec.Engine)
 }

@@ -113,8 +113,11 @@ type Source struct {
 	ProcTime bool
 	// Upsert: a PRIMARY KEY table; its rows are upserts and deletes.
 	Upsert bool
-	// Attrs are the engine's own attributes (nexmark kind, rate, events).
+	// Attrs are the engine's own attributes (nexmark kind, rate, events;
+	// kafka topic, format).
 	Attrs map[string]string
+	// Connection is a Kafka table's bootstrap brokers.
+	Connection string
 }
 
 // Calc filters then projects. Filter may be nil; Project nil means identity.

@@ -21,8 +21,15 @@ type TableDef struct {
 }
 
 // IsSink reports whether the table is an external sink (written by
-// INSERT INTO ... SELECT, never read).
-func (t *TableDef) IsSink() bool { return t.Engine == "postgres" }
+// INSERT INTO ... SELECT, never read): ENGINE=postgres, or ENGINE=kafka
+// with a delivery.
+func (t *TableDef) IsSink() bool {
+	if t.Engine == "kafka" {
+		_, ok := t.Attrs["delivery"]
+		return ok
+	}
+	return t.Engine == "postgres"
+}
 
 // ViewDef is what the planner needs to know of an existing view.
 type ViewDef struct {
