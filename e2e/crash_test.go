@@ -294,12 +294,26 @@ type crashHooks struct {
 // unacknowledged, and kills aimed at a request in flight.
 type killStats struct{ underLoad, aimed int }
 
-// runKills SIGKILLs and restarts srv kills times while p posts: a random
+// killLoad is the load runKills kills the server under: a crashPoster,
+// or records produced into Kafka.
+type killLoad interface {
+	finished() <-chan struct{} // closed once the load is done
+	failure() error            // why it ended early, once finished
+	busy() bool                // a request is in flight
+	pending() bool             // some of the load is not done yet
+}
+
+func (p *crashPoster) finished() <-chan struct{} { return p.done }
+func (p *crashPoster) failure() error            { return p.err }
+func (p *crashPoster) busy() bool                { return p.stats.inFlight.Load() }
+func (p *crashPoster) pending() bool             { return p.acked.Load() < int64(len(p.chunks)) }
+
+// runKills SIGKILLs and restarts srv kills times under load p: a random
 // delay after each restart (crashMinDelay..crashMaxDelay), then, every
 // other kill, a wait (up to aimLimit) for a request in flight, landing
 // 0-8ms into it, so that some in-flight chunks are appended before the
 // kill and some are not.
-func runKills(t *testing.T, srv *server, p *crashPoster, kills int, rng *rand.Rand, h crashHooks) killStats {
+func runKills(t *testing.T, srv *server, p killLoad, kills int, rng *rand.Rand, h crashHooks) killStats {
 	t.Helper()
 	const aimLimit = 500 * time.Millisecond
 	var ks killStats
@@ -307,9 +321,9 @@ func runKills(t *testing.T, srv *server, p *crashPoster, kills int, rng *rand.Ra
 		delay := crashMinDelay + time.Duration(rng.Int64N(int64(crashMaxDelay-crashMinDelay)+1))
 		select {
 		case <-time.After(delay):
-		case <-p.done:
-			if p.err != nil {
-				t.Fatalf("posting failed before kill %d: %v", k+1, p.err)
+		case <-p.finished():
+			if err := p.failure(); err != nil {
+				t.Fatalf("the load failed before kill %d: %v", k+1, err)
 			}
 			// Every chunk is in: the remaining kills hit an idle server.
 			time.Sleep(delay)
@@ -318,15 +332,15 @@ func runKills(t *testing.T, srv *server, p *crashPoster, kills int, rng *rand.Ra
 			h.beforeKill(k)
 		}
 		if k%2 == 1 {
-			for limit := time.Now().Add(aimLimit); !p.stats.inFlight.Load() && time.Now().Before(limit); {
+			for limit := time.Now().Add(aimLimit); !p.busy() && time.Now().Before(limit); {
 				time.Sleep(200 * time.Microsecond)
 			}
-			if p.stats.inFlight.Load() {
+			if p.busy() {
 				ks.aimed++
 				time.Sleep(time.Duration(rng.Int64N(int64(8 * time.Millisecond))))
 			}
 		}
-		if p.acked.Load() < int64(len(p.chunks)) {
+		if p.pending() {
 			ks.underLoad++
 		}
 		srv.kill(t)

@@ -22,6 +22,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/streamsql/streamsql/internal/kafkatest"
 )
 
 const (
@@ -51,6 +53,7 @@ func TestMain(m *testing.M) {
 	binDir = dir
 	code := m.Run()
 	closeSharedPG()
+	kafkatest.Cleanup()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -34,20 +34,20 @@ func (o cpObserver) observe(t *testing.T, srv *server, names []string) {
 	}
 }
 
-// checkEpochs checks every epoch sink s recorded in PostgreSQL against
-// the checkpoints of its query seen: a checkpoint seen failed must never
+// checkEpochs checks every epoch sink name recorded (in PostgreSQL or
+// Kafka) against the checkpoints of its query seen: a checkpoint seen failed must never
 // be committed (one completing after it was seen in progress, or never
 // seen, cannot be judged). It returns how many epochs were seen completed.
-func (o cpObserver) checkEpochs(t *testing.T, s pgSink, epochs []int64) int {
+func (o cpObserver) checkEpochs(t *testing.T, name string, epochs []int64) int {
 	t.Helper()
 	seen := 0
 	for _, e := range epochs {
-		switch st := o[s.name][e]; st {
+		switch st := o[name][e]; st {
 		case "completed":
 			seen++
 		case "", "in_progress":
 		default:
-			t.Errorf("%s: epoch %d is committed in PostgreSQL, but checkpoint %d was %q", s.name, e, e, st)
+			t.Errorf("%s: epoch %d is committed, but checkpoint %d was %q", name, e, e, st)
 		}
 	}
 	return seen
@@ -71,22 +71,29 @@ func completedSince(t *testing.T, srv *server, name string, since time.Time) boo
 
 // checkCommittedPrefix checks an exactly-once sink mid-stream: its table,
 // read in one snapshot with the last epoch recorded, must equal the oracle
-// over the log prefix that epoch's checkpoint read (the offset its query's
-// checkpoint history recorded for bids). It reports false when there was
-// nothing to check: no epoch yet, or that checkpoint is not in the history
-// of the running process.
+// over the log prefix that epoch's checkpoint read (checkEpochPrefix).
 func (ps *pgScenario) checkCommittedPrefix(t *testing.T, s pgSink, log []Row) bool {
 	t.Helper()
 	snap, ok := pgSnapshot(t, ps.pg, s.pgSchema(), s.pgTable(), true)
 	if !ok || snap.epoch == 0 {
 		return false
 	}
-	for _, c := range ps.srv.checkpointHistory(t, s.name) {
-		if id, _ := c.ID.Int64(); id != snap.epoch {
+	return checkEpochPrefix(t, ps.srv, s.sinkQuery, "PostgreSQL", snap.epoch, snap.columns, snap.rows, log)
+}
+
+// checkEpochPrefix checks the contents of exactly-once sink s as of its
+// epoch (cols and rows, read from where) against the oracle over the log
+// prefix that epoch's checkpoint read (the offset its query's checkpoint
+// history recorded for bids). It reports false when there was nothing to
+// check: that checkpoint is not in the history of the running process.
+func checkEpochPrefix(t *testing.T, srv *server, s sinkQuery, where string, epoch int64, cols []string, rows []map[string]any, log []Row) bool {
+	t.Helper()
+	for _, c := range srv.checkpointHistory(t, s.name) {
+		if id, _ := c.ID.Int64(); id != epoch {
 			continue
 		}
 		if c.Status != "completed" {
-			t.Errorf("%s: epoch %d is committed in PostgreSQL, but checkpoint %d is %q", s.name, snap.epoch, snap.epoch, c.Status)
+			t.Errorf("%s: epoch %d is committed in %s, but checkpoint %d is %q", s.name, epoch, where, epoch, c.Status)
 			return true
 		}
 		off, ok := c.Offsets["bids"]
@@ -94,13 +101,13 @@ func (ps *pgScenario) checkCommittedPrefix(t *testing.T, s pgSink, log []Row) bo
 			return false
 		}
 		if off > int64(len(log)) {
-			t.Errorf("%s: checkpoint %d recorded offset %d for bids, beyond the %d rows of the log", s.name, snap.epoch, off, len(log))
+			t.Errorf("%s: checkpoint %d recorded offset %d for bids, beyond the %d rows of the log", s.name, epoch, off, len(log))
 			return true
 		}
 		want := s.expected(log[:off], nil)
-		if diffs := diffResult(want, snap.columns, snap.rows); len(diffs) > 0 {
-			t.Errorf("%s: PostgreSQL table at epoch %d differs from the oracle over the %d rows before its offset (%d rows, %d expected): %s",
-				s.name, snap.epoch, off, len(snap.rows), len(want.Rows), formatDiffs(diffs, 5))
+		if diffs := diffResult(want, cols, rows); len(diffs) > 0 {
+			t.Errorf("%s: %s at epoch %d differs from the oracle over the %d rows before its offset (%d rows, %d expected): %s",
+				s.name, where, epoch, off, len(rows), len(want.Rows), formatDiffs(diffs, 5))
 		}
 		return true
 	}
@@ -180,7 +187,7 @@ func TestPGCrashRecovery(t *testing.T) {
 	for _, s := range eo {
 		e := pgProgress(t, pg, s.pgSchema())
 		epochs += len(e)
-		judged += obs.checkEpochs(t, s, e)
+		judged += obs.checkEpochs(t, s.name, e)
 	}
 	t.Logf("PostgreSQL crash recovery summary: kills=%d (under load %d, aimed at a request %d) mid-stream checks=%d rows=%d chunks=%d resends=%d replayed=%d sinks=%d epochs committed=%d (seen completed %d) posting=%v elapsed=%v",
 		kills, ks.underLoad, ks.aimed, prefixChecks, len(rows), len(chunks), poster.stats.resends, poster.stats.replayed, len(ps.sinks),
@@ -207,23 +214,40 @@ func TestPGFaultPoints(t *testing.T) {
 	for i, point := range pgFaultPoints {
 		t.Run(point, func(t *testing.T) {
 			t.Parallel()
-			runPGFault(t, faultCase{point: point, hit: 3, onRestart: true}, testSeed(t, 420+uint64(i)))
+			pg := sharedPG(t)
+			runSinkFault(t, faultCase{point: point, hit: 3, onRestart: true}, testSeed(t, 420+uint64(i)), pgFaultRows,
+				func(t *testing.T, srv *server, prefix string) sinkSet {
+					ps := &pgScenario{srv: srv, pg: pg}
+					p2 := variants[1]
+					ps.create(t, bidSink(prefix, bidInstance("tumble_auction", p2), exactlyOnce),
+						bidSink(prefix, bidInstance("session_bidder", p2), exactlyOnce),
+						bidSink(prefix, bidInstance("running_having", p2), atLeastOnce))
+					return ps
+				})
 		})
 	}
 }
 
-func runPGFault(t *testing.T, fc faultCase, seed uint64) {
-	pg := sharedPG(t)
-	rows := genBids(seed, pgFaultRows)
+// sinkSet is a server's external sinks: PostgreSQL tables (pgScenario)
+// or Kafka topics (kafkaScenario).
+type sinkSet interface {
+	names() []string
+	// verify checkpoints and checks every sink against the oracle over
+	// bids and auctions, one subtest per sink under stage.
+	verify(t *testing.T, stage string, bids, auctions []Row)
+}
+
+// runSinkFault runs fault case fc against the sinks setup creates (on a
+// server with the bids table; prefix tells the test case's sinks apart)
+// over a log of n rows: committed state first, the point armed on a
+// restart, chunks posted until it fires, a restart without it, the chunk
+// in flight resent and the rest posted; then every sink equals the oracle.
+func runSinkFault(t *testing.T, fc faultCase, seed uint64, n int, setup func(t *testing.T, srv *server, prefix string) sinkSet) {
+	rows := genBids(seed, n)
 	chunks := idemChunks(t, "bids", rows, faultChunkRows, fc.point)
 	srv := startServer(t, "--checkpoint-interval", "200ms")
 	srv.sql(t, bidsDDL)
-	ps := &pgScenario{srv: srv, pg: pg}
-	prefix := strings.ReplaceAll(fc.point, ".", "_")
-	p2 := variants[1]
-	ps.create(t, bidSink(prefix, bidInstance("tumble_auction", p2), exactlyOnce),
-		bidSink(prefix, bidInstance("session_bidder", p2), exactlyOnce),
-		bidSink(prefix, bidInstance("running_having", p2), atLeastOnce))
+	sinks := setup(t, srv, strings.ReplaceAll(fc.point, ".", "_"))
 
 	// Committed state first (so that the restart reads progress back),
 	// then the point armed on a restart, and chunks until it fires.
@@ -239,7 +263,7 @@ func runPGFault(t *testing.T, fc faultCase, seed uint64) {
 
 	srv.env = nil
 	srv.start(t)
-	srv.waitRunning(t, ps.names()...)
+	srv.waitRunning(t, sinks.names()...)
 	if inFlight >= 0 {
 		cs.post(t, chunks[inFlight])
 		next = inFlight + 1
@@ -248,7 +272,7 @@ func runPGFault(t *testing.T, fc faultCase, seed uint64) {
 		cs.post(t, chunks[next])
 	}
 	checkEndOffset(t, srv, "bids", len(rows))
-	ps.verify(t, "after_restart", rows, nil)
+	sinks.verify(t, "after_restart", rows, nil)
 }
 
 const (

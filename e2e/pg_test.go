@@ -363,23 +363,86 @@ func pgTypeOf(ty string) pgColumn {
 	panic("no PostgreSQL type for " + ty)
 }
 
-// pgSink is a streamsql table with ENGINE=postgres and the query that
-// INSERTs into it (named after it).
-type pgSink struct {
+// sinkQuery is a sink table of any engine and the query that INSERTs
+// into it (named after it).
+type sinkQuery struct {
 	name      string // the streamsql table and its query
-	schema    string // PostgreSQL schema; "" for the default (public)
-	table     string // PostgreSQL table; "" for the default (name)
 	delivery  string
 	selectSQL string
-	// expected is the table's contents once the query has read bids and
+	// expected is the sink's contents once the query has read bids and
 	// auctions; over no rows it gives the columns and the key.
 	expected func(bids, auctions []Row) Result
-	// upper writes the columns in upper case in CREATE TABLE:
-	// PostgreSQL's are lower case all the same.
-	upper bool
 	// rowIDLast puts _row_id (append-only queries) after the mapped
 	// columns rather than first.
 	rowIDLast bool
+}
+
+// columns are the sink table's columns and types in order, and its
+// PRIMARY KEY: the oracle's columns, with _row_id as the key of an
+// append-only query.
+func (s sinkQuery) columns() (names, types, key []string) {
+	want := s.expected(nil, nil)
+	names, key = slices.Clone(want.Columns), want.Key
+	if key == nil {
+		if s.rowIDLast {
+			names = append(names, "_row_id")
+		} else {
+			names = append([]string{"_row_id"}, names...)
+		}
+		key = []string{"_row_id"}
+	}
+	for _, c := range names {
+		types = append(types, sinkColumnType(c))
+	}
+	return names, types, key
+}
+
+// createSQL is the sink's CREATE TABLE with the given ENGINE, CONNECTION
+// and ENGINE_ATTRIBUTE, its columns in upper case when upper.
+func (s sinkQuery) createSQL(engine, conn string, attrs map[string]any, upper bool) string {
+	names, types, key := s.columns()
+	ident := func(c string) string {
+		if upper {
+			return strings.ToUpper(c)
+		}
+		return c
+	}
+	defs := make([]string, len(names))
+	for i, c := range names {
+		defs[i] = ident(c) + " " + types[i]
+	}
+	keys := make([]string, len(key))
+	for i, c := range key {
+		keys[i] = ident(c)
+	}
+	b, err := json.Marshal(attrs)
+	if err != nil {
+		panic(err)
+	}
+	return fmt.Sprintf("CREATE TABLE %s (\n  %s,\n  PRIMARY KEY (%s)\n) ENGINE=%s CONNECTION='%s'\n  ENGINE_ATTRIBUTE='%s'",
+		s.name, strings.Join(defs, ",\n  "), strings.Join(keys, ", "), engine, conn, b)
+}
+
+func (s sinkQuery) insertSQL() string { return "INSERT INTO " + s.name + "\n" + s.selectSQL }
+
+func (s sinkQuery) query() sinkQuery { return s }
+
+// bidSinkQuery is a sink named <engine>_<view>_<eo|alo> fed by view vi's
+// SELECT (with its hints).
+func bidSinkQuery(engine string, vi viewInstance, delivery string) sinkQuery {
+	return sinkQuery{name: engine + "_" + vi.name + "_" + deliveryTag(delivery), delivery: delivery, selectSQL: vi.selectSQL(),
+		expected: func(bids, _ []Row) Result { return vi.expected(bids) }}
+}
+
+// pgSink is a streamsql table with ENGINE=postgres and the query that
+// INSERTs into it.
+type pgSink struct {
+	sinkQuery
+	schema string // PostgreSQL schema; "" for the default (public)
+	table  string // PostgreSQL table; "" for the default (name)
+	// upper writes the columns in upper case in CREATE TABLE:
+	// PostgreSQL's are lower case all the same.
+	upper bool
 	// noCreate: create_table false (the PostgreSQL table exists
 	// beforehand).
 	noCreate bool
@@ -399,27 +462,8 @@ func (s pgSink) pgTable() string {
 	return s.table
 }
 
-// columns are the sink table's columns and types in order, and its
-// PRIMARY KEY: the oracle's columns, with _row_id as the key of an
-// append-only query.
-func (s pgSink) columns() (names, types, key []string) {
-	want := s.expected(nil, nil)
-	names, key = slices.Clone(want.Columns), want.Key
-	if key == nil {
-		if s.rowIDLast {
-			names = append(names, "_row_id")
-		} else {
-			names = append([]string{"_row_id"}, names...)
-		}
-		key = []string{"_row_id"}
-	}
-	for _, c := range names {
-		types = append(types, sinkColumnType(c))
-	}
-	return names, types, key
-}
-
-func (s pgSink) attributes() string {
+// createSQL is the sink's CREATE TABLE for PostgreSQL at dsn.
+func (s pgSink) createSQL(dsn string) string {
 	attrs := map[string]any{"delivery": s.delivery, "create_table": !s.noCreate}
 	if s.schema != "" {
 		attrs["schema"] = s.schema
@@ -427,49 +471,20 @@ func (s pgSink) attributes() string {
 	if s.table != "" {
 		attrs["table"] = s.table
 	}
-	b, err := json.Marshal(attrs)
-	if err != nil {
-		panic(err)
-	}
-	return string(b)
+	return s.sinkQuery.createSQL("postgres", dsn, attrs, s.upper)
 }
-
-// createSQL is the sink's CREATE TABLE for PostgreSQL at dsn.
-func (s pgSink) createSQL(dsn string) string {
-	names, types, key := s.columns()
-	ident := func(c string) string {
-		if s.upper {
-			return strings.ToUpper(c)
-		}
-		return c
-	}
-	defs := make([]string, len(names))
-	for i, c := range names {
-		defs[i] = ident(c) + " " + types[i]
-	}
-	keys := make([]string, len(key))
-	for i, c := range key {
-		keys[i] = ident(c)
-	}
-	return fmt.Sprintf("CREATE TABLE %s (\n  %s,\n  PRIMARY KEY (%s)\n) ENGINE=postgres CONNECTION='%s'\n  ENGINE_ATTRIBUTE='%s'",
-		s.name, strings.Join(defs, ",\n  "), strings.Join(keys, ", "), dsn, s.attributes())
-}
-
-func (s pgSink) insertSQL() string { return "INSERT INTO " + s.name + "\n" + s.selectSQL }
 
 // bidSink is a sink fed by view vi's SELECT (with its hints), in a schema
 // of its own: <prefix>_<view>_<eo|alo>.
 func bidSink(prefix string, vi viewInstance, delivery string) pgSink {
-	name := "pg_" + vi.name + "_" + deliveryTag(delivery)
-	return pgSink{name: name, schema: prefix + "_" + vi.name + "_" + deliveryTag(delivery), table: vi.name + "_t",
-		delivery: delivery, selectSQL: vi.selectSQL(), expected: func(bids, _ []Row) Result { return vi.expected(bids) }}
+	return pgSink{sinkQuery: bidSinkQuery("pg", vi, delivery), schema: prefix + "_" + vi.name + "_" + deliveryTag(delivery), table: vi.name + "_t"}
 }
 
 // joinSink is bidSink for a join view over bids and auctions.
 func joinSink(prefix string, ji joinInstance, delivery string) pgSink {
 	name := "pg_" + ji.name + "_" + deliveryTag(delivery)
-	return pgSink{name: name, schema: prefix + "_" + ji.name + "_" + deliveryTag(delivery), table: ji.name + "_t",
-		delivery: delivery, selectSQL: ji.selectSQL(), expected: ji.def.expected}
+	return pgSink{sinkQuery: sinkQuery{name: name, delivery: delivery, selectSQL: ji.selectSQL(), expected: ji.def.expected},
+		schema: prefix + "_" + ji.name + "_" + deliveryTag(delivery), table: ji.name + "_t"}
 }
 
 // bidInstance is the view base at variant v, named base_v.
@@ -565,18 +580,26 @@ func (ps *pgScenario) create(t *testing.T, sinks ...pgSink) {
 		}
 		stmts = append(stmts, s.createSQL(ps.pg.DSN("")), s.insertSQL())
 	}
-	res := ps.srv.sql(t, strings.Join(stmts, ";\n"))
+	ps.sinks = append(ps.sinks, sinks...)
+	runStatements(t, ps.srv, stmts, sinkNames(sinks)...)
+}
+
+// runStatements sends stmts in one request, expecting a result for each,
+// and waits for the queries names to run.
+func runStatements(t *testing.T, srv *server, stmts []string, names ...string) {
+	t.Helper()
+	res := srv.sql(t, strings.Join(stmts, ";\n"))
 	if len(res) != len(stmts) {
 		t.Fatalf("POST /v1/sql with %d statements: %d results", len(stmts), len(res))
 	}
-	ps.sinks = append(ps.sinks, sinks...)
-	ps.srv.waitRunning(t, sinkNames(sinks)...)
+	srv.waitRunning(t, names...)
 }
 
-func sinkNames(sinks []pgSink) []string {
+// sinkNames are the names of sinks (of any engine).
+func sinkNames[S interface{ query() sinkQuery }](sinks []S) []string {
 	names := make([]string, len(sinks))
 	for i, s := range sinks {
-		names[i] = s.name
+		names[i] = s.query().name
 	}
 	return names
 }
@@ -604,23 +627,40 @@ func (ps *pgScenario) checkSink(t *testing.T, s pgSink, cp checkpointInfo, bids,
 		t.Errorf("state %q, want running (error: %s)", q.State, queryError(q))
 	}
 	cols, rows := pgRows(t, ps.pg, s.pgSchema(), s.pgTable())
+	checkSinkRows(t, s.sinkQuery, "PostgreSQL table "+s.pgSchema()+"."+s.pgTable(), cols, rows, bids, auctions)
+	if s.delivery == exactlyOnce {
+		checkSinkEpochs(t, ps.srv, s.name, q, cp, pgProgress(t, ps.pg, s.pgSchema()), "PostgreSQL")
+	}
+}
+
+// checkSinkRows compares the rows read back from sink s (what says from
+// where) with the oracle over bids and auctions; the rows of an
+// append-only query must have their _row_id.
+func checkSinkRows(t *testing.T, s sinkQuery, what string, cols []string, rows []map[string]any, bids, auctions []Row) {
+	t.Helper()
 	want := s.expected(bids, auctions)
 	if diffs := diffResult(want, cols, rows); len(diffs) > 0 {
-		t.Errorf("PostgreSQL table %s.%s differs from the oracle over %d bids and %d auctions (%d rows, %d expected): %s\nSQL: %s",
-			s.pgSchema(), s.pgTable(), len(bids), len(auctions), len(rows), len(want.Rows), formatDiffs(diffs, 5), s.insertSQL())
+		t.Errorf("%s differs from the oracle over %d bids and %d auctions (%d rows, %d expected): %s\nSQL: %s",
+			what, len(bids), len(auctions), len(rows), len(want.Rows), formatDiffs(diffs, 5), s.insertSQL())
 	}
 	if want.Key == nil {
 		for _, r := range rows {
 			if id, _ := r["_row_id"].(string); id == "" {
-				t.Errorf("row without a _row_id: %v", r)
+				t.Errorf("%s: row without a _row_id: %v", what, r)
 				break
 			}
 		}
 	}
-	if s.delivery != exactlyOnce {
-		return
-	}
-	epochs := pgProgress(t, ps.pg, s.pgSchema())
+}
+
+// checkSinkEpochs checks what an exactly-once sink's query reported (q,
+// read before the epochs) and what POST /v1/checkpoints answered (cp)
+// against the epochs recorded in the external system (where: "PostgreSQL",
+// "Kafka"), in commit order: the checkpoint waited for is committed and
+// its committed_epoch recorded, and the query's committed_epoch soon
+// reaches the last one recorded, never beyond it.
+func checkSinkEpochs(t *testing.T, srv *server, name string, q queryInfo, cp checkpointInfo, epochs []int64, where string) {
+	t.Helper()
 	var last int64
 	if len(epochs) > 0 {
 		last = epochs[len(epochs)-1]
@@ -635,33 +675,33 @@ func (ps *pgScenario) checkSink(t *testing.T, s pgSink, cp checkpointInfo, bids,
 	}
 	if len(cp.Sinks) > 0 {
 		if err := json.Unmarshal(cp.Sinks, &sinks); err != nil {
-			t.Errorf("POST /v1/checkpoints: sinks of %s: %v: %s", s.name, err, cp.Sinks)
+			t.Errorf("POST /v1/checkpoints: sinks of %s: %v: %s", name, err, cp.Sinks)
 		}
 	}
-	if e, ok := sinks[s.name]; !ok && cp.Query != "" {
-		t.Errorf("POST /v1/checkpoints: no entry for sink %s in %s", s.name, cp.Sinks)
+	if e, ok := sinks[name]; !ok && cp.Query != "" {
+		t.Errorf("POST /v1/checkpoints: no entry for sink %s in %s", name, cp.Sinks)
 	} else if ok {
 		ce, _ := e.CommittedEpoch.Int64()
 		if !e.Committed || e.PendingEpochs.String() != "0" {
-			t.Errorf("POST /v1/checkpoints returned checkpoint %s with sink %s not committed: %s", cp.ID, s.name, cp.Sinks)
+			t.Errorf("POST /v1/checkpoints returned checkpoint %s with sink %s not committed: %s", cp.ID, name, cp.Sinks)
 		}
 		if ce > last || (ce != 0 && !slices.Contains(epochs, ce)) {
-			t.Errorf("POST /v1/checkpoints: sink %s committed_epoch %d, not an epoch recorded in PostgreSQL (%d recorded, the last %d)", s.name, ce, len(epochs), last)
+			t.Errorf("POST /v1/checkpoints: sink %s committed_epoch %d, not an epoch recorded in %s (%d recorded, the last %d)", name, ce, where, len(epochs), last)
 		}
 	}
 	// The query learns of a commit after it: committed_epoch read before
-	// PostgreSQL is at most the last epoch there, and soon reaches it.
+	// the external system is at most the last epoch there, and soon reaches it.
 	before, ok := sinkCommittedEpoch(q)
 	if !ok {
-		t.Errorf("GET /v1/queries/%s: no sink reports committed_epoch: %v", s.name, q.raw["sinks"])
+		t.Errorf("GET /v1/queries/%s: no sink reports committed_epoch: %v", name, q.raw["sinks"])
 		return
 	}
 	if before > last {
-		t.Errorf("GET /v1/queries/%s: committed_epoch %d, beyond the last epoch recorded in PostgreSQL afterwards, %d", s.name, before, last)
+		t.Errorf("GET /v1/queries/%s: committed_epoch %d, beyond the last epoch recorded in %s afterwards, %d", name, before, where, last)
 	}
-	q = waitQuery(t, ps.srv, s.name, 5*time.Second, func(q queryInfo) bool { ce, _ := sinkCommittedEpoch(q); return ce >= last })
+	q = waitQuery(t, srv, name, 5*time.Second, func(q queryInfo) bool { ce, _ := sinkCommittedEpoch(q); return ce >= last })
 	if ce, _ := sinkCommittedEpoch(q); ce < last {
-		t.Errorf("GET /v1/queries/%s: committed_epoch %d, 5s after PostgreSQL recorded epoch %d", s.name, ce, last)
+		t.Errorf("GET /v1/queries/%s: committed_epoch %d, 5s after %s recorded epoch %d", name, ce, where, last)
 	}
 }
 
@@ -978,8 +1018,8 @@ func TestPGSinkRefusals(t *testing.T) {
   PRIMARY KEY (window_start, window_end, auction))`); err != nil {
 			t.Fatal(err)
 		}
-		s := pgSink{name: "pg_counts", delivery: exactlyOnce, noCreate: true, selectSQL: countsSelect,
-			expected: func(bids, _ []Row) Result { return Evaluate(bidsSource, countsQuery, bids) }}
+		s := pgSink{sinkQuery: sinkQuery{name: "pg_counts", delivery: exactlyOnce, selectSQL: countsSelect,
+			expected: func(bids, _ []Row) Result { return Evaluate(bidsSource, countsQuery, bids) }}, noCreate: true}
 		ps := &pgScenario{srv: srv, pg: pg}
 		ps.create(t, s)
 		sc := &scenario{srv: srv}
