@@ -158,14 +158,7 @@ func TestKafkaSourceCrash(t *testing.T) {
 	load.wait(t)
 
 	srv.waitRunning(t, instanceNames(sc.views)...)
-	sc.posted, _ = log.snapshot()
-	sc.verify(t, "final")
-	ends := topicEnds(t, b, kafkaBidsTopic)
-	t.Run("source_status", func(t *testing.T) {
-		for _, name := range instanceNames(sc.views) {
-			t.Run(name, func(t *testing.T) { checkKafkaSourceQuery(t, srv, name, log.bad, ends, false) })
-		}
-	})
+	sc.verifyKafka(t, "final", b, log, false)
 	t.Logf("Kafka source crash summary: kills=%d (under load %d, aimed at a send %d) mid-stream checks=%d rows=%d bad=%d aborted=%d chunks=%d views=%d elapsed=%v",
 		kills, ks.underLoad, ks.aimed, prefixChecks, len(sc.posted), len(log.bad), log.aborted, len(chunks), len(sc.views), time.Since(begin).Round(time.Millisecond))
 }
@@ -183,53 +176,39 @@ func TestKafkaSourceCrash(t *testing.T) {
 // each exactly-once sink recorded each epoch once, increasing, none of a
 // checkpoint seen failed.
 func TestKafkaSinkCrashRecovery(t *testing.T) {
-	begin := time.Now()
-	kills := crashKills(t)
-	seed := testSeed(t, 530)
 	b := startBroker(t)
-	rows := genBids(seed, max(crashMinRows, kills*crashRowsPerKill))
-	srv := startServer(t, "--checkpoint-interval", "200ms")
-	srv.sql(t, bidsDDL)
-	ks := &kafkaScenario{srv: srv, broker: b}
-	p2 := variants[1]
-	var eo []kafkaSink
-	for _, base := range []string{"tumble_auction", "session_bidder", "running_having", "passthrough"} {
-		eo = append(eo, kafkaBidSink(bidInstance(base, p2), exactlyOnce))
-	}
-	ks.create(t, eo...)
-	for _, base := range []string{"hop_div", "session_bidder", "passthrough"} {
-		ks.create(t, kafkaBidSink(bidInstance(base, p2), atLeastOnce))
-	}
-	chunks := idemChunks(t, "bids", rows, crashChunkRows, "kcrash")
-	rng := rand.New(rand.NewPCG(seed, 0xc0ffee))
-	poster := startCrashPoster(t, srv, chunks, kills)
-
-	obs := cpObserver{}
-	prefixChecks := 0
-	kst := runKills(t, srv, poster, kills, rng, crashHooks{
-		beforeKill: func(int) {
-			obs.observe(t, srv, ks.names())
-			if ks.checkCommittedPrefix(t, eo[rng.IntN(len(eo))], rows) {
-				prefixChecks++
-			}
-		},
+	var ks *kafkaScenario
+	runSinkCrash(t, "Kafka", testSeed(t, 530), func(t *testing.T, srv *server) crashSinkSet {
+		ks = &kafkaScenario{srv: srv, broker: b}
+		p2 := variants[1]
+		for _, base := range []string{"tumble_auction", "session_bidder", "running_having", "passthrough"} {
+			ks.create(t, kafkaBidSink(bidInstance(base, p2), exactlyOnce))
+		}
+		for _, base := range []string{"hop_div", "session_bidder", "passthrough"} {
+			ks.create(t, kafkaBidSink(bidInstance(base, p2), atLeastOnce))
+		}
+		return ks
 	})
-	poster.wait(t)
-
-	checkEndOffset(t, srv, "bids", len(rows))
-	srv.waitRunning(t, ks.names()...)
-	ks.verify(t, "final", rows, nil)
-	obs.observe(t, srv, ks.names())
-	judged, epochs, aborted := 0, 0, 0
-	for _, s := range eo {
-		e := ks.progress(t, s)
-		epochs += len(e)
-		judged += obs.checkEpochs(t, s.name, e)
+	aborted := 0
+	for _, s := range exactlyOnceSinks(ks.sinks) {
 		aborted += abortedRecords(t, b, s.sinkTopic())
 	}
-	t.Logf("Kafka sink crash recovery summary: kills=%d (under load %d, aimed at a request %d) mid-stream checks=%d rows=%d chunks=%d resends=%d replayed=%d sinks=%d epochs committed=%d (seen completed %d) records of aborted transactions=%d posting=%v elapsed=%v",
-		kills, kst.underLoad, kst.aimed, prefixChecks, len(rows), len(chunks), poster.stats.resends, poster.stats.replayed, len(ks.sinks),
-		epochs, judged, aborted, poster.took.Round(time.Millisecond), time.Since(begin).Round(time.Millisecond))
+	t.Logf("records of aborted transactions left out by read_committed reads: %d", aborted)
+}
+
+func (ks *kafkaScenario) checkPrefix(t *testing.T, rng *rand.Rand, log []Row) bool {
+	t.Helper()
+	eo := exactlyOnceSinks(ks.sinks)
+	return ks.checkCommittedPrefix(t, eo[rng.IntN(len(eo))], log)
+}
+
+func (ks *kafkaScenario) epochs(t *testing.T) map[string][]int64 {
+	t.Helper()
+	out := map[string][]int64{}
+	for _, s := range exactlyOnceSinks(ks.sinks) {
+		out[s.name] = ks.progress(t, s)
+	}
+	return out
 }
 
 // TestKafkaSinkFaultPoints: TestPGFaultPoints for Kafka sinks (exactly
@@ -310,8 +289,7 @@ func TestKafkaBrokerRestart(t *testing.T) {
 			break
 		}
 		// The queries read what is there before the broker goes.
-		sc.posted, _ = log.snapshot()
-		sc.verify(t, "before_"+how)
+		sc.verifyKafka(t, "before_"+how, b, log, true)
 		began := time.Now()
 		if how == "stop" {
 			if err := b.Stop(); err != nil {
@@ -337,13 +315,6 @@ func TestKafkaBrokerRestart(t *testing.T) {
 		}
 		t.Logf("broker %s: down for %v; every query running %v after it came back", how, time.Since(began).Round(time.Millisecond), time.Since(began).Round(time.Millisecond)-kafkaOutage)
 	}
-	sc.posted, _ = log.snapshot()
-	sc.verify(t, "final")
-	ks.verify(t, "final", sc.posted, nil)
-	ends := topicEnds(t, b, kafkaBidsTopic)
-	t.Run("source_status", func(t *testing.T) {
-		for _, name := range instanceNames(sc.views) {
-			t.Run(name, func(t *testing.T) { checkKafkaSourceQuery(t, srv, name, log.bad, ends, false) })
-		}
-	})
+	sc.verifyKafka(t, "final", b, log, false)
+	ks.verify(t, "final_sinks", sc.posted, nil)
 }

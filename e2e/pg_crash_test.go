@@ -123,11 +123,12 @@ func checkEndOffset(t *testing.T, srv *server, table string, n int) {
 	}
 }
 
-// exactlyOnceSinks are the exactly-once sinks among sinks.
-func exactlyOnceSinks(sinks []pgSink) []pgSink {
-	var out []pgSink
+// exactlyOnceSinks are the exactly-once sinks among sinks (of any
+// engine).
+func exactlyOnceSinks[S interface{ query() sinkQuery }](sinks []S) []S {
+	var out []S
 	for _, s := range sinks {
-		if s.delivery == exactlyOnce {
+		if s.query().delivery == exactlyOnce {
 			out = append(out, s)
 		}
 	}
@@ -147,23 +148,63 @@ func exactlyOnceSinks(sinks []pgSink) []pgSink {
 // exactly-once sinks recorded each epoch once, increasing, none of a
 // checkpoint seen failed.
 func TestPGCrashRecovery(t *testing.T) {
+	pg := sharedPG(t)
+	runSinkCrash(t, "PostgreSQL", testSeed(t, 410), func(t *testing.T, srv *server) crashSinkSet {
+		ps := &pgScenario{srv: srv, pg: pg}
+		p2 := variants[1]
+		for _, base := range []string{"tumble_auction", "session_bidder", "running_having", "passthrough"} {
+			ps.create(t, bidSink("crash", bidInstance(base, p2), exactlyOnce))
+		}
+		for _, base := range []string{"hop_div", "session_bidder", "passthrough"} {
+			ps.create(t, bidSink("crash", bidInstance(base, p2), atLeastOnce))
+		}
+		return ps
+	})
+}
+
+// crashSinkSet is a sinkSet that runSinkCrash checks mid-stream and by
+// the epochs its exactly-once sinks recorded.
+type crashSinkSet interface {
+	sinkSet
+	// checkPrefix checks a random exactly-once sink mid-stream against
+	// the oracle over the prefix of log its last epoch read; false when
+	// there was nothing to check.
+	checkPrefix(t *testing.T, rng *rand.Rand, log []Row) bool
+	// epochs checks and returns the epochs each exactly-once sink
+	// recorded, in commit order, by sink.
+	epochs(t *testing.T) map[string][]int64
+}
+
+func (ps *pgScenario) checkPrefix(t *testing.T, rng *rand.Rand, log []Row) bool {
+	t.Helper()
+	eo := exactlyOnceSinks(ps.sinks)
+	return ps.checkCommittedPrefix(t, eo[rng.IntN(len(eo))], log)
+}
+
+func (ps *pgScenario) epochs(t *testing.T) map[string][]int64 {
+	t.Helper()
+	out := map[string][]int64{}
+	for _, s := range exactlyOnceSinks(ps.sinks) {
+		out[s.name] = pgProgress(t, ps.pg, s.pgSchema())
+	}
+	return out
+}
+
+// runSinkCrash runs the sinks setup creates (where: the external system)
+// on a server with the bids table checkpointing every 200ms, while the
+// log is posted in chunks with Idempotency-Keys and the server is
+// SIGKILLed at random moments (STREAMSQL_CRASH_KILLS), checking a random
+// exactly-once sink before each kill. At the end every sink equals the
+// oracle over the whole log, and no epoch of a checkpoint seen failed is
+// recorded.
+func runSinkCrash(t *testing.T, where string, seed uint64, setup func(t *testing.T, srv *server) crashSinkSet) {
 	begin := time.Now()
 	kills := crashKills(t)
-	seed := testSeed(t, 410)
-	pg := sharedPG(t)
 	rows := genBids(seed, max(crashMinRows, kills*crashRowsPerKill))
 	srv := startServer(t, "--checkpoint-interval", "200ms")
 	srv.sql(t, bidsDDL)
-	ps := &pgScenario{srv: srv, pg: pg}
-	p2 := variants[1]
-	for _, base := range []string{"tumble_auction", "session_bidder", "running_having", "passthrough"} {
-		ps.create(t, bidSink("crash", bidInstance(base, p2), exactlyOnce))
-	}
-	for _, base := range []string{"hop_div", "session_bidder", "passthrough"} {
-		ps.create(t, bidSink("crash", bidInstance(base, p2), atLeastOnce))
-	}
-	eo := exactlyOnceSinks(ps.sinks)
-	chunks := idemChunks(t, "bids", rows, crashChunkRows, "pgcrash")
+	sinks := setup(t, srv)
+	chunks := idemChunks(t, "bids", rows, crashChunkRows, "sinkcrash")
 	rng := rand.New(rand.NewPCG(seed, 0xc0ffee))
 	poster := startCrashPoster(t, srv, chunks, kills)
 
@@ -171,8 +212,8 @@ func TestPGCrashRecovery(t *testing.T) {
 	prefixChecks := 0
 	ks := runKills(t, srv, poster, kills, rng, crashHooks{
 		beforeKill: func(int) {
-			obs.observe(t, srv, ps.names())
-			if ps.checkCommittedPrefix(t, eo[rng.IntN(len(eo))], rows) {
+			obs.observe(t, srv, sinks.names())
+			if sinks.checkPrefix(t, rng, rows) {
 				prefixChecks++
 			}
 		},
@@ -180,17 +221,16 @@ func TestPGCrashRecovery(t *testing.T) {
 	poster.wait(t)
 
 	checkEndOffset(t, srv, "bids", len(rows))
-	srv.waitRunning(t, ps.names()...)
-	ps.verify(t, "final", rows, nil)
-	obs.observe(t, srv, ps.names())
+	srv.waitRunning(t, sinks.names()...)
+	sinks.verify(t, "final", rows, nil)
+	obs.observe(t, srv, sinks.names())
 	judged, epochs := 0, 0
-	for _, s := range eo {
-		e := pgProgress(t, pg, s.pgSchema())
+	for name, e := range sinks.epochs(t) {
 		epochs += len(e)
-		judged += obs.checkEpochs(t, s.name, e)
+		judged += obs.checkEpochs(t, name, e)
 	}
-	t.Logf("PostgreSQL crash recovery summary: kills=%d (under load %d, aimed at a request %d) mid-stream checks=%d rows=%d chunks=%d resends=%d replayed=%d sinks=%d epochs committed=%d (seen completed %d) posting=%v elapsed=%v",
-		kills, ks.underLoad, ks.aimed, prefixChecks, len(rows), len(chunks), poster.stats.resends, poster.stats.replayed, len(ps.sinks),
+	t.Logf("%s crash recovery summary: kills=%d (under load %d, aimed at a request %d) mid-stream checks=%d rows=%d chunks=%d resends=%d replayed=%d sinks=%d epochs committed=%d (seen completed %d) posting=%v elapsed=%v",
+		where, kills, ks.underLoad, ks.aimed, prefixChecks, len(rows), len(chunks), poster.stats.resends, poster.stats.replayed, len(sinks.names()),
 		epochs, judged, poster.took.Round(time.Millisecond), time.Since(begin).Round(time.Millisecond))
 }
 

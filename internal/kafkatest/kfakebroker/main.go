@@ -55,6 +55,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/streamsql/streamsql/internal/kafkatest"
 )
 
 // exitNoTopic is consume's exit status for a topic that does not exist.
@@ -109,16 +111,7 @@ func serve(args []string) error {
 }
 
 // record is a record as produce reads it and consume prints it.
-type record struct {
-	Partition     int32   `json:"partition"`
-	Offset        int64   `json:"offset"`
-	Key           *string `json:"key"`
-	Value         *string `json:"value"`
-	Timestamp     int64   `json:"timestamp"`
-	Control       string  `json:"control,omitempty"`
-	ProducerID    int64   `json:"producer_id"`
-	ProducerEpoch int16   `json:"producer_epoch"`
-}
+type record = kafkatest.Record
 
 func bytesOf(s *string) []byte {
 	if s == nil {
