@@ -5,10 +5,12 @@
 // and compare every view's committed results with an independent batch
 // evaluation of the same query over the same input.
 //
-// The package imports only the standard library and internal/pgtest (a
-// throwaway PostgreSQL server, itself standard library only): it shares no
-// code with the engine, so a misunderstanding of the semantics cannot be
-// copied from one into the other.
+// The package imports only the standard library, internal/pgtest (a
+// throwaway PostgreSQL server) and internal/kafkatest (a kfake Kafka
+// broker in a process of its own, with produce and read_committed consume
+// commands), both themselves standard library only: it shares no code with
+// the engine, so a misunderstanding of the semantics cannot be copied from
+// one into the other.
 //
 // Layout:
 //
@@ -75,12 +77,41 @@
 //     bad ENGINE_ATTRIBUTE, an incompatible existing table, DROP TABLE of
 //     a sink in use).
 //   - pg_crash_test.go: PostgreSQL sinks through SIGKILL at random
-//     moments under load (crash_test.go's poster and killer; mid-stream,
+//     moments under load (runSinkCrash, shared with the Kafka sinks:
+//     crash_test.go's poster and killer; mid-stream,
 //     an exactly-once table read with its last epoch equals the oracle
 //     over that checkpoint's log prefix; no epoch of a failed checkpoint
 //     committed), a crash at each sink fault point (sink.before_commit,
 //     sink.after_commit), and PostgreSQL stopped and killed under load
 //     (queries retrying, checkpoints going on, catching up by themselves).
+//   - kafka_test.go: Kafka sources and sinks against a broker in its own
+//     process (internal/kafkatest, one per test): a source table named
+//     bids (the main scenario's views read it as they read the HTTP table)
+//     over a topic of three partitions, records produced outside
+//     transactions and in committed and aborted ones, undecodable ones
+//     among them, rows never late (so the watermark's minimum over
+//     partitions makes the order partitions are read in irrelevant): views
+//     created before the topic exists (retrying), then equal to the oracle
+//     over the committed decodable rows, metadata columns included;
+//     bad_records and recent_bad_records; offsets and lag per partition; a
+//     transaction left open (a checkpoint reads the other partitions); the
+//     issue's Kafka-to-Kafka example. Sinks fed by the main scenario's
+//     views in both delivery modes: the topic read read_committed, the
+//     latest record per key (keys the primary key as a JSON object in key
+//     order, values the row in column order, tombstones deleting) equal to
+//     the oracle, the progress topic holding each epoch once, increasing;
+//     an exactly-once topic read between two reads of its progress topic
+//     showing the same last epoch is that epoch's state. What must be
+//     refused (INSERT into a source, reading a sink, attributes).
+//   - kafka_crash_test.go: SIGKILL at random moments while records are
+//     produced (a view's committed results equal the oracle over exactly
+//     the records below its checkpoint's offsets per partition; at the
+//     end over all: no row twice, none missing), Kafka sinks under
+//     SIGKILL (pg_crash_test.go's runner, shared) and at the sink fault
+//     points (an epoch aborted by fencing, an epoch committed but not
+//     acknowledged), and the broker stopped and killed between parts of
+//     the log (queries retrying, naming the broker or topic, then running
+//     again by themselves; nothing lost).
 //   - restart_bench_test.go: BenchmarkRestart1M, restart time and
 //     checkpoint cost with the state of 1M rows (go test ./e2e -run XXX
 //     -bench Restart1M -benchtime 1x).
@@ -93,4 +124,6 @@
 //	STREAMSQL_CRASH_KILLS=20 go test ./e2e/ -run 'TestCrashRecovery(Joins)?$' -v
 //	STREAMSQL_CRASH_KILLS=20 go test ./e2e/ -run TestPGCrashRecovery -v
 //	go test ./e2e/ -run 'PG|Postgres' -v
+//	go test ./e2e/ -run Kafka -v
+//	STREAMSQL_CRASH_KILLS=20 go test ./e2e/ -run 'TestKafka(SourceCrash|SinkCrashRecovery)' -v
 package e2e
