@@ -760,7 +760,9 @@ func TestKafkaSource(t *testing.T) {
 
 	log := &kafkaLog{}
 	p := newProducer(t, b, kafkaBidsTopic, kafkaBidsPartitions)
-	for _, c := range genKafkaChunks(seed, 1500, 50) {
+	chunks := genKafkaChunks(seed, 1600, 50)
+	last := len(chunks) - 2 // the last two for the open transaction below
+	for _, c := range chunks[:last] {
 		produceChunk(t, p, log, c)
 	}
 	srv.waitRunning(t, names...)
@@ -770,7 +772,7 @@ func TestKafkaSource(t *testing.T) {
 
 	// A transaction open in partition 0; records outside it in every
 	// partition (in partition 0 after it: held back until it ends).
-	open := genKafkaChunks(seed+1, 200, 100)
+	open := chunks[last:]
 	for i := range open[0].recs {
 		open[0].recs[i].Partition = 0
 	}
@@ -789,8 +791,7 @@ func TestKafkaSource(t *testing.T) {
 	}
 	open[0].txn = kafkatest.Commit
 	log.add(open[0], openSent)
-	sc.posted, _ = log.snapshot()
-	sc.verify(t, "transaction_committed")
+	sc.verifyKafka(t, "transaction_committed", b, log, true)
 	ks.verify(t, "kafka_to_kafka_final", sc.posted, nil)
 }
 
