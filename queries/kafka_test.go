@@ -26,7 +26,7 @@ type kafkaBid struct {
 // or aborted.
 func produce(t *testing.T, addr, topic string, txn string, commit bool, values ...[]byte) {
 	t.Helper()
-	opts := []kgo.Opt{kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.RoundRobinPartitioner())}
+	opts := []kgo.Opt{kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.AllowAutoTopicCreation()}
 	if txn != "" {
 		opts = append(opts, kgo.TransactionalID(txn))
 	}
@@ -125,7 +125,7 @@ func TestKafkaSourceAndSink(t *testing.T) {
 		t.Fatal(err)
 	}
 	exec(t, e, fmt.Sprintf(`CREATE TABLE bids (auction BIGINT NOT NULL, price BIGINT NOT NULL, ts TIMESTAMP(3) NOT NULL, _partition BIGINT, _offset BIGINT)
-		ENGINE=kafka CONNECTION='%s' ENGINE_ATTRIBUTE='{"topic": "bids", "event_time": "ts"}';
+		ENGINE=kafka CONNECTION='%s' ENGINE_ATTRIBUTE='{"topic": "bids", "event_time": "ts", "watermark_delay": "60s"}';
 		CREATE VIEW v AS SELECT window_start, window_end, auction, COUNT(*) AS n FROM bids GROUP BY TUMBLE(ts, '10s'), auction;
 		CREATE TABLE k_out (window_start TIMESTAMP(3), window_end TIMESTAMP(3), auction BIGINT, n BIGINT,
 			PRIMARY KEY (window_start, window_end, auction)) ENGINE=kafka CONNECTION='%s'
