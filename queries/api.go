@@ -225,8 +225,8 @@ type QueryInfo struct {
 	// the query's position.
 	RecentBadRecords []runtime.BadRecord `json:"recent_bad_records,omitempty"`
 	Lag              map[string]int64    `json:"lag,omitempty"`
-	Sinks     map[string]any   `json:"sinks"`
-	Created   time.Time        `json:"created"`
+	Sinks            map[string]any      `json:"sinks"`
+	Created          time.Time           `json:"created"`
 }
 
 // Queries lists the queries.

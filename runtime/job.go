@@ -90,8 +90,8 @@ type Job struct {
 	wg     sync.WaitGroup
 
 	rowsIn, rowsOut, lateRows, badRecords atomic.Int64
-	lastCheckpoint            atomic.Uint64
-	toRestore                 atomic.Int64 // tasks still restoring state
+	lastCheckpoint                        atomic.Uint64
+	toRestore                             atomic.Int64 // tasks still restoring state
 
 	mu       sync.Mutex
 	state    string
