@@ -503,7 +503,11 @@ func kafkaLag(g *plan.Graph, offsets map[string]int64) map[string]int64 {
 			if !ok || src.Engine != "kafka" {
 				continue
 			}
-			cons, err := kafkasrc.New(kafkasrc.Config{Brokers: strings.Split(src.Connection, ","), Topic: src.Attrs["topic"]})
+			brokers, err := kafkasrc.ParseBrokers(src.Connection)
+			if err != nil {
+				continue
+			}
+			cons, err := kafkasrc.New(kafkasrc.Config{Brokers: brokers, Topic: src.Attrs["topic"]})
 			if err != nil {
 				continue
 			}

@@ -125,7 +125,7 @@ func TestKafkaSourceAndSink(t *testing.T) {
 		t.Fatal(err)
 	}
 	exec(t, e, fmt.Sprintf(`CREATE TABLE bids (auction BIGINT NOT NULL, price BIGINT NOT NULL, ts TIMESTAMP(3) NOT NULL, _partition BIGINT, _offset BIGINT)
-		ENGINE=kafka CONNECTION='%s' ENGINE_ATTRIBUTE='{"topic": "bids", "event_time": "ts", "watermark_delay": "60s"}';
+		ENGINE=kafka CONNECTION='%s' ENGINE_ATTRIBUTE='{"topic": "bids", "event_time": "ts", "watermark_delay": "60s", "dead_letter_topic": "bids.dlq"}';
 		CREATE VIEW v AS SELECT window_start, window_end, auction, COUNT(*) AS n FROM bids GROUP BY TUMBLE(ts, '10s'), auction;
 		CREATE TABLE k_out (window_start TIMESTAMP(3), window_end TIMESTAMP(3), auction BIGINT, n BIGINT,
 			PRIMARY KEY (window_start, window_end, auction)) ENGINE=kafka CONNECTION='%s'
@@ -166,6 +166,12 @@ func TestKafkaSourceAndSink(t *testing.T) {
 	}
 	if q.Counters["bad_records"] != 2 || len(q.RecentBadRecords) != 2 {
 		t.Fatalf("bad records: %d %v", q.Counters["bad_records"], q.RecentBadRecords)
+	}
+	// The two undecodable records are in the dead-letter topic (each view
+	// and sink query reading bids sends its own copy).
+	dlq := readCommitted(t, addr, "bids.dlq")
+	if len(dlq) != 2 || string(dlq["8"]) != "not json" {
+		t.Fatalf("dead-letter topic: %q", dlq)
 	}
 	var total int64
 	for k, off := range q.Offsets {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -594,11 +593,22 @@ func (j *Job) reader(src *plan.Source, deps Deps, pos sourcePos, used []bool) (r
 		if err != nil {
 			return nil, err
 		}
-		cons, err := kafkasrc.New(kafkasrc.Config{Brokers: strings.Split(src.Connection, ","), Topic: src.Attrs["topic"]})
+		brokers, err := kafkasrc.ParseBrokers(src.Connection)
 		if err != nil {
 			return nil, err
 		}
-		return newKafkaReader(src, cons, dec, pos.Partitions), nil
+		cons, err := kafkasrc.New(kafkasrc.Config{Brokers: brokers, Topic: src.Attrs["topic"]})
+		if err != nil {
+			return nil, err
+		}
+		r := newKafkaReader(src, cons, dec, pos.Partitions)
+		if t := src.Attrs["dead_letter_topic"]; t != "" {
+			if r.dlq, err = kafkasrc.NewDeadLetter(brokers, src.Attrs["topic"], t); err != nil {
+				cons.Close()
+				return nil, err
+			}
+		}
+		return r, nil
 	}
 	return nil, fmt.Errorf("no reader for ENGINE=%s", src.Engine)
 }

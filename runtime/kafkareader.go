@@ -81,6 +81,9 @@ type kafkaReader struct {
 	problem error // why it has not started
 	bad     int64
 	samples []BadRecord
+	// dlq, when the table names a dead_letter_topic, gets the records
+	// that could not be decoded.
+	dlq *kafkasrc.DeadLetter
 }
 
 var (
@@ -166,6 +169,9 @@ func (r *kafkaReader) Poll(now int64, max int, b *Batch) (int, error) {
 		kp.lastRow = now
 		row, err := r.record(rec)
 		if err != nil {
+			if r.dlq != nil {
+				r.dlq.Send(rec, err.Error())
+			}
 			r.bad++
 			r.samples = append(r.samples, BadRecord{Partition: rec.Partition, Offset: rec.Offset, Error: err.Error()})
 			if over := len(r.samples) - MaxBadSamples; over > 0 {
@@ -321,7 +327,12 @@ func (r *kafkaReader) TakeBad() (int64, []BadRecord) {
 	return n, s
 }
 
-func (r *kafkaReader) Close() { r.cons.Close() }
+func (r *kafkaReader) Close() {
+	r.cons.Close()
+	if r.dlq != nil {
+		r.dlq.Close()
+	}
+}
 
 // PartitionKey names partition p of table in offsets maps: "bids[3]".
 func PartitionKey(table string, p int32) string { return fmt.Sprintf("%s[%d]", table, p) }
