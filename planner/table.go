@@ -35,7 +35,7 @@ var engineAttrs = map[string]map[string]bool{
 }
 
 var (
-	kafkaSourceAttrs = map[string]bool{"format": true}
+	kafkaSourceAttrs = map[string]bool{"format": true, "dead_letter_topic": true}
 	kafkaSinkAttrs   = map[string]bool{"delivery": true, "progress_topic": true, "partitions": true, "transaction_timeout": true}
 )
 
@@ -205,7 +205,7 @@ func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 				return nil, badf(k, "ENGINE_ATTRIBUTE transaction_timeout of %s: %v", ct.Name, err)
 			}
 			def.Attrs[k] = s
-		case "topic", "progress_topic":
+		case "topic", "progress_topic", "dead_letter_topic":
 			if !validTopic(s) {
 				return nil, badf(k, "ENGINE_ATTRIBUTE %s must be a Kafka topic name (1 to 249 of a-z A-Z 0-9 . _ -), not %q", k, s)
 			}

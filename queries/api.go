@@ -10,6 +10,7 @@ import (
 
 	"github.com/streamsql/streamsql/planner/plan"
 	"github.com/streamsql/streamsql/runtime"
+	kafkasrc "github.com/streamsql/streamsql/runtime/source/kafka"
 	"github.com/streamsql/streamsql/state"
 	"github.com/streamsql/streamsql/window"
 )
@@ -219,8 +220,13 @@ type QueryInfo struct {
 	// StateSize is the operators' state size: {"rows": open groups and
 	// held join rows}.
 	StateSize map[string]int64 `json:"state_size,omitempty"`
-	Sinks     map[string]any   `json:"sinks"`
-	Created   time.Time        `json:"created"`
+	// RecentBadRecords are the last source records that could not be
+	// decoded (Kafka); Lag is each Kafka partition's committed end minus
+	// the query's position.
+	RecentBadRecords []runtime.BadRecord `json:"recent_bad_records,omitempty"`
+	Lag              map[string]int64    `json:"lag,omitempty"`
+	Sinks            map[string]any      `json:"sinks"`
+	Created          time.Time           `json:"created"`
 }
 
 // Queries lists the queries.
@@ -281,7 +287,9 @@ func (e *Engine) Query(name string) (QueryInfo, error) {
 	qi.Watermark = watermarkJSON(st.Watermark)
 	qi.Offsets = st.Offsets
 	qi.LastCheckpoint = st.LastCheckpoint
-	qi.Counters = map[string]int64{"rows_in": st.RowsIn, "rows_out": st.RowsOut, "late_rows": st.LateRows}
+	qi.Counters = map[string]int64{"rows_in": st.RowsIn, "rows_out": st.RowsOut, "late_rows": st.LateRows, "bad_records": st.BadRecords}
+	qi.RecentBadRecords = st.RecentBad
+	qi.Lag = kafkaLag(v.Graph, st.Offsets)
 	qi.StateSize = map[string]int64{"rows": st.StateRows}
 	for _, r := range st.RecentLate {
 		qi.RecentLateRows = append(qi.RecentLateRows, map[string]any{"offset": r.Offset, "event_time": plan.FormatTime(r.EventTime)})
@@ -482,4 +490,44 @@ func (e *Engine) Checkpoints(name string) ([]runtime.CheckpointStat, error) {
 		h[i], h[j] = h[j], h[i]
 	}
 	return h, nil
+}
+
+// kafkaLag is, for each partition of the query's Kafka sources, the
+// committed end of the partition minus the query's position (nil when it
+// reads no Kafka topic, or the brokers do not answer in time).
+func kafkaLag(g *plan.Graph, offsets map[string]int64) map[string]int64 {
+	var lag map[string]int64
+	for _, v := range g.Vertices {
+		for _, op := range v.Ops {
+			src, ok := op.(*plan.Source)
+			if !ok || src.Engine != "kafka" {
+				continue
+			}
+			brokers, err := kafkasrc.ParseBrokers(src.Connection)
+			if err != nil {
+				continue
+			}
+			cons, err := kafkasrc.New(kafkasrc.Config{Brokers: brokers, Topic: src.Attrs["topic"]})
+			if err != nil {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			ends, err := cons.EndOffsets(ctx)
+			cancel()
+			cons.Close()
+			if err != nil {
+				continue
+			}
+			if lag == nil {
+				lag = map[string]int64{}
+			}
+			for p, end := range ends {
+				k := runtime.PartitionKey(src.Table, p)
+				if off, ok := offsets[k]; ok {
+					lag[k] = max(end-off, 0)
+				}
+			}
+		}
+	}
+	return lag
 }

@@ -295,7 +295,7 @@ func (e *Engine) startView(rec viewRecord) (*View, error) {
 }
 
 func (e *Engine) deps() runtime.Deps {
-	return runtime.Deps{Store: e.store, Log: e.meta.Log, Logger: e.log, Publisher: e.cfg.Publisher, Meta: e.meta}
+	return runtime.Deps{Store: e.store, Log: e.meta.Log, Logger: e.log, Publisher: e.cfg.Publisher, Meta: e.meta, Decoder: RecordDecoder}
 }
 
 // Error is a failed statement or request, with what the API needs to

@@ -1,6 +1,7 @@
 package queries
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -432,3 +433,41 @@ func columnList(s plan.Schema) string {
 
 // JSONValue converts a value for JSON output (SPEC section 3): v.JSON().
 func JSONValue(v plan.Value) any { return v.JSON() }
+
+// RecordDecoder decodes the record values of Kafka source src: each is
+// one JSON object, taken as HTTP ingest takes a row. The metadata columns
+// (_partition, _offset, _key, _timestamp) are the reader's to fill, so
+// they may be absent.
+func RecordDecoder(src *plan.Source) (func([]byte) (plan.Row, error), error) {
+	def := &plan.TableDef{Name: src.Table, Columns: slices.Clone(src.Schema), EventTime: src.EventTime}
+	for i, c := range def.Columns {
+		if _, ok := planner.KafkaMetaColumns[strings.ToLower(c.Name)]; ok {
+			def.Columns[i].NotNull = false
+			if i == def.EventTime {
+				def.EventTime = -1 // the record's timestamp: always there
+			}
+		}
+	}
+	return func(v []byte) (plan.Row, error) {
+		var row plan.Row
+		n := 0
+		err := decodeRows(def, string(v), func(r plan.Row) {
+			n++
+			row = slices.Clone(r)
+		})
+		if err != nil {
+			var re *RowError
+			if errors.As(err, &re) && re.Row >= 0 {
+				if re.Column != "" {
+					return nil, fmt.Errorf("column %s: %s", re.Column, re.Msg)
+				}
+				return nil, errors.New(re.Msg)
+			}
+			return nil, err
+		}
+		if n != 1 {
+			return nil, fmt.Errorf("a record value must be one JSON object, not %d", n)
+		}
+		return row, nil
+	}, nil
+}

@@ -45,7 +45,7 @@ func (j *Job) coordinate() {
 		waiting  []chan checkpointResult // asked before the barrier in flight
 		queued   []chan checkpointResult // asked while it was in flight
 		lastCkpt = time.Now()
-		totals   = counts{j.marker.RowsIn, j.marker.RowsOut, j.marker.Late}
+		totals   = counts{j.marker.RowsIn, j.marker.RowsOut, j.marker.Late, j.marker.Bad}
 	)
 	inject := func(force bool) {
 		epoch++
@@ -84,7 +84,7 @@ func (j *Job) coordinate() {
 			j.recordEnd(cur.CheckpointID, "failed", failed, bytes, offsets, started)
 		default:
 			fault.Point("checkpoint.before_marker")
-			m := markerValue{ID: cur.CheckpointID, Time: time.Now().UnixMilli(), RowsIn: totals.rowsIn, RowsOut: totals.rowsOut, Late: totals.late, Offsets: offsets}
+			m := markerValue{ID: cur.CheckpointID, Time: time.Now().UnixMilli(), RowsIn: totals.rowsIn, RowsOut: totals.rowsOut, Late: totals.late, Bad: totals.bad, Offsets: offsets}
 			val, _ := json.Marshal(m)
 			if err := j.store.CommitMarker(markerKey(j.ID), cur.CheckpointID, val); err != nil {
 				res.err = fmt.Errorf("checkpoint %d: commit marker: %w", cur.CheckpointID, err)
@@ -287,13 +287,18 @@ type Status struct {
 	StateRows int64
 	// Sinks are the external sinks' progress.
 	Sinks []SinkStatus
+	// BadRecords counts source records that could not be decoded;
+	// RecentBad are the last few.
+	BadRecords int64
+	RecentBad  []BadRecord
 }
 
 // Status reports the job's state and counters.
 func (j *Job) Status() Status {
 	j.mu.Lock()
-	s := Status{State: j.state, Err: j.err, RecentLate: append([]LateRow(nil), j.lateKeep...)}
+	s := Status{State: j.state, Err: j.err, RecentLate: append([]LateRow(nil), j.lateKeep...), RecentBad: append([]BadRecord(nil), j.badKeep...)}
 	j.mu.Unlock()
+	s.BadRecords = j.badRecords.Load()
 	if j.committer != nil {
 		cs := j.committer.status()
 		s.Sinks = append(s.Sinks, cs)
@@ -319,8 +324,17 @@ func (j *Job) Status() Status {
 	for _, src := range j.sources {
 		s.StateRows += src.stateRows.Load()
 		t := src.spec.Table
-		if off, seen := s.Offsets[t]; !seen || src.offset.Load() < off {
+		if pos := src.positions.Load(); pos != nil {
+			for k, off := range *pos {
+				s.Offsets[k] = off
+			}
+		} else if off, seen := s.Offsets[t]; !seen || src.offset.Load() < off {
 			s.Offsets[t] = src.offset.Load()
+		}
+		if p := src.problem.Load(); p != nil && *p != "" && (s.State == StateRunning || s.State == StateRestoring) {
+			// A source cannot read (no broker, no topic): the query waits
+			// and retries.
+			s.State, s.Err = StateRetrying, fmt.Errorf("source %s: %s", t, *p)
 		}
 		if w, seen := s.SourceWatermarks[t]; !seen || src.published.Load() < w {
 			s.SourceWatermarks[t] = src.published.Load()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/streamsql/streamsql/planner/plan"
 	esink "github.com/streamsql/streamsql/runtime/sink"
+	kafkasrc "github.com/streamsql/streamsql/runtime/source/kafka"
 	"github.com/streamsql/streamsql/state"
 	"github.com/streamsql/streamsql/window"
 )
@@ -35,6 +36,9 @@ type Deps struct {
 	// Publisher makes the publisher of an external sink (INSERT INTO a
 	// table with ENGINE=postgres).
 	Publisher func(spec esink.Spec) (esink.Publisher, error)
+	// Decoder makes the decoder of a Kafka source's record values (one
+	// JSON object per record, as HTTP ingest takes them).
+	Decoder func(src *plan.Source) (func(value []byte) (plan.Row, error), error)
 	// Meta is the durable store outside checkpoints where at_least_once
 	// sinks log the keys they write (extsink.go).
 	Meta MetaKV
@@ -84,14 +88,15 @@ type Job struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	rowsIn, rowsOut, lateRows atomic.Int64
-	lastCheckpoint            atomic.Uint64
-	toRestore                 atomic.Int64 // tasks still restoring state
+	rowsIn, rowsOut, lateRows, badRecords atomic.Int64
+	lastCheckpoint                        atomic.Uint64
+	toRestore                             atomic.Int64 // tasks still restoring state
 
 	mu       sync.Mutex
 	state    string
 	err      error
 	lateKeep []LateRow
+	badKeep  []BadRecord
 	history  []CheckpointStat
 	// marker is the last completed checkpoint's marker.
 	marker markerValue
@@ -127,6 +132,7 @@ type markerValue struct {
 	RowsIn  int64            `json:"rows_in"`
 	RowsOut int64            `json:"rows_out"`
 	Late    int64            `json:"late_rows"`
+	Bad     int64            `json:"bad_records,omitempty"`
 	Offsets map[string]int64 `json:"offsets,omitempty"`
 }
 
@@ -209,6 +215,7 @@ func (j *Job) lastMarker() (uint64, []byte, error) {
 	j.rowsIn.Store(j.marker.RowsIn)
 	j.rowsOut.Store(j.marker.RowsOut)
 	j.lateRows.Store(j.marker.Late)
+	j.badRecords.Store(j.marker.Bad)
 	if j.results != nil {
 		j.results.restoring(id)
 	}
@@ -276,6 +283,17 @@ func (j *Job) addLate(n int64, rows []LateRow) {
 	j.lateKeep = append(j.lateKeep, rows...)
 	if over := len(j.lateKeep) - MaxLateSamples; over > 0 {
 		j.lateKeep = append(j.lateKeep[:0:0], j.lateKeep[over:]...)
+	}
+	j.mu.Unlock()
+}
+
+// addBad counts n undecodable source records and keeps the last few.
+func (j *Job) addBad(n int64, recs []BadRecord) {
+	j.badRecords.Add(n)
+	j.mu.Lock()
+	j.badKeep = append(j.badKeep, recs...)
+	if over := len(j.badKeep) - MaxBadSamples; over > 0 {
+		j.badKeep = append(j.badKeep[:0:0], j.badKeep[over:]...)
 	}
 	j.mu.Unlock()
 }
@@ -420,7 +438,7 @@ func (j *Job) sourceTask(base taskBase, src *plan.Source, v, i int, deps Deps, o
 			return nil, fmt.Errorf("query %s: source %s position: %w", j.Name, src.Table, err)
 		}
 	}
-	rd, err := j.reader(src, deps, pos.Offset, sourceColumns(j.Graph.Vertices[v].Ops, src))
+	rd, err := j.reader(src, deps, pos, sourceColumns(j.Graph.Vertices[v].Ops, src))
 	if err != nil {
 		return nil, fmt.Errorf("query %s: source %s: %w", j.Name, src.Table, err)
 	}
@@ -553,7 +571,8 @@ func markColumns(e plan.Expr, used []bool) bool {
 	return false
 }
 
-func (j *Job) reader(src *plan.Source, deps Deps, from int64, used []bool) (reader, error) {
+func (j *Job) reader(src *plan.Source, deps Deps, pos sourcePos, used []bool) (reader, error) {
+	from := pos.Offset
 	if deps.openReader != nil {
 		return deps.openReader(src, from)
 	}
@@ -566,6 +585,30 @@ func (j *Job) reader(src *plan.Source, deps Deps, from int64, used []bool) (read
 		return &logReader{log: l, off: from, upsert: src.Upsert}, nil
 	case "nexmark":
 		return newNexmarkReader(src, from, time.Now().UnixMilli(), used)
+	case "kafka":
+		if deps.Decoder == nil {
+			return nil, fmt.Errorf("no decoder for Kafka records")
+		}
+		dec, err := deps.Decoder(src)
+		if err != nil {
+			return nil, err
+		}
+		brokers, err := kafkasrc.ParseBrokers(src.Connection)
+		if err != nil {
+			return nil, err
+		}
+		cons, err := kafkasrc.New(kafkasrc.Config{Brokers: brokers, Topic: src.Attrs["topic"]})
+		if err != nil {
+			return nil, err
+		}
+		r := newKafkaReader(src, cons, dec, pos.Partitions)
+		if t := src.Attrs["dead_letter_topic"]; t != "" {
+			if r.dlq, err = kafkasrc.NewDeadLetter(brokers, src.Attrs["topic"], t); err != nil {
+				cons.Close()
+				return nil, err
+			}
+		}
+		return r, nil
 	}
 	return nil, fmt.Errorf("no reader for ENGINE=%s", src.Engine)
 }

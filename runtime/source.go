@@ -38,6 +38,10 @@ type sourceTask struct {
 	// Published for Status (read by other goroutines).
 	offset    atomic.Int64
 	published atomic.Int64
+	// positions are a partitioned reader's offsets ("table[p]"), problem
+	// why a reader cannot read now ("" when it can).
+	positions atomic.Pointer[map[string]int64]
+	problem   atomic.Pointer[string]
 }
 
 func (s *sourceTask) run(ctx context.Context) error {
@@ -47,6 +51,9 @@ func (s *sourceTask) run(ctx context.Context) error {
 		return err
 	}
 	s.job.taskRestored()
+	if c, ok := s.reader.(interface{ Close() }); ok {
+		defer c.Close()
+	}
 	ticker := time.NewTicker(s.tick)
 	defer ticker.Stop()
 	s.lastRow = time.Now().UnixMilli()
@@ -99,7 +106,43 @@ func (s *sourceTask) currentWM(now int64) int64 {
 	if s.spec.ProcTime {
 		return now
 	}
-	return max(s.tracker.Watermark(), s.floor)
+	return max(s.eventWM(now), s.floor)
+}
+
+// eventWM is the watermark of the rows read: the source's tracker, or a
+// reader's own (per partition).
+func (s *sourceTask) eventWM(now int64) int64 {
+	if w, ok := s.reader.(wmReader); ok {
+		return w.Watermark(now)
+	}
+	return s.tracker.Watermark()
+}
+
+// afterPoll publishes what a reader reports besides rows: records it
+// could not decode, why it cannot read, its partitions' positions.
+func (s *sourceTask) afterPoll() {
+	if br, ok := s.reader.(badReader); ok {
+		if n, samples := br.TakeBad(); n > 0 {
+			s.job.addBad(n, samples)
+			s.sinceCkpt.bad += n
+		}
+	}
+	if pr, ok := s.reader.(problemReader); ok {
+		msg := ""
+		if err := pr.Problem(); err != nil {
+			msg = err.Error()
+		}
+		if old := s.problem.Load(); old == nil || *old != msg {
+			s.problem.Store(&msg)
+		}
+	}
+	if pr, ok := s.reader.(partReader); ok {
+		offs := map[string]int64{}
+		for p, pos := range pr.Positions() {
+			offs[PartitionKey(s.spec.Table, p)] = pos.Offset
+		}
+		s.positions.Store(&offs)
+	}
 }
 
 // poll reads one batch and sends it down the chain.
@@ -109,6 +152,7 @@ func (s *sourceTask) poll(now int64) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("%s: read: %w", s.name, err)
 	}
+	s.afterPoll()
 	if n == 0 {
 		return 0, nil
 	}
@@ -121,7 +165,13 @@ func (s *sourceTask) poll(now int64) (int, error) {
 		}
 	}
 	et := s.spec.EventTime
+	_, stamped := s.reader.(wmReader)
 	for i := range b.Rows {
+		if stamped {
+			// The reader stamped the row (per-partition watermarks).
+			b.Meta[i].WM = max(b.Meta[i].WM, s.floor)
+			continue
+		}
 		b.Meta[i].WM = s.currentWM(now)
 		if et >= 0 && !s.spec.ProcTime {
 			if ts := b.Rows[i][et]; !ts.IsNull() {
@@ -163,7 +213,7 @@ func (s *sourceTask) idle(now int64) error {
 				return nil
 			}
 		}
-		from := s.tracker.Watermark()
+		from := s.eventWM(now)
 		if from == window.NoWatermark {
 			return nil
 		}
@@ -186,7 +236,25 @@ func (s *sourceTask) idle(now int64) error {
 // row available now; then the position is recorded for a checkpoint and the
 // barrier goes down the chain.
 func (s *sourceTask) onBarrier(ctx context.Context, b Barrier) error {
-	if b.Flush {
+	if fr, ok := s.reader.(flushReader); ok && b.Flush {
+		// Rows arrive asynchronously: wait for them, up to a deadline.
+		done := fr.FlushTarget(time.Now().UnixMilli())
+		deadline := time.Now().Add(flushWait)
+		for !done() && time.Now().Before(deadline) {
+			n, err := s.poll(time.Now().UnixMilli())
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				select {
+				case <-s.reader.Ready():
+				case <-time.After(10 * time.Millisecond):
+				case <-ctx.Done():
+					return nil
+				}
+			}
+		}
+	} else if b.Flush {
 		now := time.Now().UnixMilli()
 		end := s.reader.Available(now)
 		for s.reader.Offset() < end {
@@ -203,9 +271,16 @@ func (s *sourceTask) onBarrier(ctx context.Context, b Barrier) error {
 	var offsets map[string]int64
 	if b.CheckpointID != 0 {
 		p := sourcePos{Offset: s.reader.Offset(), MaxEventTime: s.tracker.MaxEventTime(), Floor: s.floor}
+		offsets = map[string]int64{s.spec.Table: p.Offset}
+		if pr, ok := s.reader.(partReader); ok {
+			p.Partitions = pr.Positions()
+			offsets = map[string]int64{}
+			for part, pos := range p.Partitions {
+				offsets[PartitionKey(s.spec.Table, part)] = pos.Offset
+			}
+		}
 		val, _ := json.Marshal(p)
 		pos = []state.KV{{Key: sourceKey(s.job.ID, s.vertex, s.subtask), Value: val}}
-		offsets = map[string]int64{s.spec.Table: p.Offset}
 	}
 	return s.barrier(ctx, b, pos, offsets)
 }
@@ -215,4 +290,10 @@ type sourcePos struct {
 	Offset       int64 `json:"offset"`
 	MaxEventTime int64 `json:"max_event_time"`
 	Floor        int64 `json:"floor"`
+	// Partitions: a Kafka source's position per partition.
+	Partitions map[int32]kafkaPartPos `json:"partitions,omitempty"`
 }
+
+// flushWait bounds how long a flush waits for rows that arrive
+// asynchronously (Kafka).
+const flushWait = 10 * time.Second

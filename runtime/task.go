@@ -24,9 +24,14 @@ type ack struct {
 }
 
 // counts are a task's counters.
-type counts struct{ rowsIn, rowsOut, late int64 }
+type counts struct{ rowsIn, rowsOut, late, bad int64 }
 
-func (c *counts) add(o counts) { c.rowsIn += o.rowsIn; c.rowsOut += o.rowsOut; c.late += o.late }
+func (c *counts) add(o counts) {
+	c.rowsIn += o.rowsIn
+	c.rowsOut += o.rowsOut
+	c.late += o.late
+	c.bad += o.bad
+}
 
 // taskBase is what source and non-source tasks share: the chain, the
 // operators' state prefixes, and the checkpoint step of a barrier.
