@@ -225,7 +225,8 @@ func TestKafkaSinkFaultPoints(t *testing.T) {
 			t.Parallel()
 			b := startBroker(t)
 			var ks *kafkaScenario
-			runSinkFault(t, faultCase{point: point, hit: 3, onRestart: true}, testSeed(t, 540+uint64(i)), pgFaultRows,
+			seed := testSeed(t, 540+uint64(i))
+			runSinkFault(t, faultCase{point: point, hit: 3, onRestart: true}, seed, pgFaultRows,
 				func(t *testing.T, srv *server, _ string) sinkSet {
 					ks = &kafkaScenario{srv: srv, broker: b}
 					p2 := variants[1]
@@ -234,6 +235,9 @@ func TestKafkaSinkFaultPoints(t *testing.T) {
 						kafkaBidSink(bidInstance("running_having", p2), atLeastOnce))
 					return ks
 				})
+			obs := cpObserver{}
+			obs.observe(t, ks.srv, ks.names())
+			t.Logf("the state after each of %d epochs checked", ks.checkEpochStates(t, obs, genBids(seed, pgFaultRows)))
 			// The epoch that died in its transaction was aborted when the
 			// restart fenced the transactional id.
 			aborted := 0

@@ -152,7 +152,7 @@ type kafkaChunk struct {
 // genKafkaChunks cuts about n never-late bids into chunks of size records
 // spread over the source topic's partitions: 40% produced outside
 // transactions, 40% in committed transactions, 20% in aborted ones; a
-// third of the chunks carry an undecodable record too. Values are the rows
+// third of the chunks carry an undecodable record too (badValues in turn). Values are the rows
 // as JSON (wireRows: some timestamps as epoch milliseconds), keys "a<auction>"
 // for two records in three (none for the rest), record timestamps within
 // a second after the row's time.
@@ -160,6 +160,7 @@ func genKafkaChunks(seed uint64, n, size int) []kafkaChunk {
 	rng := rand.New(rand.NewPCG(seed, 0x6b61666b61))
 	rows := neverLate(genBids(seed, n))
 	var out []kafkaChunk
+	nbad := 0
 	for start := 0; start < len(rows); start += size {
 		part := rows[start:min(start+size, len(rows))]
 		c := kafkaChunk{txn: []kafkatest.Txn{kafkatest.NoTxn, kafkatest.Commit}[rng.IntN(2)]}
@@ -181,7 +182,8 @@ func genKafkaChunks(seed uint64, n, size int) []kafkaChunk {
 		if rng.IntN(3) == 0 {
 			at := rng.IntN(len(c.recs) + 1)
 			bad := kafkatest.Record{Partition: int32(rng.IntN(kafkaBidsPartitions)), Key: kafkatest.Str("bad"),
-				Value: kafkatest.Str(badValues[rng.IntN(len(badValues))])}
+				Value: kafkatest.Str(badValues[nbad%len(badValues)])}
+			nbad++
 			c.recs = slices.Insert(c.recs, at, bad)
 			c.rows = slices.Insert(c.rows, at, Row(nil))
 		}
@@ -700,6 +702,70 @@ func (ks *kafkaScenario) checkCommittedPrefix(t *testing.T, s kafkaSink, log []R
 	return false
 }
 
+// txnID names one transaction of a producer: kfake bumps the producer
+// epoch at the end of every transaction, so a producer id and epoch name
+// one transaction.
+type txnID struct {
+	pid   int64
+	epoch int16
+}
+
+// checkEpochStates groups every exactly-once sink's committed records by
+// transaction and matches each transaction with its progress record: no
+// record may be committed without one, and no transaction may hold two.
+// Applying the transactions in epoch order, the state after each epoch
+// whose checkpoint obs saw completed must equal the oracle over the log
+// prefix that checkpoint read (checkAtCheckpoint): each epoch's records
+// are exactly the changes of its checkpoint. It returns how many epochs
+// it checked.
+func (ks *kafkaScenario) checkEpochStates(t *testing.T, obs cpObserver, log []Row) int {
+	t.Helper()
+	checked := 0
+	for _, s := range exactlyOnceSinks(ks.sinks) {
+		epochOf := map[txnID]int64{}
+		var epochs []int64
+		for _, r := range kafkatest.Data(consumeTopic(t, ks.broker, s.progressTopic(), true)) {
+			prs, _ := kafkaProgressRecords([]kafkatest.Record{r})
+			if len(prs) != 1 {
+				continue // progress reports it
+			}
+			id := txnID{r.ProducerID, r.ProducerEpoch}
+			if e, ok := epochOf[id]; ok {
+				t.Errorf("%s: epochs %d and %d committed in one transaction (producer %d epoch %d)", s.name, e, prs[0].epoch, id.pid, id.epoch)
+			}
+			epochOf[id] = prs[0].epoch
+			epochs = append(epochs, prs[0].epoch)
+		}
+		data := kafkatest.Data(consumeTopic(t, ks.broker, s.sinkTopic(), true))
+		epochAt := make([]int64, len(data))
+		for i, r := range data {
+			e, ok := epochOf[txnID{r.ProducerID, r.ProducerEpoch}]
+			if !ok {
+				t.Errorf("%s: record %v committed in a transaction without a progress record (producer %d epoch %d)", s.name, r, r.ProducerID, r.ProducerEpoch)
+			}
+			epochAt[i] = e
+		}
+		cols, _, key := s.columns()
+		for _, e := range epochs {
+			c, ok := obs[s.name][e]
+			if !ok || c.Status == "in_progress" {
+				continue
+			}
+			var upTo []kafkatest.Record
+			for i, r := range data {
+				if epochAt[i] <= e {
+					upTo = append(upTo, r)
+				}
+			}
+			rows, _ := sinkContents(upTo, cols, key)
+			if checkAtCheckpoint(t, s.sinkQuery, "Kafka", c, cols, rows, log) {
+				checked++
+			}
+		}
+	}
+	return checked
+}
+
 // abortedRecords counts the records of topic a read_committed read leaves
 // out (those of aborted transactions).
 func abortedRecords(t *testing.T, b *kafkatest.Broker, topic string) int {
@@ -829,6 +895,9 @@ func TestKafkaSinkResults(t *testing.T) {
 	ks.verify(t, "delete_probe_pass", sc.posted, nil)
 	sc.post(t, fail)
 	ks.verify(t, "delete_probe_fail", sc.posted, nil)
+	obs := cpObserver{}
+	obs.observe(t, srv, ks.names())
+	t.Logf("the state after each of %d epochs checked", ks.checkEpochStates(t, obs, sc.posted))
 
 	t.Run("topics", func(t *testing.T) {
 		s := sinks[0]

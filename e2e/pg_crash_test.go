@@ -15,34 +15,35 @@ import (
 	"time"
 )
 
-// cpObserver keeps the status of every checkpoint seen in the queries'
-// histories (GET /v1/queries/{name}/checkpoints, the recent ones of the
-// running process), per query, across restarts: ids never repeat.
-type cpObserver map[string]map[int64]string
+// cpObserver keeps every checkpoint seen in the queries' histories (GET
+// /v1/queries/{name}/checkpoints, the recent ones of the running
+// process), its last status and its offsets, per query, across restarts:
+// ids never repeat.
+type cpObserver map[string]map[int64]checkpointStat
 
 func (o cpObserver) observe(t *testing.T, srv *server, names []string) {
 	t.Helper()
 	for _, n := range names {
 		if o[n] == nil {
-			o[n] = map[int64]string{}
+			o[n] = map[int64]checkpointStat{}
 		}
 		for _, c := range srv.checkpointHistory(t, n) {
 			if id, err := c.ID.Int64(); err == nil {
-				o[n][id] = c.Status
+				o[n][id] = c
 			}
 		}
 	}
 }
 
 // checkEpochs checks every epoch sink name recorded (in PostgreSQL or
-// Kafka) against the checkpoints of its query seen: a checkpoint seen failed must never
-// be committed (one completing after it was seen in progress, or never
+// Kafka) against the checkpoints of its query seen: a checkpoint seen
+// failed must never be committed (one completing after it was seen in progress, or never
 // seen, cannot be judged). It returns how many epochs were seen completed.
 func (o cpObserver) checkEpochs(t *testing.T, name string, epochs []int64) int {
 	t.Helper()
 	seen := 0
 	for _, e := range epochs {
-		switch st := o[name][e]; st {
+		switch st := o[name][e].Status; st {
 		case "completed":
 			seen++
 		case "", "in_progress":
@@ -89,29 +90,37 @@ func (ps *pgScenario) checkCommittedPrefix(t *testing.T, s pgSink, log []Row) bo
 func checkEpochPrefix(t *testing.T, srv *server, s sinkQuery, where string, epoch int64, cols []string, rows []map[string]any, log []Row) bool {
 	t.Helper()
 	for _, c := range srv.checkpointHistory(t, s.name) {
-		if id, _ := c.ID.Int64(); id != epoch {
-			continue
+		if id, _ := c.ID.Int64(); id == epoch {
+			return checkAtCheckpoint(t, s, where, c, cols, rows, log)
 		}
-		if c.Status != "completed" {
-			t.Errorf("%s: epoch %d is committed in %s, but checkpoint %d is %q", s.name, epoch, where, epoch, c.Status)
-			return true
-		}
-		off, ok := c.Offsets["bids"]
-		if !ok {
-			return false
-		}
-		if off > int64(len(log)) {
-			t.Errorf("%s: checkpoint %d recorded offset %d for bids, beyond the %d rows of the log", s.name, epoch, off, len(log))
-			return true
-		}
-		want := s.expected(log[:off], nil)
-		if diffs := diffResult(want, cols, rows); len(diffs) > 0 {
-			t.Errorf("%s: %s at epoch %d differs from the oracle over the %d rows before its offset (%d rows, %d expected): %s",
-				s.name, where, epoch, off, len(rows), len(want.Rows), formatDiffs(diffs, 5))
-		}
-		return true
 	}
 	return false
+}
+
+// checkAtCheckpoint checks the contents of exactly-once sink s as of the
+// epoch of checkpoint c (cols and rows, read from where) against the
+// oracle over the log prefix c read; false when c recorded no offset for
+// bids.
+func checkAtCheckpoint(t *testing.T, s sinkQuery, where string, c checkpointStat, cols []string, rows []map[string]any, log []Row) bool {
+	t.Helper()
+	if c.Status != "completed" {
+		t.Errorf("%s: epoch %s is committed in %s, but checkpoint %s is %q", s.name, c.ID, where, c.ID, c.Status)
+		return true
+	}
+	off, ok := c.Offsets["bids"]
+	if !ok {
+		return false
+	}
+	if off > int64(len(log)) {
+		t.Errorf("%s: checkpoint %s recorded offset %d for bids, beyond the %d rows of the log", s.name, c.ID, off, len(log))
+		return true
+	}
+	want := s.expected(log[:off], nil)
+	if diffs := diffResult(want, cols, rows); len(diffs) > 0 {
+		t.Errorf("%s: %s at epoch %s differs from the oracle over the %d rows before its offset (%d rows, %d expected): %s",
+			s.name, where, c.ID, off, len(rows), len(want.Rows), formatDiffs(diffs, 5))
+	}
+	return true
 }
 
 // checkEndOffset checks that table's log holds n rows: every row exactly
@@ -190,6 +199,14 @@ func (ps *pgScenario) epochs(t *testing.T) map[string][]int64 {
 	return out
 }
 
+// epochStateChecker is a crashSinkSet that can check its exactly-once
+// sinks' state after each epoch whose checkpoint obs saw completed
+// against the oracle over the prefix of log that checkpoint read, and
+// returns how many epochs it checked.
+type epochStateChecker interface {
+	checkEpochStates(t *testing.T, obs cpObserver, log []Row) int
+}
+
 // runSinkCrash runs the sinks setup creates (where: the external system)
 // on a server with the bids table checkpointing every 200ms, while the
 // log is posted in chunks with Idempotency-Keys and the server is
@@ -228,6 +245,9 @@ func runSinkCrash(t *testing.T, where string, seed uint64, setup func(t *testing
 	for name, e := range sinks.epochs(t) {
 		epochs += len(e)
 		judged += obs.checkEpochs(t, name, e)
+	}
+	if c, ok := sinks.(epochStateChecker); ok {
+		t.Logf("%s: the state after each of %d epochs checked", where, c.checkEpochStates(t, obs, rows))
 	}
 	t.Logf("%s crash recovery summary: kills=%d (under load %d, aimed at a request %d) mid-stream checks=%d rows=%d chunks=%d resends=%d replayed=%d sinks=%d epochs committed=%d (seen completed %d) posting=%v elapsed=%v",
 		where, kills, ks.underLoad, ks.aimed, prefixChecks, len(rows), len(chunks), poster.stats.resends, poster.stats.replayed, len(sinks.names()),
