@@ -861,6 +861,89 @@ func TestKafkaSource(t *testing.T) {
 	ks.verify(t, "kafka_to_kafka_final", sc.posted, nil)
 }
 
+// TestKafkaSourceIdle: a partition with no records for idle_timeout no
+// longer holds the watermark back. Records go to two of the topic's
+// three partitions; a view in on_window_close mode over a source with
+// "idle_timeout": "1s" must come to serve every window that the minimum
+// over the two written partitions of (largest time - watermark delay)
+// has closed, each equal to the oracle's row for it (all of its rows are
+// in); it may serve more (once every partition is idle the watermark
+// follows the wall clock), never a row the oracle does not have, and the
+// watermark it reports reaches that minimum. (Without idle_timeout the
+// empty partition holds every window back.)
+func TestKafkaSourceIdle(t *testing.T) {
+	b := startBroker(t)
+	log := &kafkaLog{}
+	p := newProducer(t, b, kafkaBidsTopic, kafkaBidsPartitions)
+	for _, c := range genKafkaChunks(testSeed(t, 505), 600, 50) {
+		for i := range c.recs {
+			c.recs[i].Partition %= 2
+		}
+		produceChunk(t, p, log, c)
+	}
+	rows, _ := log.snapshot()
+	srv := startServer(t)
+	srv.sql(t, kafkaBidsDDL(b.Addr(), kafkaBidsTopic, `, "idle_timeout": "1s"`))
+	vi := bidInstance("tumble_auction", variants[3])
+	sc := &scenario{srv: srv}
+	sc.create(t, []viewInstance{vi})
+
+	changes := Evaluate(bidsSource, vi.def.query, rows)
+	top := map[int64]int64{} // partition -> largest time
+	for _, r := range rows {
+		p := r["_partition"].(int64)
+		top[p] = max(top[p], tsOf(r))
+	}
+	wm := min(top[0], top[1]) - bidsSource.WatermarkDelay
+	var closed []string
+	for _, r := range changes.Rows {
+		if int64(r["window_end"].(Timestamp))+bidsSource.AllowedLateness <= wm {
+			closed = append(closed, rowKey(changes.Key, r))
+		}
+	}
+	if len(closed) == 0 {
+		t.Fatal("test bug: no window closed by the minimum watermark")
+	}
+	var got resultSet
+	var missing []string
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		got = srv.results(t, vi.name)
+		served := map[string]bool{}
+		for _, r := range got.Rows {
+			served[rowKey(changes.Key, r)] = true
+		}
+		missing = missing[:0]
+		for _, k := range closed {
+			if !served[k] {
+				missing = append(missing, k)
+			}
+		}
+		if len(missing) == 0 || time.Now().After(deadline) {
+			// The oracle's rows for the windows served.
+			want := changes
+			want.Rows = nil
+			for _, r := range changes.Rows {
+				if served[rowKey(changes.Key, r)] {
+					want.Rows = append(want.Rows, r)
+				}
+			}
+			if diffs := diffResult(want, got.Columns, got.Rows); len(diffs) > 0 {
+				t.Errorf("served windows differ from the oracle's: %s", formatDiffs(diffs, 5))
+			}
+			break
+		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("%d of the %d windows closed by the watermark of the written partitions (%s) not served after 20s, e.g. %s: the empty partition holds the watermark back",
+			len(missing), len(closed), Timestamp(wm), missing[0])
+	}
+	q := srv.query(t, vi.name)
+	if w, err := time.Parse(time.RFC3339Nano, jsonText(q.raw["watermark"])); err != nil || w.UnixMilli() < wm {
+		t.Errorf("watermark %v, want at least %s", q.raw["watermark"], Timestamp(wm))
+	}
+	t.Logf("%d rows in 2 of 3 partitions; %d windows closed by %s, %d served of %d", len(rows), len(closed), Timestamp(wm), len(got.Rows), len(changes.Rows))
+}
+
 // TestKafkaSinkResults: views of the main scenario over the HTTP table
 // (a tumble with every aggregate, HOP with HAVING, merging sessions,
 // sessions with HAVING, a running aggregate with HAVING, an append-only
