@@ -144,6 +144,7 @@ var badValues = []string{
 
 // kafkaChunk is one Send of records into the source topic.
 type kafkaChunk struct {
+	seq  int // its place among the chunks generated
 	txn  kafkatest.Txn
 	recs []kafkatest.Record
 	rows []Row // rows[i] is recs[i]'s row; nil for an undecodable record
@@ -163,7 +164,7 @@ func genKafkaChunks(seed uint64, n, size int) []kafkaChunk {
 	nbad := 0
 	for start := 0; start < len(rows); start += size {
 		part := rows[start:min(start+size, len(rows))]
-		c := kafkaChunk{txn: []kafkatest.Txn{kafkatest.NoTxn, kafkatest.Commit}[rng.IntN(2)]}
+		c := kafkaChunk{seq: len(out), txn: []kafkatest.Txn{kafkatest.NoTxn, kafkatest.Commit}[rng.IntN(2)]}
 		if rng.IntN(5) == 0 {
 			c.txn = kafkatest.Abort
 		}
@@ -193,12 +194,18 @@ func genKafkaChunks(seed uint64, n, size int) []kafkaChunk {
 }
 
 // kafkaLog is what has been produced into the source topic: the rows a
-// query must read (committed and decodable, in production order, with
-// their metadata columns) and the undecodable records committed. Safe for
-// concurrent use.
+// query must read (committed and decodable, with their metadata columns)
+// and the undecodable records committed. Safe for concurrent use.
+//
+// The oracle reads the rows in the order they were generated, whatever
+// the order of the commits: each partition has its rows in that order, and
+// the engine's watermark is the minimum over partitions, so no row is late
+// for the engine either way; but for the oracle's one watermark a chunk
+// committed late would be.
 type kafkaLog struct {
 	mu      sync.Mutex
 	rows    []Row
+	seq     []int // seq[i] is rows[i]'s chunk's
 	bad     []kafkatest.Record
 	aborted int // records in aborted transactions
 }
@@ -223,31 +230,42 @@ func (l *kafkaLog) add(c kafkaChunk, sent []kafkatest.Record) {
 		if r.Key != nil {
 			row["_key"] = *r.Key
 		}
-		l.rows = append(l.rows, row)
+		l.rows, l.seq = append(l.rows, row), append(l.seq, c.seq)
 	}
 }
 
-// snapshot returns the rows and the number of bad records so far.
+// inOrder returns the indexes of the rows in generation order.
+func (l *kafkaLog) inOrder() []int {
+	idx := make([]int, len(l.rows))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return l.seq[a] - l.seq[b] })
+	return idx
+}
+
+// snapshot returns the rows (in generation order) and the number of bad
+// records so far.
 func (l *kafkaLog) snapshot() ([]Row, int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.Clone(l.rows), len(l.bad)
+	return l.before(nil)
 }
 
 // before returns the rows below offsets (partition -> the next offset to
-// read) and how many bad records are.
+// read; nil: every row), in generation order, and how many bad records
+// are.
 func (l *kafkaLog) before(offsets map[int32]int64) ([]Row, int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	below := func(p int32, off int64) bool { return offsets == nil || off < offsets[p] }
 	var out []Row
-	for _, r := range l.rows {
-		if r["_offset"].(int64) < offsets[int32(r["_partition"].(int64))] {
+	for _, i := range l.inOrder() {
+		if r := l.rows[i]; below(int32(r["_partition"].(int64)), r["_offset"].(int64)) {
 			out = append(out, r)
 		}
 	}
 	bad := 0
 	for _, r := range l.bad {
-		if r.Offset < offsets[r.Partition] {
+		if below(r.Partition, r.Offset) {
 			bad++
 		}
 	}
