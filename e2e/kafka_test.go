@@ -704,17 +704,17 @@ func (ks *kafkaScenario) lastEpoch(t *testing.T, s kafkaSink) int64 {
 // checkCommittedPrefix checks an exactly-once sink mid-stream: its topic,
 // read read_committed between two reads of its progress topic that found
 // the same last epoch (kfake writes a transaction's markers in every
-// partition at once), must equal the oracle over the log prefix that
-// epoch's checkpoint read (checkEpochPrefix). It reports false when there
+// partition at once), must equal the oracle over the input that epoch's
+// checkpoint read (prefix; checkEpochPrefix). It reports false when there
 // was nothing to check (no epoch yet, a commit between the reads five
 // times, or that checkpoint not in the history of the running process).
-func (ks *kafkaScenario) checkCommittedPrefix(t *testing.T, s kafkaSink, log []Row) bool {
+func (ks *kafkaScenario) checkCommittedPrefix(t *testing.T, s kafkaSink, prefix logPrefix) bool {
 	t.Helper()
 	for range 5 {
 		before := ks.lastEpoch(t, s)
 		cols, rows := ks.read(t, s)
 		if before != 0 && ks.lastEpoch(t, s) == before {
-			return checkEpochPrefix(t, ks.srv, s.sinkQuery, "Kafka", before, cols, rows, log)
+			return checkEpochPrefix(t, ks.srv, s.sinkQuery, "Kafka", before, cols, rows, prefix)
 		}
 	}
 	return false
@@ -732,11 +732,11 @@ type txnID struct {
 // transaction and matches each transaction with its progress record: no
 // record may be committed without one, and no transaction may hold two.
 // Applying the transactions in epoch order, the state after each epoch
-// whose checkpoint obs saw completed must equal the oracle over the log
-// prefix that checkpoint read (checkAtCheckpoint): each epoch's records
+// whose checkpoint obs saw completed must equal the oracle over the input
+// that checkpoint read (prefix; checkAtCheckpoint): each epoch's records
 // are exactly the changes of its checkpoint. It returns how many epochs
 // it checked.
-func (ks *kafkaScenario) checkEpochStates(t *testing.T, obs cpObserver, log []Row) int {
+func (ks *kafkaScenario) checkEpochStates(t *testing.T, obs cpObserver, prefix logPrefix) int {
 	t.Helper()
 	checked := 0
 	for _, s := range exactlyOnceSinks(ks.sinks) {
@@ -776,12 +776,25 @@ func (ks *kafkaScenario) checkEpochStates(t *testing.T, obs cpObserver, log []Ro
 				}
 			}
 			rows, _ := sinkContents(upTo, cols, key)
-			if checkAtCheckpoint(t, s.sinkQuery, "Kafka", c, cols, rows, log) {
+			if checkAtCheckpoint(t, s.sinkQuery, "Kafka", c, cols, rows, prefix) {
 				checked++
 			}
 		}
 	}
 	return checked
+}
+
+// kafkaPrefix is the input of the Kafka source that a checkpoint had
+// read: the rows of log below the offsets it recorded per partition.
+func kafkaPrefix(log *kafkaLog) logPrefix {
+	return func(c checkpointStat) ([]Row, string, error) {
+		parts := partitionValues(c.Offsets, "bids", kafkaBidsTopic)
+		if len(parts) == 0 {
+			return nil, "", errNoOffsets
+		}
+		rows, _ := log.before(parts)
+		return rows, fmt.Sprintf("the %d rows below its offsets %v", len(rows), parts), nil
+	}
 }
 
 // abortedRecords counts the records of topic a read_committed read leaves
@@ -998,7 +1011,7 @@ func TestKafkaSinkResults(t *testing.T) {
 	ks.verify(t, "delete_probe_fail", sc.posted, nil)
 	obs := cpObserver{}
 	obs.observe(t, srv, ks.names())
-	t.Logf("the state after each of %d epochs checked", ks.checkEpochStates(t, obs, sc.posted))
+	t.Logf("the state after each of %d epochs checked", ks.checkEpochStates(t, obs, httpPrefix(sc.posted)))
 
 	t.Run("topics", func(t *testing.T) {
 		s := sinks[0]

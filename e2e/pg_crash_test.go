@@ -8,6 +8,8 @@ package e2e
 // epoch once, increasing, and only epochs of checkpoints that completed.
 
 import (
+	"errors"
+	"fmt"
 	"math/rand/v2"
 	"regexp"
 	"strings"
@@ -79,46 +81,68 @@ func (ps *pgScenario) checkCommittedPrefix(t *testing.T, s pgSink, log []Row) bo
 	if !ok || snap.epoch == 0 {
 		return false
 	}
-	return checkEpochPrefix(t, ps.srv, s.sinkQuery, "PostgreSQL", snap.epoch, snap.columns, snap.rows, log)
+	return checkEpochPrefix(t, ps.srv, s.sinkQuery, "PostgreSQL", snap.epoch, snap.columns, snap.rows, httpPrefix(log))
 }
 
 // checkEpochPrefix checks the contents of exactly-once sink s as of its
-// epoch (cols and rows, read from where) against the oracle over the log
-// prefix that epoch's checkpoint read (the offset its query's checkpoint
-// history recorded for bids). It reports false when there was nothing to
-// check: that checkpoint is not in the history of the running process.
-func checkEpochPrefix(t *testing.T, srv *server, s sinkQuery, where string, epoch int64, cols []string, rows []map[string]any, log []Row) bool {
+// epoch (cols and rows, read from where) against the oracle over the rows
+// that epoch's checkpoint read (checkAtCheckpoint). It reports false when
+// there was nothing to check: that checkpoint is not in the history of the
+// running process.
+func checkEpochPrefix(t *testing.T, srv *server, s sinkQuery, where string, epoch int64, cols []string, rows []map[string]any, prefix logPrefix) bool {
 	t.Helper()
 	for _, c := range srv.checkpointHistory(t, s.name) {
 		if id, _ := c.ID.Int64(); id == epoch {
-			return checkAtCheckpoint(t, s, where, c, cols, rows, log)
+			return checkAtCheckpoint(t, s, where, c, cols, rows, prefix)
 		}
 	}
 	return false
 }
 
+// logPrefix gives the input a checkpoint had read, from the offsets it
+// recorded, and says what that is; errNoOffsets when it recorded none to
+// tell.
+type logPrefix func(c checkpointStat) ([]Row, string, error)
+
+var errNoOffsets = errors.New("no offsets recorded")
+
+// httpPrefix is the prefix of the HTTP table bids' log (every row, in log
+// order, acknowledged or not yet) below the offset a checkpoint recorded.
+func httpPrefix(log []Row) logPrefix {
+	return func(c checkpointStat) ([]Row, string, error) {
+		off, ok := c.Offsets["bids"]
+		switch {
+		case !ok:
+			return nil, "", errNoOffsets
+		case off > int64(len(log)):
+			return nil, "", fmt.Errorf("offset %d recorded for bids, beyond the %d rows of the log", off, len(log))
+		}
+		return log[:off], fmt.Sprintf("the %d rows before its offset", off), nil
+	}
+}
+
 // checkAtCheckpoint checks the contents of exactly-once sink s as of the
 // epoch of checkpoint c (cols and rows, read from where) against the
-// oracle over the log prefix c read; false when c recorded no offset for
-// bids.
-func checkAtCheckpoint(t *testing.T, s sinkQuery, where string, c checkpointStat, cols []string, rows []map[string]any, log []Row) bool {
+// oracle over the input c had read (prefix); false when c recorded no
+// offsets.
+func checkAtCheckpoint(t *testing.T, s sinkQuery, where string, c checkpointStat, cols []string, rows []map[string]any, prefix logPrefix) bool {
 	t.Helper()
 	if c.Status != "completed" {
 		t.Errorf("%s: epoch %s is committed in %s, but checkpoint %s is %q", s.name, c.ID, where, c.ID, c.Status)
 		return true
 	}
-	off, ok := c.Offsets["bids"]
-	if !ok {
+	in, what, err := prefix(c)
+	if errors.Is(err, errNoOffsets) {
 		return false
 	}
-	if off > int64(len(log)) {
-		t.Errorf("%s: checkpoint %s recorded offset %d for bids, beyond the %d rows of the log", s.name, c.ID, off, len(log))
+	if err != nil {
+		t.Errorf("%s: checkpoint %s: %v", s.name, c.ID, err)
 		return true
 	}
-	want := s.expected(log[:off], nil)
+	want := s.expected(in, nil)
 	if diffs := diffResult(want, cols, rows); len(diffs) > 0 {
-		t.Errorf("%s: %s at epoch %s differs from the oracle over the %d rows before its offset (%d rows, %d expected): %s",
-			s.name, where, c.ID, off, len(rows), len(want.Rows), formatDiffs(diffs, 5))
+		t.Errorf("%s: %s at epoch %s differs from the oracle over %s (%d rows, %d expected): %s",
+			s.name, where, c.ID, what, len(rows), len(want.Rows), formatDiffs(diffs, 5))
 	}
 	return true
 }
@@ -201,10 +225,10 @@ func (ps *pgScenario) epochs(t *testing.T) map[string][]int64 {
 
 // epochStateChecker is a crashSinkSet that can check its exactly-once
 // sinks' state after each epoch whose checkpoint obs saw completed
-// against the oracle over the prefix of log that checkpoint read, and
+// against the oracle over the input that checkpoint read (prefix), and
 // returns how many epochs it checked.
 type epochStateChecker interface {
-	checkEpochStates(t *testing.T, obs cpObserver, log []Row) int
+	checkEpochStates(t *testing.T, obs cpObserver, prefix logPrefix) int
 }
 
 // runSinkCrash runs the sinks setup creates (where: the external system)
@@ -247,7 +271,7 @@ func runSinkCrash(t *testing.T, where string, seed uint64, setup func(t *testing
 		judged += obs.checkEpochs(t, name, e)
 	}
 	if c, ok := sinks.(epochStateChecker); ok {
-		t.Logf("%s: the state after each of %d epochs checked", where, c.checkEpochStates(t, obs, rows))
+		t.Logf("%s: the state after each of %d epochs checked", where, c.checkEpochStates(t, obs, httpPrefix(rows)))
 	}
 	t.Logf("%s crash recovery summary: kills=%d (under load %d, aimed at a request %d) mid-stream checks=%d rows=%d chunks=%d resends=%d replayed=%d sinks=%d epochs committed=%d (seen completed %d) posting=%v elapsed=%v",
 		where, kills, ks.underLoad, ks.aimed, prefixChecks, len(rows), len(chunks), poster.stats.resends, poster.stats.replayed, len(sinks.names()),
