@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -153,5 +155,19 @@ func TestBroker(t *testing.T) {
 	}
 	if v, w := values(got), append(values(again), `1:{"d0":0}`); len(v) != len(w) {
 		t.Errorf("after SIGKILL and a restart: %q, want %q", v, w)
+	}
+}
+
+// TestStandardLibraryOnly: the package (unlike its command) imports only
+// the standard library, so the end-to-end tests can use it.
+func TestStandardLibraryOnly(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{join .Deps "\n"}}`, ".").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range strings.Fields(string(out)) {
+		if strings.Contains(strings.Split(d, "/")[0], ".") {
+			t.Errorf("kafkatest depends on %s: it must import only the standard library", d)
+		}
 	}
 }
