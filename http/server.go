@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bufio"
 	"context"
 	"crypto/subtle"
 	"encoding/csv"
@@ -22,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/streamsql/streamsql/planner/plan"
 	"github.com/streamsql/streamsql/queries"
 )
 
@@ -73,6 +75,7 @@ func New(e *queries.Engine, opts Options) http.Handler {
 		r.Post("/v1/queries/{name}/resume", s.resumeQuery)
 		r.Get("/v1/queries/{name}/checkpoints", s.queryCheckpoints)
 		r.Get("/v1/queries/{name}/results", s.results)
+		r.Get("/v1/queries/{name}/changes", s.changes)
 		r.Post("/v1/checkpoints", s.checkpoints)
 		r.Handle("/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
 		// Profiles, behind the same token as the API.
@@ -397,4 +400,76 @@ func (s *server) checkpoints(w http.ResponseWriter, r *http.Request) {
 		body["error"] = err.Error()
 	}
 	writeJSON(w, status, body)
+}
+
+// heartbeatEvery is how often a quiet /changes stream gets a heartbeat.
+const heartbeatEvery = 10 * time.Second
+
+// changes streams a query's changes (SPEC section 3): NDJSON, or SSE with
+// Accept: text/event-stream; ?snapshot=true, ?from=<seq> (or
+// Last-Event-ID: the last seq received), ?consistency=latest|committed.
+// Each batch of records is flushed; the query never waits for the
+// reader, which is told "lagged" and closed when it falls behind.
+func (s *server) changes(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	o := queries.ChangesOptions{Snapshot: q.Get("snapshot") == "true"}
+	switch c := q.Get("consistency"); c {
+	case "", "latest":
+	case "committed":
+		o.Committed = true
+	default:
+		problem(w, &queries.Error{Status: 400, Title: "malformed request", Detail: "consistency must be latest or committed, not " + c, Statement: -1})
+		return
+	}
+	if f := q.Get("from"); f != "" {
+		n, err := strconv.ParseUint(f, 10, 64)
+		if err != nil || n == 0 {
+			problem(w, &queries.Error{Status: 400, Title: "malformed request", Detail: "from must be a seq (a positive integer), not " + f, Statement: -1})
+			return
+		}
+		o.From = n
+	} else if id := r.Header.Get("Last-Event-ID"); id != "" {
+		n, err := strconv.ParseUint(id, 10, 64)
+		if err != nil {
+			problem(w, &queries.Error{Status: 400, Title: "malformed request", Detail: "Last-Event-ID must be a seq, not " + id, Statement: -1})
+			return
+		}
+		o.From = n + 1
+	}
+	stream, err := s.e.Changes(chi.URLParam(r, "name"), o)
+	if err != nil {
+		problem(w, err)
+		return
+	}
+	sse := strings.Contains(r.Header.Get("Accept"), "text/event-stream")
+	if sse {
+		w.Header().Set("Content-Type", "text/event-stream")
+	} else {
+		w.Header().Set("Content-Type", "application/x-ndjson")
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(200)
+	rc := http.NewResponseController(w)
+	bw := bufio.NewWriterSize(w, 32<<10)
+	for {
+		recs, err := stream.Next(r.Context(), heartbeatEvery)
+		if len(recs) == 0 && err == nil {
+			recs = []queries.ChangeRecord{{Type: "heartbeat", JSON: []byte(`{"type":"heartbeat","time":"` + plan.FormatTime(time.Now().UnixMilli()) + `"}`)}}
+		}
+		for _, rec := range recs {
+			if sse {
+				if rec.Seq != 0 {
+					fmt.Fprintf(bw, "id: %d\n", rec.Seq)
+				}
+				fmt.Fprintf(bw, "event: %s\ndata: %s\n\n", rec.Type, rec.JSON)
+			} else {
+				bw.Write(rec.JSON)
+				bw.WriteByte('\n')
+			}
+		}
+		if bw.Flush() != nil || rc.Flush() != nil || err != nil {
+			return
+		}
+	}
 }

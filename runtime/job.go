@@ -348,7 +348,7 @@ func (j *Job) build(deps Deps, o StartOptions, committed uint64) error {
 					}
 					if s.Key == plan.KeyRowID {
 						j.results.setAppendOnly()
-						st.sink = newAppendSink(j.results, j.store, j.ID, i, counters)
+						st.sink = newAppendSink(j.results, j.store, j.ID, i, v.Parallelism, counters)
 					} else {
 						if i == 0 {
 							j.results.shard(v.Parallelism, s.Key)

@@ -86,6 +86,8 @@ type Results struct {
 	// (shared with the sinks' blocks, never modified).
 	appendOnly bool
 	recent     [][]byte
+	// log is the change log of GET .../changes (changes.go).
+	log *changeLog
 }
 
 // setAppendOnly switches the results to append-only keeping (before the
@@ -122,7 +124,7 @@ func newShards(n int) []*rowTable {
 // NewResults opens the results of query qid: empty for a new query; a
 // restarting job sets the committed id and loads the latest rows.
 func NewResults(store state.Versioned, qid uint64) *Results {
-	return &Results{store: store, prefix: resultPrefix(qid), blocks: blockPrefix(qid), latest: newShards(1), loaded: true}
+	return &Results{store: store, prefix: resultPrefix(qid), blocks: blockPrefix(qid), latest: newShards(1), loaded: true, log: newChangeLog()}
 }
 
 // restoring makes committed reads read at checkpoint id at once, and latest
@@ -234,6 +236,7 @@ func (r *Results) setCommitted(id uint64) {
 		clear(r.recent) // let the blocks go; keep the capacity
 		r.recent = r.recent[:0]
 	}
+	r.log.checkpoint(id)
 	r.mu.Unlock()
 }
 
@@ -249,6 +252,7 @@ func (r *Results) apply(task int, changes []keyedChange) {
 			t.set(c.key, c.enc)
 		}
 	}
+	r.log.changes(changes)
 }
 
 // owned calls fn with every latest row sink subtask task owns (a base of
@@ -273,7 +277,98 @@ func resultOwner(k string, kind plan.KeyKind, tasks int) int {
 func (r *Results) appendRecent(records ...[]byte) {
 	r.mu.Lock()
 	r.recent = append(r.recent, records...)
+	r.log.rows(records)
 	r.mu.Unlock()
+}
+
+// watermark notes sink subtask task's (of tasks) watermark for the change
+// log.
+func (r *Results) watermark(task, tasks int, wm int64) { r.log.watermark(task, tasks, wm) }
+
+// KeyedRow is a result row with its upsert key (encoded values) or row id.
+type KeyedRow struct {
+	Key string
+	Row plan.Row
+}
+
+// Subscribe reads the change log from seq from (0: from now). With
+// snapshot (latest results only) it also returns the current rows, the
+// subscription starting right after them.
+func (r *Results) Subscribe(from uint64, committed, snapshot bool) (*Subscription, []KeyedRow, error) {
+	if !snapshot || committed {
+		sub, err := r.log.subscribe(from, committed)
+		return sub, nil, err
+	}
+	r.mu.RLock()
+	appendOnly := r.appendOnly
+	if appendOnly {
+		// The rows are read from the store and recent: hold the writers
+		// off while taking the cursor and recent.
+		sub, err := r.log.subscribe(0, false)
+		r.mu.RUnlock()
+		if err != nil {
+			return nil, nil, err
+		}
+		rows, err := r.Snapshot(0)
+		return sub, rows, err
+	}
+	defer r.mu.RUnlock()
+	sub, err := r.log.subscribe(0, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	var rows []KeyedRow
+	for _, t := range r.latest {
+		t.each(func(k, enc []byte) {
+			if row, derr := DecodeRow(enc); derr == nil {
+				rows = append(rows, KeyedRow{Key: string(k), Row: row})
+			}
+		})
+	}
+	return sub, rows, nil
+}
+
+// Snapshot returns the rows with their keys as of checkpoint at (0: the
+// latest of append-only results; updating results read the log at the
+// checkpoint).
+func (r *Results) Snapshot(at uint64) ([]KeyedRow, error) {
+	var out []KeyedRow
+	add := func(k []byte, row plan.Row) error {
+		out = append(out, KeyedRow{Key: string(k), Row: row})
+		return nil
+	}
+	if r.appendOnly {
+		r.mu.RLock()
+		var recent [][]byte
+		if at == 0 {
+			at, recent = r.committed, slices.Clone(r.recent)
+		}
+		r.mu.RUnlock()
+		if at > 0 {
+			err := r.store.Scan(r.blocks, at, func(k, v []byte) error { return decodeBlock(v, add) })
+			if err != nil {
+				return nil, err
+			}
+		}
+		for _, b := range recent {
+			if err := decodeBlock(b, add); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	}
+	keys, vals, _, err := readStateLog(r.store, r.prefix, at)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range keys {
+		row, err := DecodeRow(vals[k])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, KeyedRow{Key: k, Row: row})
+	}
+	return out, nil
 }
 
 // Rows returns the rows in key order: the latest ones, or (committed) the

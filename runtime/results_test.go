@@ -107,7 +107,7 @@ func TestAppendOnlyResults(t *testing.T) {
 	res.setAppendOnly()
 	var sinks [2]*appendSink
 	for i := range sinks {
-		sinks[i] = newAppendSink(res, store, qid, i, &Counters{})
+		sinks[i] = newAppendSink(res, store, qid, i, len(sinks), &Counters{})
 		sinks[i].blocks.target = 300 // several blocks per checkpoint
 	}
 	var all []keyedTestRow // every row emitted

@@ -56,7 +56,10 @@ func newResultsSink(res *Results, store state.Versioned, qid uint64, key plan.Ke
 		counters: c, kind: key, wm: math.MinInt64, task: task, tasks: tasks}
 }
 
-func (s *resultsSink) watermark(wm int64) { s.wm = wm }
+func (s *resultsSink) watermark(wm int64) {
+	s.wm = wm
+	s.res.watermark(s.task, s.tasks, wm)
+}
 
 // publish applies the pending changes to the latest results and logs them.
 func (s *resultsSink) publish() {
@@ -170,6 +173,7 @@ type appendSink struct {
 	store    state.Versioned
 	prefix   []byte
 	task     int // the sink's subtask: blocks of several sinks never collide
+	tasks    int
 	counters *Counters
 	blocks   blockBuilder
 	// Published so far: blocks.closed[:pubBlocks], and pubOff bytes of the
@@ -185,10 +189,12 @@ type appendSink struct {
 
 var _ sink = (*appendSink)(nil)
 
-func newAppendSink(res *Results, store state.Versioned, qid uint64, task int, c *Counters) *appendSink {
-	return &appendSink{res: res, store: store, prefix: blockPrefix(qid), task: task, counters: c,
+func newAppendSink(res *Results, store state.Versioned, qid uint64, task, tasks int, c *Counters) *appendSink {
+	return &appendSink{res: res, store: store, prefix: blockPrefix(qid), task: task, tasks: tasks, counters: c,
 		blocks: blockBuilder{target: blockTarget}}
 }
+
+func (s *appendSink) watermark(wm int64) { s.res.watermark(s.task, s.tasks, wm) }
 
 func (s *appendSink) Emit(b *Batch) error {
 	for i, r := range b.Rows {
