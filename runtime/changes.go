@@ -68,7 +68,7 @@ type changeLog struct {
 	ring  []ChangeRecord // record seq at (seq-base) % changeLogSize
 	base  uint64         // seq of ring[0] when the ring was (re)started
 	first uint64         // seq of the oldest record kept
-	next  uint64 // seq of the next record
+	next  uint64         // seq of the next record
 	// committed: records below it were published before the last
 	// completed checkpoint.
 	committed uint64
