@@ -94,7 +94,7 @@ func serve(args []string) error {
 	token := fs.String("token", "", "bearer token required on every API request")
 	maxBody := fs.String("max-body", "64MiB", "largest request body")
 	idem := fs.Duration("idempotency-window", 24*time.Hour, "how long an Idempotency-Key is remembered")
-	demo := fs.Bool("demo", false, "create a Nexmark demo table and view at start")
+	demo := fs.Bool("demo", false, "create throttled Nexmark tables and example views at the first start")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -123,7 +123,7 @@ func serve(args []string) error {
 		logger.Info("stopped")
 	}()
 	if *demo {
-		if _, err := eng.Exec(context.Background(), queries.DemoSQL); err != nil {
+		if err := eng.Demo(context.Background()); err != nil {
 			logger.Warn("demo setup", "err", err)
 		}
 	}
