@@ -40,6 +40,7 @@ type config struct {
 	dir        string
 	checkpoint time.Duration
 	opts       Options
+	noSampler  bool // the test calls SampleMetrics itself
 }
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -51,7 +52,7 @@ func start(t *testing.T, c config) *env {
 		c.dir = t.TempDir()
 	}
 	eng, err := queries.Open(queries.Config{DataDir: c.dir, CheckpointInterval: c.checkpoint,
-		EmitInterval: 20 * time.Millisecond, Logger: quietLogger()})
+		EmitInterval: 20 * time.Millisecond, Logger: quietLogger(), NoSampler: c.noSampler})
 	if err != nil {
 		t.Fatalf("queries.Open: %v", err)
 	}

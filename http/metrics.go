@@ -1,34 +1,68 @@
 package httpapi
 
 import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/streamsql/streamsql/queries"
 )
 
-// collector exports per-query counters at scrape time.
+// collector exports per-query metrics at scrape time, from the engine's
+// snapshots (queries.Engine.Queries for every query, running or not;
+// queries.Engine.Metrics for running ones). Counters of operators,
+// checkpoints and sinks restart at zero with each run of a query (a
+// restart, a resume, CREATE OR REPLACE): Prometheus sees a counter reset.
 type collector struct {
 	e                                        *queries.Engine
 	rowsIn, rowsOut, late, checkpoint, state *prometheus.Desc
+
+	bad, wmLag                *prometheus.Desc
+	opIn, opOut               *prometheus.Desc
+	queueFill, stageState     *prometheus.Desc
+	ckptDur, ckptBytes, ckptF *prometheus.Desc
+	sinkPending, sinkLag      *prometheus.Desc
 }
 
 func newCollector(e *queries.Engine) *collector {
 	l := []string{"query"}
+	op := []string{"query", "stage", "operator"}
+	stage := []string{"query", "stage"}
+	sink := []string{"query", "sink"}
 	return &collector{e: e,
 		rowsIn:     prometheus.NewDesc("streamsql_query_rows_in_total", "Rows read by the query's sources.", l, nil),
 		rowsOut:    prometheus.NewDesc("streamsql_query_rows_out_total", "Result changes written by the query's sinks.", l, nil),
 		late:       prometheus.NewDesc("streamsql_query_late_rows_total", "Rows dropped from at least one window as late.", l, nil),
 		checkpoint: prometheus.NewDesc("streamsql_query_last_checkpoint", "Id of the query's last completed checkpoint.", l, nil),
 		state:      prometheus.NewDesc("streamsql_query_state_rows", "Open groups and held join rows in the query's operators.", l, nil),
+		bad:        prometheus.NewDesc("streamsql_query_bad_records_total", "Source records that could not be decoded.", l, nil),
+		wmLag: prometheus.NewDesc("streamsql_query_watermark_lag_seconds",
+			"Wall clock minus the query's watermark (event-time queries with a watermark).", l, nil),
+		opIn: prometheus.NewDesc("streamsql_operator_rows_in_total",
+			"Rows into an operator, summed over its stage's subtasks (operator: <index in the stage's EXPLAIN>/<name>).", op, nil),
+		opOut: prometheus.NewDesc("streamsql_operator_rows_out_total",
+			"Rows out of an operator, summed over its stage's subtasks.", op, nil),
+		queueFill: prometheus.NewDesc("streamsql_queue_fill_ratio",
+			"Fill (length / capacity) of the fullest input queue of the stage's tasks; 1: its producer is blocked (backpressure).", stage, nil),
+		stageState: prometheus.NewDesc("streamsql_stage_state_rows", "Open groups and held join rows in the stage's operators.", stage, nil),
+		ckptDur:    prometheus.NewDesc("streamsql_checkpoint_duration_seconds", "Duration of completed checkpoints.", l, nil),
+		ckptBytes:  prometheus.NewDesc("streamsql_checkpoint_bytes_total", "Bytes written by completed checkpoints.", l, nil),
+		ckptF:      prometheus.NewDesc("streamsql_checkpoint_failures_total", "Checkpoints that failed or timed out.", l, nil),
+		sinkPending: prometheus.NewDesc("streamsql_sink_pending_epochs",
+			"External sink: epochs journaled and not committed (exactly_once), batches handed over and not applied (at_least_once).", sink, nil),
+		sinkLag: prometheus.NewDesc("streamsql_sink_commit_lag_seconds",
+			"External sink: age of the oldest completed checkpoint not yet committed (exactly_once), of the batch being applied (at_least_once); 0 when caught up.", sink, nil),
 	}
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- c.rowsIn
-	ch <- c.rowsOut
-	ch <- c.late
-	ch <- c.checkpoint
-	ch <- c.state
+	for _, d := range []*prometheus.Desc{c.rowsIn, c.rowsOut, c.late, c.checkpoint, c.state, c.bad, c.wmLag, c.opIn, c.opOut,
+		c.queueFill, c.stageState, c.ckptDur, c.ckptBytes, c.ckptF, c.sinkPending, c.sinkLag} {
+		ch <- d
+	}
 }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
@@ -39,4 +73,49 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.checkpoint, prometheus.GaugeValue, float64(q.LastCheckpoint), q.Name)
 		ch <- prometheus.MustNewConstMetric(c.state, prometheus.GaugeValue, float64(q.StateSize["rows"]), q.Name)
 	}
+	now := time.Now()
+	for _, q := range c.e.Metrics() {
+		c.collectQuery(ch, q, now)
+	}
+}
+
+func (c *collector) collectQuery(ch chan<- prometheus.Metric, q queries.QueryMetrics, now time.Time) {
+	name, m := q.Name, q.Metrics
+	ch <- prometheus.MustNewConstMetric(c.bad, prometheus.CounterValue, float64(m.BadRecords), name)
+	if lag, ok := m.WatermarkLag(now); ok {
+		ch <- prometheus.MustNewConstMetric(c.wmLag, prometheus.GaugeValue, lag.Seconds(), name)
+	}
+	for _, s := range m.Stages {
+		stage := strconv.Itoa(s.Stage)
+		for _, o := range s.Operators {
+			ch <- prometheus.MustNewConstMetric(c.opIn, prometheus.CounterValue, float64(o.RowsIn), name, stage, o.Name())
+			ch <- prometheus.MustNewConstMetric(c.opOut, prometheus.CounterValue, float64(o.RowsOut), name, stage, o.Name())
+		}
+		if s.HasQueue {
+			ch <- prometheus.MustNewConstMetric(c.queueFill, prometheus.GaugeValue, s.QueueFill, name, stage)
+		}
+		ch <- prometheus.MustNewConstMetric(c.stageState, prometheus.GaugeValue, float64(s.StateRows), name, stage)
+	}
+	cp := m.Checkpoints
+	buckets := make(map[float64]uint64, len(cp.Bounds))
+	for i, b := range cp.Bounds {
+		buckets[b] = cp.Buckets[i]
+	}
+	ch <- prometheus.MustNewConstHistogram(c.ckptDur, cp.Completed, cp.DurationSum, buckets, name)
+	ch <- prometheus.MustNewConstMetric(c.ckptBytes, prometheus.CounterValue, float64(cp.Bytes), name)
+	ch <- prometheus.MustNewConstMetric(c.ckptF, prometheus.CounterValue, float64(cp.Failed), name)
+	for _, s := range m.Sinks {
+		ch <- prometheus.MustNewConstMetric(c.sinkPending, prometheus.GaugeValue, float64(s.PendingEpochs), name, s.Table)
+		ch <- prometheus.MustNewConstMetric(c.sinkLag, prometheus.GaugeValue, s.CommitLag.Seconds(), name, s.Table)
+	}
+}
+
+// queryMetrics serves a query's recent samples for the console's charts.
+func (s *server) queryMetrics(w http.ResponseWriter, r *http.Request) {
+	h, err := s.e.QueryMetrics(chi.URLParam(r, "name"))
+	if err != nil {
+		problem(w, err)
+		return
+	}
+	writeJSON(w, 200, h)
 }

@@ -42,6 +42,7 @@ type server struct {
 	reg  *prometheus.Registry
 
 	ingestRows    *prometheus.CounterVec
+	ingestBytes   *prometheus.CounterVec
 	ingestSeconds *prometheus.HistogramVec
 }
 
@@ -56,9 +57,11 @@ func New(e *queries.Engine, opts Options) http.Handler {
 	s := &server{e: e, opts: opts, log: opts.Logger, reg: prometheus.NewRegistry()}
 	s.ingestRows = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamsql_ingest_rows_total",
 		Help: "Rows acknowledged (durable) by POST /v1/tables/{table}/rows."}, []string{"table"})
+	s.ingestBytes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamsql_ingest_bytes_total",
+		Help: "Request body bytes of the rows acknowledged by POST /v1/tables/{table}/rows."}, []string{"table"})
 	s.ingestSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "streamsql_ingest_request_seconds",
 		Help: "Time from an ingest request's arrival to its answer, by status code.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}, []string{"code"})
-	s.reg.MustRegister(newCollector(e), s.ingestRows, s.ingestSeconds, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	s.reg.MustRegister(newCollector(e), s.ingestRows, s.ingestBytes, s.ingestSeconds, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	r := chi.NewRouter()
 	r.Use(s.recoverer)
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
@@ -74,6 +77,7 @@ func New(e *queries.Engine, opts Options) http.Handler {
 		r.Post("/v1/queries/{name}/stop", s.stopQuery)
 		r.Post("/v1/queries/{name}/resume", s.resumeQuery)
 		r.Get("/v1/queries/{name}/checkpoints", s.queryCheckpoints)
+		r.Get("/v1/queries/{name}/metrics", s.queryMetrics)
 		r.Get("/v1/queries/{name}/results", s.results)
 		r.Get("/v1/queries/{name}/changes", s.changes)
 		r.Post("/v1/checkpoints", s.checkpoints)
@@ -240,6 +244,7 @@ func (s *server) ingest(w http.ResponseWriter, r *http.Request) {
 	}
 	if !res.Duplicate {
 		s.ingestRows.WithLabelValues(table).Add(float64(res.Accepted))
+		s.ingestBytes.WithLabelValues(table).Add(float64(len(body)))
 	}
 	out := map[string]any{"accepted": res.Accepted, "first_offset": res.First, "last_offset": res.Last}
 	if res.Duplicate {

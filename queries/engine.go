@@ -35,6 +35,11 @@ type Config struct {
 	// Publisher makes external sinks' publishers (default: by ENGINE;
 	// tests put fakes here).
 	Publisher func(esink.Spec) (esink.Publisher, error)
+	// SampleInterval is how often the metrics sampler records every query
+	// (0: SampleInterval); NoSampler runs no sampler goroutine (tests
+	// call SampleMetrics themselves).
+	SampleInterval time.Duration
+	NoSampler      bool
 }
 
 // Engine is the catalog and the running queries.
@@ -49,6 +54,10 @@ type Engine struct {
 	views  map[string]*View
 
 	stopBg func() // stops the maintenance loop
+	// samples keep the console's charts (metrics.go); stopSampler stops
+	// their goroutine.
+	samples     *sampler
+	stopSampler func()
 	// instance identifies this data directory in external sinks' progress
 	// records (sinkID), so a new data directory never matches an old one's.
 	instance string
@@ -108,6 +117,9 @@ func Open(cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e.startMaintenance()
+	if !cfg.NoSampler {
+		e.startSampler()
+	}
 	return e, nil
 }
 
@@ -123,7 +135,11 @@ func OpenWith(cfg Config, meta *state.Meta, store state.Versioned) (*Engine, err
 	if cfg.Publisher == nil {
 		cfg.Publisher = newPublisher
 	}
-	e := &Engine{cfg: cfg, log: cfg.Logger, meta: meta, store: store, tables: map[string]*plan.TableDef{}, views: map[string]*View{}}
+	if cfg.SampleInterval <= 0 {
+		cfg.SampleInterval = SampleInterval
+	}
+	e := &Engine{cfg: cfg, log: cfg.Logger, meta: meta, store: store, tables: map[string]*plan.TableDef{}, views: map[string]*View{},
+		samples: newSampler(cfg.SampleInterval)}
 	return e, e.load()
 }
 
@@ -186,6 +202,10 @@ func (e *Engine) Close(ctx context.Context) {
 	if e.stopBg != nil {
 		e.stopBg()
 		e.stopBg = nil
+	}
+	if e.stopSampler != nil {
+		e.stopSampler()
+		e.stopSampler = nil
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -14,25 +14,31 @@ const MaintainInterval = 5 * time.Second
 
 // startMaintenance runs the maintenance loop until Close.
 func (e *Engine) startMaintenance() {
+	e.stopBg = every(MaintainInterval, func(time.Time) { e.maintain() })
+}
+
+// every runs fn on a goroutine of its own each interval, with the tick's
+// time, until stop is called; stop waits for it to return.
+func every(interval time.Duration, fn func(now time.Time)) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	e.stopBg = func() {
-		cancel()
-		<-done
-	}
 	go func() {
 		defer close(done)
-		t := time.NewTicker(MaintainInterval)
+		t := time.NewTicker(interval)
 		defer t.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
-			case <-t.C:
-				e.maintain()
+			case now := <-t.C:
+				fn(now)
 			}
 		}
 	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }
 
 // maintain lets Badger drop state versions no query can read any more:

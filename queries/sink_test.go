@@ -300,6 +300,9 @@ func TestSinkRetriesAndBackpressure(t *testing.T) {
 	if q.State != runtime.StateRetrying || !strings.Contains(q.Error, "connection refused") {
 		t.Fatalf("state %q error %q, want retrying with the sink's error", q.State, q.Error)
 	}
+	if s := sinkMetrics(t, e); s.PendingEpochs != 3 || s.PendingBytes <= 0 || s.CommitLag <= 0 {
+		t.Fatalf("sink metrics while down: %+v", s)
+	}
 	// Three epochs journaled: the next checkpoint cannot complete.
 	ingest(t, e, "bids", bidsNDJSON(rng, 100, 60000))
 	short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
@@ -317,6 +320,21 @@ func TestSinkRetriesAndBackpressure(t *testing.T) {
 	if q, _ := e.Query("pg_out"); q.State != runtime.StateRunning {
 		t.Fatalf("state %q after the target came back", q.State)
 	}
+	if s := sinkMetrics(t, e); s.PendingEpochs != 0 || s.CommitLag != 0 {
+		t.Fatalf("sink metrics once caught up: %+v", s)
+	}
+}
+
+// sinkMetrics returns the metrics of query pg_out's sink.
+func sinkMetrics(t *testing.T, e *Engine) runtime.SinkMetrics {
+	t.Helper()
+	for _, q := range e.Metrics() {
+		if q.Name == "pg_out" && len(q.Metrics.Sinks) == 1 {
+			return q.Metrics.Sinks[0]
+		}
+	}
+	t.Fatal("no metrics of sink pg_out")
+	return runtime.SinkMetrics{}
 }
 
 // TestSinkUnknownCommitOutcome: a commit whose answer is lost is found

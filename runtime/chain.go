@@ -23,26 +23,48 @@ type chain struct {
 	ops   []Operator
 	links []Emitter
 	term  terminal
+	// rows[i] counts the rows that entered operator i, rows[len(ops)] those
+	// that entered the terminal (metrics.go). Counting happens here, between
+	// operators, one atomic add per batch: operators stay pure.
+	rows []atomic.Int64
 }
 
+// link feeds what an operator emits to the next one, counting it.
 type link struct {
 	next Operator
 	out  Emitter
+	n    *atomic.Int64
 }
 
-func (l link) Emit(b *Batch) error { return l.next.Process(b, l.out) }
+func (l link) Emit(b *Batch) error {
+	l.n.Add(int64(b.Len()))
+	return l.next.Process(b, l.out)
+}
+
+// counted feeds what the last operator emits to the terminal, counting it.
+type counted struct {
+	term terminal
+	n    *atomic.Int64
+}
+
+func (c counted) Emit(b *Batch) error {
+	c.n.Add(int64(b.Len()))
+	return c.term.Emit(b)
+}
 
 func newChain(ops []Operator, term terminal) *chain {
-	c := &chain{ops: ops, links: make([]Emitter, len(ops)), term: term}
-	var out Emitter = term
+	c := &chain{ops: ops, links: make([]Emitter, len(ops)), term: term, rows: make([]atomic.Int64, len(ops)+1)}
+	var out Emitter = counted{term: term, n: &c.rows[len(ops)]}
 	for i := len(ops) - 1; i >= 0; i-- {
 		c.links[i] = out
-		out = link{next: ops[i], out: out}
+		out = link{next: ops[i], out: out, n: &c.rows[i]}
 	}
 	return c
 }
 
+// process runs a batch through the chain from its first operator.
 func (c *chain) process(b *Batch) error {
+	c.rows[0].Add(int64(b.Len()))
 	if len(c.ops) == 0 {
 		return c.term.Emit(b)
 	}

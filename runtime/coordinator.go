@@ -169,12 +169,18 @@ func (j *Job) recordEnd(id uint64, status string, err error, bytes int64, offset
 	if err != nil {
 		j.logger.Warn("checkpoint failed", "query", j.Name, "id", id, "err", err)
 	}
+	d := time.Since(started)
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if status == "completed" {
+		j.ckpt.observe(d, bytes)
+	} else {
+		j.ckpt.failed++
+	}
 	for i := len(j.history) - 1; i >= 0; i-- {
 		if h := &j.history[i]; h.ID == id {
 			h.Status, h.Bytes, h.Offsets = status, bytes, offsets
-			h.Duration = time.Since(started).Milliseconds()
+			h.Duration = d.Milliseconds()
 			if err != nil {
 				h.Error = err.Error()
 			}

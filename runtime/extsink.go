@@ -295,6 +295,12 @@ type committer struct {
 	obsoleteThrough uint64
 	lastErr         error
 	changed         chan struct{} // closed (and replaced) when committed or lastErr change
+	// markers: completed checkpoints the external system may not have yet,
+	// oldest first, with when they completed (exactly_once; metrics.go).
+	markers []markerTime
+	// applying is when the at_least_once batch being applied was handed
+	// over (unix ns; 0: none).
+	applying atomic.Int64
 }
 
 type alBatch struct {
@@ -302,6 +308,7 @@ type alBatch struct {
 	keys    []string // the encoded upsert keys (for the WAL)
 	prev    uint64   // the last checkpoint before the batch
 	done    chan struct{}
+	at      time.Time // when it was handed over
 }
 
 func newCommitter(pub esink.Publisher, ext *plan.ExternalSink, sinkID string, store state.Versioned, qid uint64, j *Job) *committer {
@@ -312,6 +319,7 @@ func newCommitter(pub esink.Publisher, ext *plan.ExternalSink, sinkID string, st
 
 // markerCommitted tells the committer that checkpoint id is complete.
 func (c *committer) markerCommitted(id uint64) {
+	c.noteMarker(id, time.Now())
 	c.marker.Store(id)
 	select {
 	case c.poke <- struct{}{}:
@@ -361,6 +369,7 @@ func (c *committer) run(ctx context.Context) error {
 		case b = <-c.batches:
 		}
 		logged := c.wal == nil
+		c.applying.Store(b.at.UnixNano())
 		err := c.retry(ctx, func(ctx context.Context) error {
 			if !logged {
 				if err := c.wal.put(b.prev, b.keys); err != nil {
@@ -370,6 +379,7 @@ func (c *committer) run(ctx context.Context) error {
 			}
 			return c.pub.Apply(ctx, b.changes)
 		})
+		c.applying.Store(0)
 		if err != nil {
 			return err
 		}
@@ -702,7 +712,7 @@ func (w *sinkWAL) prune(ckpt uint64) error {
 // enqueue hands an at-least-once batch over; the channel returned is
 // closed once it is applied. It blocks while the committer is behind.
 func (c *committer) enqueue(ctx context.Context, b alBatch) (chan struct{}, error) {
-	b.done = make(chan struct{})
+	b.done, b.at = make(chan struct{}), time.Now()
 	select {
 	case c.batches <- b:
 		return b.done, nil

@@ -75,6 +75,8 @@ type Job struct {
 	sources []*sourceTask
 	tasks   []*task
 	sinks   []*sinkTerminal
+	// stages are the tasks of each vertex, in graph order (metrics.go).
+	stages []*stageTasks
 	// committer writes the external sink, if the query has one.
 	committer *committer
 	// restored is the checkpoint the job started from (0: none), as
@@ -98,6 +100,7 @@ type Job struct {
 	lateKeep []LateRow
 	badKeep  []BadRecord
 	history  []CheckpointStat
+	ckpt     checkpointTotals
 	// marker is the last completed checkpoint's marker.
 	marker markerValue
 }
@@ -176,6 +179,7 @@ func Start(g *plan.Graph, deps Deps, o StartOptions) (*Job, error) {
 			return
 		}
 		if j.committer != nil {
+			j.committer.noteMarker(j.lastCheckpoint.Load(), time.Now())
 			j.committer.marker.Store(j.lastCheckpoint.Load())
 			j.run(j.Name+"/sink", j.committer.run)
 		}
@@ -324,9 +328,12 @@ func (j *Job) build(deps Deps, o StartOptions, committed uint64) error {
 			boxes[v.ID] = append(boxes[v.ID], newMailbox(n))
 		}
 	}
+	j.stages = make([]*stageTasks, len(g.Vertices))
 	emit := time.Duration(g.Options.EmitInterval) * time.Millisecond
 	tick := min(max(emit/4, 10*time.Millisecond), 100*time.Millisecond)
-	for _, v := range g.Vertices {
+	for vi, v := range g.Vertices {
+		stage := &stageTasks{vertex: v}
+		j.stages[vi] = stage
 		for i := 0; i < v.Parallelism; i++ {
 			env := &Env{}
 			counters := &Counters{}
@@ -395,6 +402,7 @@ func (j *Job) build(deps Deps, o StartOptions, committed uint64) error {
 					return err
 				}
 				j.sources = append(j.sources, st)
+				stage.tasks = append(stage.tasks, &st.taskBase)
 				continue
 			}
 			mb := boxes[v.ID][i]
@@ -420,6 +428,8 @@ func (j *Job) build(deps Deps, o StartOptions, committed uint64) error {
 				return fmt.Errorf("query %s: stage %d has %d inputs", j.Name, v.ID, len(v.Inputs))
 			}
 			j.tasks = append(j.tasks, t)
+			stage.tasks = append(stage.tasks, &t.taskBase)
+			stage.boxes = append(stage.boxes, mb)
 		}
 	}
 	return nil

@@ -113,23 +113,7 @@ func TestJobMatchesNaive(t *testing.T) {
 		for _, mode := range []plan.EmitMode{plan.EmitChanges, plan.EmitOnWindowClose} {
 			for _, par := range []int{1, 2} {
 				t.Run(fmt.Sprintf("%s/%s/p%d", name, mode, par), func(t *testing.T) {
-					store := state.NewMemVersioned()
-					res := NewResults(store, 7)
-					job, err := Start(bidGraph(events, win, mode, par), Deps{Store: store}, StartOptions{QueryID: 7, Name: "t", Results: res})
-					if err != nil {
-						t.Fatal(err)
-					}
-					defer job.Stop()
-					select {
-					case <-job.Done():
-					case <-time.After(60 * time.Second):
-						t.Fatal("job did not finish")
-					}
-					ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-					defer cancel()
-					if _, err := job.Checkpoint(ctx); err != nil {
-						t.Fatal(err)
-					}
+					job, res := runToEnd(t, bidGraph(events, win, mode, par), 7)
 					checkNaive(t, res, want)
 					if st := job.Status(); st.RowsIn != int64(nexmark.Count(nexmark.Bid, events)) || st.LastCheckpoint == 0 {
 						t.Fatalf("status %+v", st)
@@ -138,6 +122,31 @@ func TestJobMatchesNaive(t *testing.T) {
 			}
 		}
 	}
+}
+
+// runToEnd runs g (a bidGraph over a bounded generator) as query qid on
+// an in-memory store until its input ends, then checkpoints it. The job
+// stops when the test ends.
+func runToEnd(t *testing.T, g *plan.Graph, qid uint64) (*Job, *Results) {
+	t.Helper()
+	store := state.NewMemVersioned()
+	res := NewResults(store, qid)
+	job, err := Start(g, Deps{Store: store}, StartOptions{QueryID: qid, Name: "t", Results: res})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(job.Stop)
+	select {
+	case <-job.Done():
+	case <-time.After(60 * time.Second):
+		t.Fatal("job did not finish")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := job.Checkpoint(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return job, res
 }
 
 // TestResultsRetention: once a bounded stream ends (watermark +inf), every

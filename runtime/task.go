@@ -320,6 +320,7 @@ func (t *task) run(ctx context.Context) error {
 		switch msg.Kind {
 		case MsgData:
 			if t.two != nil {
+				t.chain.rows[0].Add(int64(msg.Batch.Len()))
 				err = t.two.ProcessSide(t.sides[in], msg.Batch, t.chain.links[0])
 			} else {
 				t.clampWM(in, msg.Batch)

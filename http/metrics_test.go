@@ -1,0 +1,204 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// filterView keeps the bids above 50: of bidRows, 2 of 4 pass the source
+// stage's Calc.
+const filterView = `CREATE VIEW big AS SELECT window_start, window_end, auction, COUNT(*) AS n FROM bids WHERE price > 50 GROUP BY TUMBLE(ts, '10s'), auction`
+
+// scrape parses GET /metrics with the Prometheus text parser.
+func (e *env) scrape() map[string]*dto.MetricFamily {
+	e.t.Helper()
+	r := e.get("/metrics")
+	if r.status != 200 {
+		e.t.Fatalf("/metrics: %s", r)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(bytes.NewReader(r.body))
+	if err != nil {
+		e.t.Fatalf("/metrics does not parse: %v\n%s", err, r.body)
+	}
+	return fams
+}
+
+// metric finds the series of family name whose labels include want (name,
+// value pairs); nil when there is none.
+func metric(fams map[string]*dto.MetricFamily, name string, want ...string) *dto.Metric {
+	f := fams[name]
+	if f == nil {
+		return nil
+	}
+next:
+	for _, m := range f.GetMetric() {
+		have := map[string]string{}
+		for _, l := range m.GetLabel() {
+			have[l.GetName()] = l.GetValue()
+		}
+		for i := 0; i+1 < len(want); i += 2 {
+			if have[want[i]] != want[i+1] {
+				continue next
+			}
+		}
+		return m
+	}
+	return nil
+}
+
+// value is a counter's or gauge's value (fails when the series is missing).
+func value(t *testing.T, fams map[string]*dto.MetricFamily, name string, labels ...string) float64 {
+	t.Helper()
+	m := metric(fams, name, labels...)
+	if m == nil {
+		t.Fatalf("no series %s%v", name, labels)
+	}
+	switch fams[name].GetType() {
+	case dto.MetricType_COUNTER:
+		return m.GetCounter().GetValue()
+	case dto.MetricType_GAUGE:
+		return m.GetGauge().GetValue()
+	}
+	t.Fatalf("%s is a %v", name, fams[name].GetType())
+	return 0
+}
+
+// TestMetricsScrape runs a query with ingest and a checkpoint, then
+// parses /metrics and checks every family against what happened.
+func TestMetricsScrape(t *testing.T) {
+	t.Parallel()
+	e := start(t, config{checkpoint: time.Hour, noSampler: true})
+	e.sql(bidsDDL + ";\n" + filterView)
+	e.ingest("bids", bidRows)
+	e.checkpoint()
+	fams := e.scrape()
+
+	q := []string{"query", "big"}
+	if v := value(t, fams, "streamsql_query_rows_in_total", q...); v != 4 {
+		t.Errorf("query rows in %v, want 4", v)
+	}
+	if v := value(t, fams, "streamsql_ingest_rows_total", "table", "bids"); v != 4 {
+		t.Errorf("ingest rows %v, want 4", v)
+	}
+	if v := value(t, fams, "streamsql_ingest_bytes_total", "table", "bids"); v != float64(len(bidRows)) {
+		t.Errorf("ingest bytes %v, want %d", v, len(bidRows))
+	}
+	if v := value(t, fams, "streamsql_query_bad_records_total", q...); v != 0 {
+		t.Errorf("bad records %v", v)
+	}
+	// Stage 0: Source, Calc (the filter); stage 1: Aggregate, Sink.
+	op := func(name, stage, operator string) float64 {
+		t.Helper()
+		return value(t, fams, name, "query", "big", "stage", stage, "operator", operator)
+	}
+	if in, out := op("streamsql_operator_rows_in_total", "0", "0/Source"), op("streamsql_operator_rows_out_total", "0", "0/Source"); in != 4 || out != 4 {
+		t.Errorf("source rows in %v out %v, want 4", in, out)
+	}
+	if in, out := op("streamsql_operator_rows_in_total", "0", "1/Calc"), op("streamsql_operator_rows_out_total", "0", "1/Calc"); in != 4 || out != 2 {
+		t.Errorf("calc rows in %v out %v, want 4 and 2 (the rows above 50)", in, out)
+	}
+	if in := op("streamsql_operator_rows_in_total", "1", "0/Aggregate"); in != 2 {
+		t.Errorf("aggregate rows in %v, want 2", in)
+	}
+	aggOut := op("streamsql_operator_rows_out_total", "1", "0/Aggregate")
+	sinkIn := op("streamsql_operator_rows_in_total", "1", "1/Sink")
+	if rowsOut := value(t, fams, "streamsql_query_rows_out_total", q...); aggOut == 0 || aggOut != sinkIn || sinkIn != rowsOut {
+		t.Errorf("aggregate out %v, sink in %v, query rows out %v", aggOut, sinkIn, rowsOut)
+	}
+	// Queue fill: stage 1 reads a queue, the source stage does not.
+	if f := value(t, fams, "streamsql_queue_fill_ratio", "query", "big", "stage", "1"); f < 0 || f > 1 {
+		t.Errorf("queue fill %v", f)
+	}
+	if metric(fams, "streamsql_queue_fill_ratio", "query", "big", "stage", "0") != nil {
+		t.Error("a queue fill for the source stage")
+	}
+	// The window closed (the watermark passed it): no state left.
+	if v, all := value(t, fams, "streamsql_stage_state_rows", "query", "big", "stage", "1"), value(t, fams, "streamsql_query_state_rows", q...); v != all {
+		t.Errorf("stage 1 state rows %v, query %v", v, all)
+	}
+	// Checkpoints: the histogram has the forced one.
+	h := metric(fams, "streamsql_checkpoint_duration_seconds", q...)
+	if h == nil || fams["streamsql_checkpoint_duration_seconds"].GetType() != dto.MetricType_HISTOGRAM {
+		t.Fatal("no checkpoint duration histogram")
+	}
+	hist := h.GetHistogram()
+	finite, prev := 0, uint64(0)
+	for _, b := range hist.GetBucket() {
+		if !math.IsInf(b.GetUpperBound(), 1) {
+			finite++
+		}
+		if b.GetCumulativeCount() < prev || b.GetCumulativeCount() > hist.GetSampleCount() {
+			t.Errorf("bucket %v: count %d after %d (total %d)", b.GetUpperBound(), b.GetCumulativeCount(), prev, hist.GetSampleCount())
+		}
+		prev = b.GetCumulativeCount()
+	}
+	if hist.GetSampleCount() < 1 || finite < 10 || hist.GetSampleSum() <= 0 {
+		t.Errorf("checkpoint histogram: count %d, sum %v, %d buckets", hist.GetSampleCount(), hist.GetSampleSum(), len(hist.GetBucket()))
+	}
+	if v := value(t, fams, "streamsql_checkpoint_bytes_total", q...); v <= 0 {
+		t.Errorf("checkpoint bytes %v", v)
+	}
+	if v := value(t, fams, "streamsql_checkpoint_failures_total", q...); v != 0 {
+		t.Errorf("checkpoint failures %v", v)
+	}
+	// The watermark is 2024-01-01T00:00:12.5Z: far behind the wall clock.
+	if lag := value(t, fams, "streamsql_query_watermark_lag_seconds", q...); lag < float64(365*24*3600) {
+		t.Errorf("watermark lag %v s", lag)
+	}
+	// No external sink: no sink series.
+	if fams["streamsql_sink_pending_epochs"] != nil || fams["streamsql_sink_commit_lag_seconds"] != nil {
+		t.Error("sink series without an external sink")
+	}
+}
+
+// TestQueryMetricsSamples drives the sampler with its own clock and reads
+// the samples back through GET /v1/queries/{name}/metrics.
+func TestQueryMetricsSamples(t *testing.T) {
+	t.Parallel()
+	e := start(t, config{checkpoint: time.Hour, noSampler: true})
+	e.sql(bidsDDL + ";\n" + filterView)
+	t0 := time.Now()
+	e.eng.SampleMetrics(t0)
+	e.ingest("bids", bidRows)
+	e.checkpoint()
+	e.eng.SampleMetrics(t0.Add(2 * time.Second))
+	r := e.get("/v1/queries/big/metrics")
+	e.ok(r)
+	var h struct {
+		IntervalMS int64 `json:"interval_ms"`
+		Samples    []struct {
+			T                string   `json:"t"`
+			RowsInPerS       float64  `json:"rows_in_per_s"`
+			RowsOutPerS      float64  `json:"rows_out_per_s"`
+			WatermarkLagS    *float64 `json:"watermark_lag_s"`
+			LastCheckpointMS *int64   `json:"last_checkpoint_ms"`
+			QueueFillMax     *float64 `json:"queue_fill_max"`
+		} `json:"samples"`
+	}
+	if err := json.Unmarshal(r.body, &h); err != nil {
+		t.Fatal(err)
+	}
+	if h.IntervalMS != 1000 || len(h.Samples) != 2 {
+		t.Fatalf("%s", r.body)
+	}
+	first, last := h.Samples[0], h.Samples[1]
+	if _, err := time.Parse(time.RFC3339, last.T); err != nil || first.T >= last.T {
+		t.Errorf("times %q, %q", first.T, last.T)
+	}
+	if first.RowsInPerS != 0 || first.WatermarkLagS != nil || first.LastCheckpointMS != nil {
+		t.Errorf("first sample (before any row) %s", r.body)
+	}
+	if last.RowsInPerS != 2 || last.RowsOutPerS <= 0 || last.WatermarkLagS == nil || last.LastCheckpointMS == nil ||
+		last.QueueFillMax == nil {
+		t.Errorf("second sample (4 rows in 2 s, a checkpoint) %s", r.body)
+	}
+	e.problem(e.get("/v1/queries/nope/metrics"), 404, "nope")
+}
