@@ -227,6 +227,81 @@ type QueryInfo struct {
 	Lag              map[string]int64    `json:"lag,omitempty"`
 	Sinks            map[string]any      `json:"sinks"`
 	Created          time.Time           `json:"created"`
+	// Graph is the plan as data, with each operator's figures while the
+	// query runs (the console's operator graph).
+	Graph *GraphInfo `json:"graph,omitempty"`
+	// Restore is, while the query is restoring, how many of its tasks
+	// have loaded their state.
+	Restore *RestoreInfo `json:"restore,omitempty"`
+}
+
+// GraphInfo is a query's physical plan: its stages in topological order.
+type GraphInfo struct {
+	Stages []StageInfo `json:"stages"`
+}
+
+// StageInfo is one stage: its operator chain and its inputs.
+type StageInfo struct {
+	ID          int            `json:"id"`
+	Parallelism int            `json:"parallelism"`
+	Inputs      []EdgeInfo     `json:"inputs"`
+	Operators   []OperatorInfo `json:"operators"`
+	// RowsOut is the rows sent to the next stages; QueueFill how full its
+	// input queues are (0 to 1: near 1 it backpressures its producers).
+	RowsOut   int64   `json:"rows_out"`
+	QueueFill float64 `json:"queue_fill"`
+}
+
+// EdgeInfo is an input of a stage: the producing stage and how rows are
+// routed (hash on the producer's output columns Key, or forward).
+type EdgeInfo struct {
+	From      int    `json:"from"`
+	Partition string `json:"partition"`
+	Key       []int  `json:"key,omitempty"`
+}
+
+// OperatorInfo is one operator of a stage's chain and the rows that
+// reached it (a source: the rows it read).
+type OperatorInfo struct {
+	Name    string `json:"name"`
+	Explain string `json:"explain"`
+	Rows    int64  `json:"rows"`
+}
+
+// RestoreInfo is a restoring query's progress.
+type RestoreInfo struct {
+	TasksRestored int `json:"tasks_restored"`
+	Tasks         int `json:"tasks"`
+}
+
+// graphInfo renders g, with the job's figures when it runs.
+func graphInfo(g *plan.Graph, job *runtime.Job) *GraphInfo {
+	var stats []runtime.StageStat
+	if job != nil {
+		stats = job.StageStats()
+	}
+	gi := &GraphInfo{Stages: make([]StageInfo, len(g.Vertices))}
+	for i, v := range g.Vertices {
+		si := StageInfo{ID: v.ID, Parallelism: v.Parallelism, Inputs: []EdgeInfo{}, Operators: make([]OperatorInfo, len(v.Ops))}
+		for _, e := range v.Inputs {
+			ei := EdgeInfo{From: e.From, Partition: "forward"}
+			if e.Partition == plan.Hash {
+				ei.Partition, ei.Key = "hash", e.KeyCols
+			}
+			si.Inputs = append(si.Inputs, ei)
+		}
+		for k, op := range v.Ops {
+			si.Operators[k] = OperatorInfo{Name: op.OpName(), Explain: op.Explain()}
+			if i < len(stats) && k < len(stats[i].Rows) {
+				si.Operators[k].Rows = stats[i].Rows[k]
+			}
+		}
+		if i < len(stats) {
+			si.RowsOut, si.QueueFill = stats[i].RowsOut, stats[i].QueueFill
+		}
+		gi.Stages[i] = si
+	}
+	return gi
 }
 
 // Queries lists the queries.
@@ -263,6 +338,9 @@ func (e *Engine) Query(name string) (QueryInfo, error) {
 		qi.Options = map[string]any{"emit_mode": o.EmitMode.String(), "parallelism": o.Parallelism,
 			"checkpoint_interval": window.FormatDuration(o.CheckpointInterval), "emit_interval": window.FormatDuration(o.EmitInterval)}
 	}
+	if v.Graph != nil {
+		qi.Graph = graphInfo(v.Graph, v.Job)
+	}
 	if v.Job == nil {
 		switch {
 		case v.Record.Stopped:
@@ -281,6 +359,10 @@ func (e *Engine) Query(name string) (QueryInfo, error) {
 	}
 	st := v.Job.Status()
 	qi.State = st.State
+	if st.State == runtime.StateRestoring {
+		done, total := v.Job.RestoreProgress()
+		qi.Restore = &RestoreInfo{TasksRestored: done, Tasks: total}
+	}
 	if st.Err != nil {
 		qi.Error = st.Err.Error()
 	}

@@ -23,26 +23,45 @@ type chain struct {
 	ops   []Operator
 	links []Emitter
 	term  terminal
+	// rows[i] counts the rows that reached operator i (rows[len(ops)]: the
+	// terminal), for the API's per-operator figures (StageStats).
+	rows []atomic.Int64
 }
 
 type link struct {
 	next Operator
 	out  Emitter
+	rows *atomic.Int64
 }
 
-func (l link) Emit(b *Batch) error { return l.next.Process(b, l.out) }
+func (l link) Emit(b *Batch) error {
+	l.rows.Add(int64(b.Len()))
+	return l.next.Process(b, l.out)
+}
+
+// termLink counts the rows that reach the terminal.
+type termLink struct {
+	term terminal
+	rows *atomic.Int64
+}
+
+func (l termLink) Emit(b *Batch) error {
+	l.rows.Add(int64(b.Len()))
+	return l.term.Emit(b)
+}
 
 func newChain(ops []Operator, term terminal) *chain {
-	c := &chain{ops: ops, links: make([]Emitter, len(ops)), term: term}
-	var out Emitter = term
+	c := &chain{ops: ops, links: make([]Emitter, len(ops)), term: term, rows: make([]atomic.Int64, len(ops)+1)}
+	var out Emitter = termLink{term: term, rows: &c.rows[len(ops)]}
 	for i := len(ops) - 1; i >= 0; i-- {
 		c.links[i] = out
-		out = link{next: ops[i], out: out}
+		out = link{next: ops[i], out: out, rows: &c.rows[i]}
 	}
 	return c
 }
 
 func (c *chain) process(b *Batch) error {
+	c.rows[0].Add(int64(b.Len()))
 	if len(c.ops) == 0 {
 		return c.term.Emit(b)
 	}

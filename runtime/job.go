@@ -333,8 +333,9 @@ func (j *Job) build(deps Deps, o StartOptions, committed uint64) error {
 			name := fmt.Sprintf("%s/stage%d/%d", j.Name, v.ID, i)
 			ops := v.Ops
 			var src *plan.Source
+			planOff := 0
 			if s, ok := ops[0].(*plan.Source); ok {
-				src, ops = s, ops[1:]
+				src, ops, planOff = s, ops[1:], 1
 			}
 			var term terminal
 			if s, ok := lastSink(ops); ok {
@@ -387,7 +388,7 @@ func (j *Job) build(deps Deps, o StartOptions, committed uint64) error {
 				prefixes = append(prefixes, opPrefix(j.ID, v.ID, k))
 			}
 			base := taskBase{job: j, name: name, chain: newChain(built, term), counters: counters, env: env,
-				opPrefix: prefixes, subtask: i, parallel: v.Parallelism, stateRows: new(atomic.Int64)}
+				opPrefix: prefixes, subtask: i, parallel: v.Parallelism, stateRows: new(atomic.Int64), stage: v.ID, planOff: planOff}
 			j.ntasks++
 			if src != nil {
 				st, err := j.sourceTask(base, src, v.ID, i, deps, o, committed, tick)

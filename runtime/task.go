@@ -53,6 +53,9 @@ type taskBase struct {
 	sinceCkpt counts
 	// stateRows is this task's operators' state size, read by Status.
 	stateRows *atomic.Int64
+	// stage is the task's vertex; planOff is 1 when the vertex's first
+	// plan operator (a source) is not in the chain (StageStats).
+	stage, planOff int
 }
 
 // restore loads every operator's state as of checkpoint at, from the
@@ -320,6 +323,7 @@ func (t *task) run(ctx context.Context) error {
 		switch msg.Kind {
 		case MsgData:
 			if t.two != nil {
+				t.chain.rows[0].Add(int64(msg.Batch.Len()))
 				err = t.two.ProcessSide(t.sides[in], msg.Batch, t.chain.links[0])
 			} else {
 				t.clampWM(in, msg.Batch)
