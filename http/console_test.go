@@ -195,6 +195,9 @@ func TestQueryGraph(t *testing.T) {
 	if integer(t, stages[0].(map[string]any)["rows_out"]) != 4 {
 		t.Errorf("the source stage sent %v rows on, want 4", stages[0].(map[string]any)["rows_out"])
 	}
+	if k, _ := json.Marshal(q["key"]); string(k) != `["window_start","window_end","auction"]` {
+		t.Errorf("key %s, want window_start, window_end, auction", k)
+	}
 	if q["restore"] != nil {
 		t.Errorf("a running query reports restore progress: %v", q["restore"])
 	}

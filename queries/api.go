@@ -227,6 +227,9 @@ type QueryInfo struct {
 	Lag              map[string]int64    `json:"lag,omitempty"`
 	Sinks            map[string]any      `json:"sinks"`
 	Created          time.Time           `json:"created"`
+	// Key names the output columns of the results' upsert key, when the
+	// query selects all of it (none for append-only results).
+	Key []string `json:"key,omitempty"`
 	// Graph is the plan as data, with each operator's figures while the
 	// query runs (the console's operator graph).
 	Graph *GraphInfo `json:"graph,omitempty"`
@@ -272,6 +275,22 @@ type OperatorInfo struct {
 type RestoreInfo struct {
 	TasksRestored int `json:"tasks_restored"`
 	Tasks         int `json:"tasks"`
+}
+
+// keyColumns names the output columns holding the upsert key, or nil when
+// the query has none or does not select all of it.
+func keyColumns(g *plan.Graph) []string {
+	if g.Key == plan.KeyRowID || len(g.KeyOut) == 0 {
+		return nil
+	}
+	names := make([]string, len(g.KeyOut))
+	for i, c := range g.KeyOut {
+		if c < 0 || c >= len(g.Out) {
+			return nil
+		}
+		names[i] = g.Out[c].Name
+	}
+	return names
 }
 
 // graphInfo renders g, with the job's figures when it runs.
@@ -340,6 +359,7 @@ func (e *Engine) Query(name string) (QueryInfo, error) {
 	}
 	if v.Graph != nil {
 		qi.Graph = graphInfo(v.Graph, v.Job)
+		qi.Key = keyColumns(v.Graph)
 	}
 	if v.Job == nil {
 		switch {
