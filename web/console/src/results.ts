@@ -82,9 +82,10 @@ export class LiveResults {
     if (this.timer !== null) clearInterval(this.timer);
   }
 
-  // setWatermark takes the query's watermark from its status (polling).
+  // setWatermark takes the query's watermark from its status (polled
+  // every second, whether or not the stream reports it too).
   setWatermark(wm: string | null) {
-    if (this.mode !== 'polling' || !wm) return;
+    if (!wm) return;
     this.updateWatermark(Date.parse(wm));
   }
 
