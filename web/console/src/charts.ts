@@ -16,7 +16,7 @@ function nice(max: number): number {
 }
 
 export function lineChart(id: string, title: string, series: Series[], fmt: (v: number) => string, floor = 0, spanMs = 120_000): HTMLElement {
-  const W = 460, H = 170, L = 58, R = 10, T = 12, B = 22;
+  const W = 470, H = 170, L = 68, R = 10, T = 12, B = 22;
   const now = Math.max(Date.now(), ...series.flatMap((x) => x.points.map((p) => p[0])));
   const t0 = now - spanMs;
   let max = floor;

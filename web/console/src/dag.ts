@@ -11,7 +11,7 @@ const NODE_H = 58;
 const GAP_Y = 18;
 const STAGE_PAD = 12;
 const STAGE_HEAD = 22;
-const COL_GAP = 90;
+const COL_GAP = 140;
 const ROW_GAP = 30;
 
 function fillColor(q: number): string {
@@ -73,7 +73,7 @@ export function renderDAG(query: string, stages: StageInfo[], selected: string |
       const x1 = fp.x + fp.w - STAGE_PAD, y1 = opY(from, from.operators.length - 1) + NODE_H / 2;
       const x2 = p.x + STAGE_PAD, y2 = opY(st, 0) + NODE_H / 2;
       const mx = (x1 + x2) / 2;
-      const label = e.partition === 'hash' ? `hash[${(e.key ?? []).join(',')}]` : 'forward';
+      const label = e.partition !== 'hash' ? 'forward' : e.key?.length ? `hash[${e.key.join(',')}]` : 'hash[] (one key: all rows)';
       const r = rate(`edge:${query}:${from.id}`, from.rows_out);
       svg.append(
         s('path', { class: 'dag-edge', d: `M ${x1} ${y1} C ${mx} ${y1}, ${mx} ${y2}, ${x2} ${y2}`, fill: 'none', stroke: '#667', 'stroke-width': 1.5, 'marker-end': 'url(#arrow)' }),
