@@ -65,6 +65,8 @@ func New(e *queries.Engine, opts Options) http.Handler {
 	r := chi.NewRouter()
 	r.Use(s.recoverer)
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
+	r.Post("/v1/login", s.login)
+	r.Post("/v1/logout", s.logout)
 	r.Group(func(r chi.Router) {
 		r.Use(s.auth)
 		r.Post("/v1/sql", s.sql)
@@ -81,6 +83,7 @@ func New(e *queries.Engine, opts Options) http.Handler {
 		r.Get("/v1/queries/{name}/results", s.results)
 		r.Get("/v1/queries/{name}/changes", s.changes)
 		r.Post("/v1/checkpoints", s.checkpoints)
+		r.Get("/v1/examples", s.examples)
 		r.Handle("/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
 		// Profiles, behind the same token as the API.
 		r.HandleFunc("/debug/pprof/*", pprof.Index)
@@ -88,10 +91,12 @@ func New(e *queries.Engine, opts Options) http.Handler {
 		r.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		r.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		r.HandleFunc("/debug/pprof/trace", pprof.Trace)
-		if opts.Web != nil {
-			r.Handle("/*", http.FileServerFS(opts.Web))
-		}
 	})
+	if opts.Web != nil {
+		// The console's assets need no token: they hold no data, and the
+		// console asks for the token itself (POST /v1/login).
+		r.Handle("/*", s.console(opts.Web))
+	}
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		problem(w, &queries.Error{Status: 404, Title: "not found", Detail: "no such endpoint: " + r.Method + " " + r.URL.Path, Statement: -1})
 	})
@@ -120,18 +125,26 @@ func (s *server) recoverer(next http.Handler) http.Handler {
 
 func (s *server) auth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.opts.Token != "" {
-			// "Bearer <token>"; the scheme is case-insensitive (RFC 7235). A
-			// bare token or another scheme is refused.
-			scheme, got, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
-			if !ok || !strings.EqualFold(scheme, "Bearer") ||
-				subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(s.opts.Token)) != 1 {
-				problem(w, &queries.Error{Status: 401, Title: "unauthorized", Detail: "missing or wrong bearer token (Authorization: Bearer <token>)", Statement: -1})
-				return
-			}
+		if s.opts.Token != "" && !s.authorized(r) {
+			problem(w, &queries.Error{Status: 401, Title: "unauthorized", Detail: "missing or wrong bearer token (Authorization: Bearer <token>)", Statement: -1})
+			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// authorized reports whether r carries the token: "Authorization: Bearer
+// <token>" (the scheme is case-insensitive, RFC 7235; a bare token or
+// another scheme is refused) or, without an Authorization header, the
+// console's session cookie (EventSource cannot send headers).
+func (s *server) authorized(r *http.Request) bool {
+	if h := r.Header.Get("Authorization"); h != "" {
+		scheme, got, ok := strings.Cut(strings.TrimSpace(h), " ")
+		return ok && strings.EqualFold(scheme, "Bearer") &&
+			subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(s.opts.Token)) == 1
+	}
+	c, err := r.Cookie(sessionCookie)
+	return err == nil && subtle.ConstantTimeCompare([]byte(c.Value), []byte(s.session())) == 1
 }
 
 // problem writes an error as application/problem+json and returns its status.

@@ -227,6 +227,106 @@ type QueryInfo struct {
 	Lag              map[string]int64    `json:"lag,omitempty"`
 	Sinks            map[string]any      `json:"sinks"`
 	Created          time.Time           `json:"created"`
+	// Key names the output columns of the results' upsert key, when the
+	// query selects all of it (none for append-only results).
+	Key []string `json:"key,omitempty"`
+	// Graph is the plan as data, with each operator's figures while the
+	// query runs (the console's operator graph).
+	Graph *GraphInfo `json:"graph,omitempty"`
+	// Restore is, while the query is restoring, how many of its tasks
+	// have loaded their state.
+	Restore *RestoreInfo `json:"restore,omitempty"`
+}
+
+// GraphInfo is a query's physical plan: its stages in topological order.
+type GraphInfo struct {
+	Stages []StageInfo `json:"stages"`
+}
+
+// StageInfo is one stage: its operator chain and its inputs.
+type StageInfo struct {
+	ID          int            `json:"id"`
+	Parallelism int            `json:"parallelism"`
+	Inputs      []EdgeInfo     `json:"inputs"`
+	Operators   []OperatorInfo `json:"operators"`
+	// RowsOut is the rows sent to the next stages; QueueFill how full its
+	// input queues are (0 to 1: near 1 it backpressures its producers).
+	RowsOut   int64   `json:"rows_out"`
+	QueueFill float64 `json:"queue_fill"`
+}
+
+// EdgeInfo is an input of a stage: the producing stage and how rows are
+// routed (hash on the producer's output columns Key, or forward).
+type EdgeInfo struct {
+	From      int    `json:"from"`
+	Partition string `json:"partition"`
+	Key       []int  `json:"key,omitempty"`
+}
+
+// OperatorInfo is one operator of a stage's chain and the rows that
+// reached it (a source: the rows it read).
+type OperatorInfo struct {
+	Name    string `json:"name"`
+	Explain string `json:"explain"`
+	Rows    int64  `json:"rows"`
+}
+
+// RestoreInfo is a restoring query's progress.
+type RestoreInfo struct {
+	TasksRestored int `json:"tasks_restored"`
+	Tasks         int `json:"tasks"`
+}
+
+// keyColumns names the output columns holding the upsert key, or nil when
+// the query has none or does not select all of it.
+func keyColumns(g *plan.Graph) []string {
+	if g.Key == plan.KeyRowID || len(g.KeyOut) == 0 {
+		return nil
+	}
+	names := make([]string, len(g.KeyOut))
+	for i, c := range g.KeyOut {
+		if c < 0 || c >= len(g.Out) {
+			return nil
+		}
+		names[i] = g.Out[c].Name
+	}
+	return names
+}
+
+// graphInfo renders g, with the job's figures when it runs (the same
+// counters /metrics exports).
+func graphInfo(g *plan.Graph, job *runtime.Job) *GraphInfo {
+	var stages []runtime.StageMetrics
+	if job != nil {
+		stages = job.Metrics().Stages
+	}
+	gi := &GraphInfo{Stages: make([]StageInfo, len(g.Vertices))}
+	for i, v := range g.Vertices {
+		si := StageInfo{ID: v.ID, Parallelism: v.Parallelism, Inputs: []EdgeInfo{}, Operators: make([]OperatorInfo, len(v.Ops))}
+		for _, e := range v.Inputs {
+			ei := EdgeInfo{From: e.From, Partition: "forward"}
+			if e.Partition == plan.Hash {
+				ei.Partition, ei.Key = "hash", e.KeyCols
+			}
+			si.Inputs = append(si.Inputs, ei)
+		}
+		var ops []runtime.OperatorMetrics
+		if i < len(stages) {
+			ops = stages[i].Operators
+			si.QueueFill = stages[i].QueueFill
+		}
+		for k, op := range v.Ops {
+			si.Operators[k] = OperatorInfo{Name: op.OpName(), Explain: op.Explain()}
+			if k < len(ops) {
+				si.Operators[k].Rows = ops[k].RowsIn
+			}
+		}
+		if _, sink := v.Ops[len(v.Ops)-1].(*plan.Sink); !sink && len(ops) == len(v.Ops) {
+			si.RowsOut = ops[len(ops)-1].RowsOut
+		}
+		gi.Stages[i] = si
+	}
+	return gi
 }
 
 // Queries lists the queries.
@@ -263,6 +363,10 @@ func (e *Engine) Query(name string) (QueryInfo, error) {
 		qi.Options = map[string]any{"emit_mode": o.EmitMode.String(), "parallelism": o.Parallelism,
 			"checkpoint_interval": window.FormatDuration(o.CheckpointInterval), "emit_interval": window.FormatDuration(o.EmitInterval)}
 	}
+	if v.Graph != nil {
+		qi.Graph = graphInfo(v.Graph, v.Job)
+		qi.Key = keyColumns(v.Graph)
+	}
 	if v.Job == nil {
 		switch {
 		case v.Record.Stopped:
@@ -281,6 +385,10 @@ func (e *Engine) Query(name string) (QueryInfo, error) {
 	}
 	st := v.Job.Status()
 	qi.State = st.State
+	if st.State == runtime.StateRestoring {
+		done, total := v.Job.RestoreProgress()
+		qi.Restore = &RestoreInfo{TasksRestored: done, Tasks: total}
+	}
 	if st.Err != nil {
 		qi.Error = st.Err.Error()
 	}
