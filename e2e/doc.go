@@ -48,6 +48,9 @@
 //     NULL rows come due, and after flush rows; DROP VIEW of a view others
 //     read (409 naming them), what cannot feed another query (422); a view
 //     reading a view whose name sorts after its own, through a restart.
+//   - changes_test.go: a committed /changes reader through a SIGKILL: it
+//     shows exactly the rows the restarted server reads at its marker, while
+//     a latest reader had seen the counts the crash rolled back.
 //   - badinput_test.go: malformed SQL and ingest requests, conflicts.
 //   - crash_test.go: SIGKILL at random moments under load, every chunk
 //     posted with an Idempotency-Key and resent after a crash; committed
