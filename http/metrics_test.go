@@ -179,8 +179,8 @@ func TestQueryMetricsSamples(t *testing.T) {
 			RowsInPerS       float64  `json:"rows_in_per_s"`
 			RowsOutPerS      float64  `json:"rows_out_per_s"`
 			WatermarkLagS    *float64 `json:"watermark_lag_s"`
-			LastCheckpointMS *int64   `json:"last_checkpoint_ms"`
-			QueueFillMax     *float64 `json:"queue_fill_max"`
+			LastCheckpointMS *int64   `json:"checkpoint_ms"`
+			QueueFillMax     *float64 `json:"queue_fill"`
 		} `json:"samples"`
 	}
 	if err := json.Unmarshal(r.body, &h); err != nil {

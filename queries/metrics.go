@@ -60,8 +60,8 @@ type MetricSample struct {
 	WatermarkLagS *float64 `json:"watermark_lag_s"`
 	// LastCheckpointMS is the last completed checkpoint's duration (null:
 	// none in this run yet).
-	LastCheckpointMS *int64  `json:"last_checkpoint_ms"`
-	QueueFillMax     float64 `json:"queue_fill_max"`
+	LastCheckpointMS *int64  `json:"checkpoint_ms"`
+	QueueFillMax     float64 `json:"queue_fill"`
 	StateRows        int64   `json:"state_rows"`
 }
 
