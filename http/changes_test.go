@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestChangesStream: /changes over HTTP, as NDJSON and as SSE: the schema
@@ -93,3 +94,13 @@ func TestChangesStream(t *testing.T) {
 }
 
 func jsonNum(f float64) string { b, _ := json.Marshal(uint64(f)); return string(b) }
+
+// TestCheckpointsEmptyList: a query with no checkpoint yet lists [] (the
+// console reads it as an array), not null.
+func TestCheckpointsEmptyList(t *testing.T) {
+	e := start(t, config{checkpoint: time.Hour})
+	e.sql(`CREATE TABLE t (k BIGINT NOT NULL) ENGINE=http; CREATE VIEW v AS SELECT k FROM t`)
+	if r := e.get("/v1/queries/v/checkpoints"); r.status != 200 || strings.TrimSpace(string(r.body)) != `{"checkpoints":[]}` {
+		t.Fatalf("checkpoints before the first: %s", r)
+	}
+}

@@ -593,7 +593,7 @@ func (e *Engine) Checkpoints(name string) ([]runtime.CheckpointStat, error) {
 	if v.Job == nil {
 		return []runtime.CheckpointStat{}, nil
 	}
-	h := v.Job.History()
+	h := append([]runtime.CheckpointStat{}, v.Job.History()...) // [] rather than null before the first
 	for i, j := 0, len(h)-1; i < j; i, j = i+1, j-1 {
 		h[i], h[j] = h[j], h[i]
 	}

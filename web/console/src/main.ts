@@ -39,7 +39,8 @@ async function tick(gen: number) {
     conn.className = 'conn';
   } catch (e) {
     if (gen !== generation) return;
-    conn.textContent = e instanceof api.APIError ? `${e.problem.status}: ${e.message}` : 'server unreachable';
+    console.error('refresh failed', e);
+    conn.textContent = e instanceof api.APIError ? `${e.problem.status}: ${e.message}` : e instanceof TypeError && /fetch/i.test(e.message) ? 'server unreachable' : `console error: ${e}`;
     conn.className = 'conn err';
   }
   if (gen === generation && page) timer = window.setTimeout(() => tick(gen), page.interval);
