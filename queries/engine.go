@@ -541,16 +541,25 @@ func (e *Engine) createView(s *parser.CreateView, st *parser.Statement, set []pa
 	if exists {
 		e.dropView(old)
 	}
-	if err := e.putView(rec); err != nil {
+	if err := e.register(rec); err != nil {
 		return Result{}, err
+	}
+	return Result{Kind: "create_view", Name: rec.Name}, nil
+}
+
+// register stores a new query's record and starts it; if it cannot
+// start, the record goes again (caller holds mu).
+func (e *Engine) register(rec viewRecord) error {
+	if err := e.putView(rec); err != nil {
+		return err
 	}
 	v, err := e.startView(rec)
 	if err != nil {
 		e.meta.DeleteCatalog(viewPrefix + rec.Name)
-		return Result{}, err
+		return err
 	}
 	e.views[rec.Name] = v
-	return Result{Kind: "create_view", Name: rec.Name}, nil
+	return nil
 }
 
 // startOffsets records where a new query starts reading each HTTP table:

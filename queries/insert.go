@@ -49,15 +49,9 @@ func (e *Engine) insert(ctx context.Context, s *parser.Insert, st *parser.Statem
 		return Result{}, err
 	}
 	rec.ID = id
-	if err := e.putView(rec); err != nil {
+	if err := e.register(rec); err != nil {
 		return Result{}, err
 	}
-	v, err := e.startView(rec)
-	if err != nil {
-		e.meta.DeleteCatalog(viewPrefix + rec.Name)
-		return Result{}, err
-	}
-	e.views[rec.Name] = v
 	return Result{Kind: "insert", Name: rec.Name}, nil
 }
 

@@ -80,3 +80,22 @@ func IsPermanent(err error) bool {
 	var p *PermanentError
 	return errors.As(err, &p)
 }
+
+// CheckKey checks that the spec has columns and a primary key of valid,
+// distinct column indexes; why says what the sink needs the key for.
+func (s Spec) CheckKey(why string) error {
+	if len(s.Columns) == 0 {
+		return Permanent("sink table %s has no columns", s.Table)
+	}
+	if len(s.PrimaryKey) == 0 {
+		return Permanent("sink table %s has no PRIMARY KEY: %s", s.Table, why)
+	}
+	seen := map[int]bool{}
+	for _, i := range s.PrimaryKey {
+		if i < 0 || i >= len(s.Columns) || seen[i] {
+			return Permanent("sink table %s: bad primary key column index %d", s.Table, i)
+		}
+		seen[i] = true
+	}
+	return nil
+}

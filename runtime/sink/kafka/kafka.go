@@ -113,18 +113,8 @@ func New(spec sink.Spec) (*Publisher, error) {
 		}
 		p.txTimeout = d
 	}
-	if len(spec.Columns) == 0 {
-		return nil, sink.Permanent("sink table %s has no columns", spec.Table)
-	}
-	if len(spec.PrimaryKey) == 0 {
-		return nil, sink.Permanent("sink table %s has no PRIMARY KEY: a Kafka sink's records are keyed by it", spec.Table)
-	}
-	seen := map[int]bool{}
-	for _, i := range spec.PrimaryKey {
-		if i < 0 || i >= len(spec.Columns) || seen[i] {
-			return nil, sink.Permanent("sink table %s: bad primary key column index %d", spec.Table, i)
-		}
-		seen[i] = true
+	if err := spec.CheckKey("a Kafka sink's records are keyed by it"); err != nil {
+		return nil, err
 	}
 	for _, c := range spec.Columns {
 		switch c.Type {

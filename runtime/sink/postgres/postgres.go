@@ -111,18 +111,8 @@ func New(spec sink.Spec) (*Publisher, error) {
 	default:
 		return nil, sink.Permanent("sink table %s: \"create_table\" is %q, want true or false", spec.Table, spec.Attrs["create_table"])
 	}
-	if len(spec.Columns) == 0 {
-		return nil, sink.Permanent("sink table %s has no columns", spec.Table)
-	}
-	if len(spec.PrimaryKey) == 0 {
-		return nil, sink.Permanent("sink table %s has no PRIMARY KEY: a PostgreSQL sink upserts by key", spec.Table)
-	}
-	seen := map[int]bool{}
-	for _, i := range spec.PrimaryKey {
-		if i < 0 || i >= len(spec.Columns) || seen[i] {
-			return nil, sink.Permanent("sink table %s: bad primary key column index %d", spec.Table, i)
-		}
-		seen[i] = true
+	if err := spec.CheckKey("a PostgreSQL sink upserts by key"); err != nil {
+		return nil, err
 	}
 	for _, c := range spec.Columns {
 		if pgType(c.Type) == "" {
