@@ -61,6 +61,8 @@ type Engine struct {
 	// instance identifies this data directory in external sinks' progress
 	// records (sinkID), so a new data directory never matches an old one's.
 	instance string
+	// lock holds the data directory (Open; nil for OpenWith).
+	lock *dirLock
 }
 
 // View is a continuous query whose results live in the results table.
@@ -102,16 +104,25 @@ func Open(cfg Config) (*Engine, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
+	lock, err := lockDataDir(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
 	meta, err := state.OpenMeta(filepath.Join(cfg.DataDir, "meta"), state.MetaOptions{IdempotencyWindow: cfg.IdempotencyWindow, WrapSync: cfg.WrapSync})
 	if err != nil {
+		lock.release()
 		return nil, fmt.Errorf("open meta store: %w", err)
 	}
 	store, err := state.OpenVersionedWith(filepath.Join(cfg.DataDir, "state"), state.VersionedOptions{WrapSync: cfg.WrapSync})
 	if err != nil {
 		meta.Close()
+		lock.release()
 		return nil, fmt.Errorf("open state store: %w", err)
 	}
 	e, err := OpenWith(cfg, meta, store)
+	if e != nil {
+		e.lock = lock
+	}
 	if err != nil {
 		e.Close(context.Background())
 		return nil, err
@@ -228,6 +239,7 @@ func (e *Engine) Close(ctx context.Context) {
 	if e.meta != nil {
 		e.meta.Close()
 	}
+	e.lock.release()
 }
 
 // defaults are the query options before SET and hints.

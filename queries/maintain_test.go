@@ -3,6 +3,8 @@ package queries
 import (
 	"context"
 	"errors"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -128,4 +130,25 @@ func TestCloseWhileMaintaining(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Close did not return: it waits for the maintenance loop while holding e.mu, which the loop's maintain is waiting for")
 	}
+}
+
+// TestDataDirLock: a second engine on the same data directory is refused
+// with a message naming the directory and the holder; once the first
+// closes, it opens.
+func TestDataDirLock(t *testing.T) {
+	dir := t.TempDir()
+	e, err := Open(Config{DataDir: dir, CheckpointInterval: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(Config{DataDir: dir, CheckpointInterval: time.Second})
+	if err == nil || !strings.Contains(err.Error(), "is in use by process "+strconv.Itoa(os.Getpid())) || !strings.Contains(err.Error(), dir) {
+		t.Fatalf("second open: %v", err)
+	}
+	e.Close(context.Background())
+	e, err = Open(Config{DataDir: dir, CheckpointInterval: time.Second})
+	if err != nil {
+		t.Fatalf("open after close: %v", err)
+	}
+	e.Close(context.Background())
 }
