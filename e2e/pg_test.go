@@ -319,8 +319,6 @@ const (
 	atLeastOnce = "at_least_once"
 )
 
-var deliveries = []string{exactlyOnce, atLeastOnce}
-
 func deliveryTag(d string) string {
 	if d == exactlyOnce {
 		return "eo"

@@ -33,7 +33,6 @@ type ChangeRecord struct {
 
 // ChangeStream is an open /changes stream of one query.
 type ChangeStream struct {
-	name     string
 	g        *plan.Graph
 	res      *runtime.Results
 	sub      *runtime.Subscription
@@ -67,7 +66,7 @@ func (e *Engine) Changes(name string, o ChangesOptions) (*ChangeStream, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &ChangeStream{name: name, g: v.Graph, res: v.Results, sub: sub, awaitCkp: o.Snapshot && o.Committed}
+	c := &ChangeStream{g: v.Graph, res: v.Results, sub: sub, awaitCkp: o.Snapshot && o.Committed}
 	for _, vx := range v.Graph.Vertices {
 		for _, op := range vx.Ops {
 			if a, ok := op.(*plan.Aggregate); ok && a.Windowed {

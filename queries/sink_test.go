@@ -269,6 +269,19 @@ func TestSinkDeliveryMatchesView(t *testing.T) {
 	}
 }
 
+// sinkEngine runs sinkSQL (exactly_once) into m, closed when the test
+// ends.
+func sinkEngine(t *testing.T, m *memTarget) *Engine {
+	t.Helper()
+	e, err := Open(Config{DataDir: t.TempDir(), CheckpointInterval: time.Hour, EmitInterval: 10 * time.Millisecond, Publisher: m.factory})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close(context.Background()) })
+	exec(t, e, fmt.Sprintf(sinkSQL, "exactly_once"))
+	return e
+}
+
 // TestSinkRetriesAndBackpressure: with the target down the query shows
 // retrying, checkpoints go on up to the journal's bound, then block;
 // once it is back everything is committed, in order, once.
@@ -276,12 +289,7 @@ func TestSinkRetriesAndBackpressure(t *testing.T) {
 	defer runtime.SetSinkLimits(3, 1<<30, 200*time.Millisecond)()
 	m := newMemTarget()
 	ctx := context.Background()
-	e, err := Open(Config{DataDir: t.TempDir(), CheckpointInterval: time.Hour, EmitInterval: 10 * time.Millisecond, Publisher: m.factory})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close(ctx)
-	exec(t, e, fmt.Sprintf(sinkSQL, "exactly_once"))
+	e := sinkEngine(t, m)
 	m.setDown(errors.New("connection refused"))
 	rng := rand.New(rand.NewSource(2))
 	for i := 0; i < 3; i++ {
@@ -306,7 +314,7 @@ func TestSinkRetriesAndBackpressure(t *testing.T) {
 	// Three epochs journaled: the next checkpoint cannot complete.
 	ingest(t, e, "bids", bidsNDJSON(rng, 100, 60000))
 	short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-	_, err = e.Checkpoint(short, "pg_out")
+	_, err := e.Checkpoint(short, "pg_out")
 	cancel()
 	if err == nil {
 		t.Fatal("a checkpoint completed past the journal's bound")
@@ -342,12 +350,7 @@ func sinkMetrics(t *testing.T, e *Engine) runtime.SinkMetrics {
 func TestSinkUnknownCommitOutcome(t *testing.T) {
 	m := newMemTarget()
 	ctx := context.Background()
-	e, err := Open(Config{DataDir: t.TempDir(), CheckpointInterval: time.Hour, EmitInterval: 10 * time.Millisecond, Publisher: m.factory})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close(ctx)
-	exec(t, e, fmt.Sprintf(sinkSQL, "exactly_once"))
+	e := sinkEngine(t, m)
 	rng := rand.New(rand.NewSource(3))
 	ingest(t, e, "bids", bidsNDJSON(rng, 300, 0))
 	m.mu.Lock()

@@ -63,14 +63,13 @@ type pgColumn struct {
 
 // pgIndex is a unique index of an existing table.
 type pgIndex struct {
-	name      string
-	primary   bool
-	keys      []int16 // attnums of the key columns (0: an expression)
-	partial   bool
-	deferred  bool
-	invalid   bool
-	hasExprs  bool
-	displayed string
+	name     string
+	primary  bool
+	keys     []int16 // attnums of the key columns (0: an expression)
+	partial  bool
+	deferred bool
+	invalid  bool
+	hasExprs bool
 }
 
 // relation finds schema.name: its OID and relkind (0, "": missing).

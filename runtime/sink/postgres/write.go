@@ -90,21 +90,13 @@ func buildStatements(qTable, qProgress string, cols []column, primaryKey []int) 
 }
 
 // stageType is the type of a column in the temporary table and of the
-// parameters: the server casts it to the target column's type.
+// parameters: the server casts it to the target column's type. It is the
+// created column's type, but timestamps without a precision to round to.
 func stageType(t plan.Type) string {
-	switch t {
-	case plan.TypeBigint:
-		return "bigint"
-	case plan.TypeDouble:
-		return "double precision"
-	case plan.TypeVarchar:
-		return "text"
-	case plan.TypeTimestamp:
+	if t == plan.TypeTimestamp {
 		return "timestamptz"
-	case plan.TypeBoolean:
-		return "boolean"
 	}
-	return ""
+	return pgType(t)
 }
 
 // wire is the streamsql type a column's values are sent as.
