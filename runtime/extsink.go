@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/streamsql/streamsql/internal/fault"
 	"github.com/streamsql/streamsql/planner/plan"
 	esink "github.com/streamsql/streamsql/runtime/sink"
 	"github.com/streamsql/streamsql/state"
@@ -248,6 +249,9 @@ func (s *extSink) Barrier(b Barrier) error {
 			s.w = stateWriter{}
 			return fmt.Errorf("sink %s: journal at checkpoint %d: %w", s.ext.Table, b.CheckpointID, err)
 		}
+		if journaled > 0 {
+			fault.Point("sink.after_journal")
+		}
 	}
 	putBlocks(s.w.blocks)
 	s.w = stateWriter{}
@@ -376,6 +380,7 @@ func (c *committer) run(ctx context.Context) error {
 					return err
 				}
 				logged = true
+				fault.Point("sink.after_keylog")
 			}
 			return c.pub.Apply(ctx, b.changes)
 		})

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 
 	"github.com/dgraph-io/badger/v4"
+
+	"github.com/streamsql/streamsql/internal/fault"
 )
 
 // idFloorKey is a key reserved by BadgerVersioned. DropPrefix writes it at a
@@ -117,6 +119,19 @@ func (v *BadgerVersioned) Write(id uint64, kvs []KV) error {
 	kvs, meta, err := v.spill(kvs)
 	if err != nil {
 		return fmt.Errorf("state write at %d: %w", id, err)
+	}
+	if fault.Armed("state.partial_write") && len(kvs) > 1 {
+		// What a crash between two of writeLocked's transactions leaves.
+		h := len(kvs) / 2
+		var m []byte
+		if meta != nil {
+			m, meta = meta[:h], meta[h:]
+		}
+		if err := v.writeLocked(id, kvs[:h], m); err != nil {
+			return fmt.Errorf("state write at %d: %w", id, err)
+		}
+		fault.Point("state.partial_write")
+		kvs = kvs[h:]
 	}
 	if err := v.writeLocked(id, kvs, meta); err != nil {
 		return fmt.Errorf("state write at %d: %w", id, err)

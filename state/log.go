@@ -632,6 +632,7 @@ func (l *Log) Truncate(below int64) error {
 			return fmt.Errorf("log %d truncate below %d: %w", l.id, below, err)
 		}
 		l.start.Store(below)
+		fault.Point("ingest.truncate")
 	}
 	start := l.Start()
 	if start <= l.cleared {

@@ -6,14 +6,21 @@
 //
 // Points (keep this list current; tests refer to it):
 //
-//	ingest.after_write      log rows written, before the sync (nothing acknowledged)
-//	ingest.after_sync       rows synced, before the 200 is sent
-//	checkpoint.after_state  a task wrote its state for a checkpoint, before its ack
+//	ingest.after_write       log rows written, before the sync (nothing acknowledged)
+//	ingest.after_sync        rows synced, before the 200 is sent
+//	ingest.truncate          a log's new start is persisted, the rows below it not yet deleted
+//	state.partial_write      half of a state write (task state, sink journal, results) is committed
+//	checkpoint.after_state   a task wrote its state for a checkpoint, before its ack
 //	checkpoint.before_marker every task's state is written, the marker is not
 //	checkpoint.after_marker  the marker is committed, sinks not yet told
-//	restore.during          a query is part-way through restoring its state
-//	sink.before_commit      an exactly-once sink's epoch is written in its transaction, not committed
-//	sink.after_commit       the epoch and its progress record are committed, the runtime not yet told
+//	restore.during           a query is part-way through restoring its state
+//	sink.after_journal       an exactly-once sink subtask journaled its epoch (pre-commit), before its ack
+//	sink.after_keylog        an at-least-once batch's keys are logged, the batch not applied
+//	sink.after_progress      an exactly-once epoch's progress record is written in its open transaction, its rows not yet
+//	sink.before_commit       an exactly-once sink's epoch is written in its transaction, not committed
+//	sink.after_commit        the epoch and its progress record are committed, the runtime not yet told
+//
+// Points lists them, for harnesses that crash at each.
 //
 // Threading: Point is safe for concurrent use.
 package fault
@@ -53,6 +60,22 @@ func parse(spec string) map[string]int {
 		m[p] = n
 	}
 	return m
+}
+
+// Points are the names of every crash point, in the order above.
+var Points = []string{
+	"ingest.after_write", "ingest.after_sync", "ingest.truncate",
+	"state.partial_write", "checkpoint.after_state", "checkpoint.before_marker", "checkpoint.after_marker",
+	"restore.during",
+	"sink.after_journal", "sink.after_keylog", "sink.after_progress", "sink.before_commit", "sink.after_commit",
+}
+
+// Armed reports whether the point name is armed (it may still be waiting
+// for its hit). Code that must take a path only a crash there can show
+// (a write split in two) asks this first.
+func Armed(name string) bool {
+	_, ok := armed[name]
+	return ok
 }
 
 // Enabled reports whether any fault point is armed.

@@ -54,7 +54,14 @@ func (p *Publisher) CommitEpoch(ctx context.Context, epoch uint64, changes []sin
 		p.dropTx()
 		return fmt.Errorf("%s: %s: begin the transaction: %w", p.where(), what, err)
 	}
-	if err := produceAll(ctx, tx, append(recs, p.progressRecord(epoch))); err != nil {
+	// The progress record first, as in the PostgreSQL sink; the
+	// transaction makes the order invisible to read_committed readers.
+	if err := produceAll(ctx, tx, []*kgo.Record{p.progressRecord(epoch)}); err != nil {
+		p.abort(tx, err)
+		return p.classify(fmt.Errorf("%s: %s: produce the progress record: %w", p.where(), what, err))
+	}
+	fault.Point("sink.after_progress")
+	if err := produceAll(ctx, tx, recs); err != nil {
 		p.abort(tx, err)
 		return p.classify(fmt.Errorf("%s: %s: produce: %w", p.where(), what, err))
 	}

@@ -168,10 +168,15 @@ func (p *Publisher) write(ctx context.Context, epoch uint64, changes []sink.Chan
 		p.Close()
 		return fmt.Errorf("%s: %s: begin: %w", p.where(), what, err)
 	}
-	if len(changes) < p.stageAt {
-		err = p.writeArrays(ctx, tx, epoch, changes)
-	} else {
-		err = p.writeStaged(ctx, tx, epoch, changes)
+	if epoch > 0 {
+		err = p.writeProgress(ctx, tx, epoch)
+	}
+	switch {
+	case err != nil || len(changes) == 0:
+	case len(changes) < p.stageAt:
+		err = p.writeArrays(ctx, tx, changes)
+	default:
+		err = p.writeStaged(ctx, tx, changes)
 	}
 	if err != nil {
 		if errors.Is(err, sink.ErrCommitted) {
@@ -264,9 +269,22 @@ func fits(t plan.Type, v plan.Value) bool {
 	return false
 }
 
-// writeArrays writes a small batch: the progress row, the upserts and the
-// deletes as one pipeline of statements taking the rows as arrays.
-func (p *Publisher) writeArrays(ctx context.Context, tx pgx.Tx, epoch uint64, changes []sink.Change) error {
+// writeProgress inserts epoch's progress row, first in its transaction:
+// an epoch already recorded fails at once with sink.ErrCommitted.
+func (p *Publisher) writeProgress(ctx context.Context, tx pgx.Tx, epoch uint64) error {
+	if _, err := tx.Exec(ctx, p.sql.progress, p.spec.SinkID, int64(epoch)); err != nil {
+		if pgCode(err) == "23505" {
+			return sink.ErrCommitted
+		}
+		return err
+	}
+	fault.Point("sink.after_progress")
+	return nil
+}
+
+// writeArrays writes a small batch: the upserts and the deletes as one
+// pipeline of statements taking the rows as arrays.
+func (p *Publisher) writeArrays(ctx context.Context, tx pgx.Tx, changes []sink.Change) error {
 	nUp := 0
 	for _, ch := range changes {
 		if ch.Row != nil {
@@ -274,9 +292,6 @@ func (p *Publisher) writeArrays(ctx context.Context, tx pgx.Tx, epoch uint64, ch
 		}
 	}
 	b := &pgx.Batch{}
-	if epoch > 0 {
-		b.Queue(p.sql.progress, p.spec.SinkID, int64(epoch))
-	}
 	if nUp > 0 {
 		args := make([]any, len(p.cols))
 		for i, c := range p.cols {
@@ -311,26 +326,14 @@ func (p *Publisher) writeArrays(ctx context.Context, tx pgx.Tx, epoch uint64, ch
 	for i := 0; i < b.Len(); i++ {
 		if _, err := br.Exec(); err != nil {
 			br.Close()
-			if i == 0 && epoch > 0 && pgCode(err) == "23505" {
-				return sink.ErrCommitted
-			}
 			return err
 		}
 	}
 	return br.Close()
 }
 
-// writeStaged writes a large batch: the progress row, then every change
-// COPYed into a temporary table, then one upsert and one delete from it.
-func (p *Publisher) writeStaged(ctx context.Context, tx pgx.Tx, epoch uint64, changes []sink.Change) error {
-	if epoch > 0 {
-		if _, err := tx.Exec(ctx, p.sql.progress, p.spec.SinkID, int64(epoch)); err != nil {
-			if pgCode(err) == "23505" {
-				return sink.ErrCommitted
-			}
-			return err
-		}
-	}
+// writeStaged writes a large batch: every change COPYed into a temporary table, then one upsert and one delete from it.
+func (p *Publisher) writeStaged(ctx context.Context, tx pgx.Tx, changes []sink.Change) error {
 	if !p.stageMade {
 		if _, err := tx.Exec(ctx, p.sql.createStage); err != nil {
 			return fmt.Errorf("create the temporary table: %w", err)
