@@ -250,7 +250,7 @@ func (s *extSink) Barrier(b Barrier) error {
 			return fmt.Errorf("sink %s: journal at checkpoint %d: %w", s.ext.Table, b.CheckpointID, err)
 		}
 		if journaled > 0 {
-			fault.Point("sink.after_journal")
+			fault.PointIn("sink.after_journal", s.ext.Engine)
 		}
 	}
 	putBlocks(s.w.blocks)
@@ -380,7 +380,7 @@ func (c *committer) run(ctx context.Context) error {
 					return err
 				}
 				logged = true
-				fault.Point("sink.after_keylog")
+				fault.PointIn("sink.after_keylog", c.ext.Engine)
 			}
 			return c.pub.Apply(ctx, b.changes)
 		})

@@ -39,7 +39,7 @@ func main() {
 	flag.IntVar(&cfg.Rate, "rate", 400, "rows per second posted over HTTP and produced to Kafka, each")
 	flag.IntVar(&cfg.Rows, "rows", 0, "rows per source (default: enough to keep loading through the cycles)")
 	flag.DurationVar(&cfg.Up, "up", 2500*time.Millisecond, "longest uptime between crashes (uniform in [up/5, up])")
-	flag.StringVar(&faults, "faults", "", "fault points to crash at, comma-separated, or \"all\" ("+strings.Join(fault.Points, ", ")+")")
+	flag.StringVar(&faults, "faults", "", "fault points to crash at, comma-separated (a sink point may name an engine: sink.before_commit/postgres), or \"all\": every point, sink points once per engine ("+strings.Join(fault.Points, ", ")+")")
 	flag.IntVar(&cfg.FaultEvery, "fault-every", 1, "every n-th cycle restarts with the next fault point armed")
 	flag.DurationVar(&cfg.FaultWait, "fault-wait", 30*time.Second, "how long an armed fault point may take to fire")
 	flag.DurationVar(&cfg.CheckpointInterval, "checkpoint-interval", 300*time.Millisecond, "the server's checkpoint interval")
@@ -51,7 +51,7 @@ func main() {
 	switch faults {
 	case "":
 	case "all":
-		cfg.Faults = fault.Points
+		cfg.Faults = torture.PointMatrix()
 	default:
 		cfg.Faults = strings.Split(faults, ",")
 	}

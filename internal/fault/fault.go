@@ -20,6 +20,10 @@
 //	sink.before_commit       an exactly-once sink's epoch is written in its transaction, not committed
 //	sink.after_commit        the epoch and its progress record are committed, the runtime not yet told
 //
+// The sink points are reached by every external sink; "NAME/ENGINE"
+// (sink.before_commit/postgres, sink.after_keylog/kafka) arms one for
+// the sinks of that engine only, with hits counted apart.
+//
 // Points lists them, for harnesses that crash at each.
 //
 // Threading: Point is safe for concurrent use.
@@ -68,6 +72,19 @@ var Points = []string{
 	"state.partial_write", "checkpoint.after_state", "checkpoint.before_marker", "checkpoint.after_marker",
 	"restore.during",
 	"sink.after_journal", "sink.after_keylog", "sink.after_progress", "sink.before_commit", "sink.after_commit",
+}
+
+// SinkEngines are the scopes of the sink points (PointIn).
+var SinkEngines = []string{"postgres", "kafka"}
+
+// PointIn is Point for a point reached in a scope (a sink's engine): it
+// fires when NAME or NAME/scope is armed for this hit.
+func PointIn(name, scope string) {
+	if armed == nil {
+		return
+	}
+	Point(name)
+	Point(name + "/" + scope)
 }
 
 // Armed reports whether the point name is armed (it may still be waiting

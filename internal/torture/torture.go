@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -139,6 +140,7 @@ func showCounts(m map[string]int) string {
 // from: late enough to be under load, early enough to come within
 // FaultWait.
 func hitRange(point string) (lo, hi int) {
+	point, _, _ = strings.Cut(point, "/")
 	switch point {
 	case "ingest.truncate":
 		return 1, 1
@@ -149,6 +151,32 @@ func hitRange(point string) (lo, hi int) {
 		return 2, 15
 	}
 	return 5, 60
+}
+
+// knownPoint: a point of fault.Points, or a sink point scoped to an
+// engine (NAME/ENGINE).
+func knownPoint(p string) bool {
+	name, scope, scoped := strings.Cut(p, "/")
+	if scoped && (!strings.HasPrefix(name, "sink.") || !slices.Contains(fault.SinkEngines, scope)) {
+		return false
+	}
+	return slices.Contains(fault.Points, name)
+}
+
+// PointMatrix is every fault point once, each sink point once per sink
+// engine (NAME/ENGINE): the rows of the point × output table.
+func PointMatrix() []string {
+	var out []string
+	for _, p := range fault.Points {
+		if !strings.HasPrefix(p, "sink.") {
+			out = append(out, p)
+			continue
+		}
+		for _, e := range fault.SinkEngines {
+			out = append(out, p+"/"+e)
+		}
+	}
+	return out
 }
 
 func (c *Config) defaults() error {
@@ -179,12 +207,8 @@ func (c *Config) defaults() error {
 		c.CheckpointInterval = 300 * time.Millisecond
 	}
 	for _, p := range c.Faults {
-		known := false
-		for _, q := range fault.Points {
-			known = known || p == q
-		}
-		if !known {
-			return fmt.Errorf("torture: unknown fault point %q (known: %s)", p, strings.Join(fault.Points, ", "))
+		if !knownPoint(p) {
+			return fmt.Errorf("torture: unknown fault point %q (known: %s; a sink point may name an engine: sink.before_commit/postgres)", p, strings.Join(fault.Points, ", "))
 		}
 	}
 	return nil

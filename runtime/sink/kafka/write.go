@@ -60,12 +60,12 @@ func (p *Publisher) CommitEpoch(ctx context.Context, epoch uint64, changes []sin
 		p.abort(tx, err)
 		return p.classify(fmt.Errorf("%s: %s: produce the progress record: %w", p.where(), what, err))
 	}
-	fault.Point("sink.after_progress")
+	fault.PointIn("sink.after_progress", "kafka")
 	if err := produceAll(ctx, tx, recs); err != nil {
 		p.abort(tx, err)
 		return p.classify(fmt.Errorf("%s: %s: produce: %w", p.where(), what, err))
 	}
-	fault.Point("sink.before_commit")
+	fault.PointIn("sink.before_commit", "kafka")
 	if p.beforeEnd != nil {
 		p.beforeEnd()
 	}
@@ -79,7 +79,7 @@ func (p *Publisher) CommitEpoch(ctx context.Context, epoch uint64, changes []sin
 		return fmt.Errorf("%s: %s: commit outcome unknown (ending the transaction failed): %w", p.where(), what, err)
 	}
 	p.last = epoch
-	fault.Point("sink.after_commit")
+	fault.PointIn("sink.after_commit", "kafka")
 	return nil
 }
 

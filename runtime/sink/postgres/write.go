@@ -194,7 +194,7 @@ func (p *Publisher) write(ctx context.Context, epoch uint64, changes []sink.Chan
 		return err
 	}
 	if epoch > 0 {
-		fault.Point("sink.before_commit")
+		fault.PointIn("sink.before_commit", "postgres")
 	}
 	if err := tx.Commit(ctx); err != nil {
 		p.Close()
@@ -212,7 +212,7 @@ func (p *Publisher) write(ctx context.Context, epoch uint64, changes []sink.Chan
 	}
 	p.stageMade = p.stageMade || p.stagePending
 	if epoch > 0 {
-		fault.Point("sink.after_commit")
+		fault.PointIn("sink.after_commit", "postgres")
 	}
 	return nil
 }
@@ -278,7 +278,7 @@ func (p *Publisher) writeProgress(ctx context.Context, tx pgx.Tx, epoch uint64) 
 		}
 		return err
 	}
-	fault.Point("sink.after_progress")
+	fault.PointIn("sink.after_progress", "postgres")
 	return nil
 }
 
