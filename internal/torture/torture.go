@@ -229,6 +229,7 @@ type run struct {
 	httpOut atomic.Bool // every HTTP chunk acknowledged
 	kafOut  atomic.Bool // every Kafka chunk produced
 	resends atomic.Int64
+	dimNext int // the poster's: dim versions posted so far
 	posted  atomic.Int64 // ev rows acknowledged
 	sent    atomic.Int64 // kev rows produced
 	aborted atomic.Int64 // records produced in aborted transactions
@@ -387,31 +388,58 @@ func (r *run) post(ctx context.Context) error {
 			body.Write(row.json())
 			body.WriteByte('\n')
 		}
-		h := http.Header{"Content-Type": {"application/x-ndjson"}, "Idempotency-Key": {fmt.Sprintf("%s-%d", r.id, c)}}
-		for attempt := 0; ; attempt++ {
-			if ctx.Err() != nil {
-				return nil
-			}
-			if attempt > 0 {
-				r.resends.Add(1)
-				time.Sleep(100 * time.Millisecond)
-			}
-			status, resp, err := r.srv.do("POST", "/v1/tables/ev/rows", h, body.Bytes())
-			if err != nil || status >= 500 || status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
-				continue
-			}
-			if status != 200 {
-				return fmt.Errorf("posting chunk %d: %d %s", c, status, resp)
-			}
-			break
+		if err := r.send(ctx, "ev", fmt.Sprintf("%s-%d", r.id, c), body.Bytes()); err != nil {
+			return err
 		}
 		r.posted.Store(int64(min(i+n, len(r.in.ev))))
+		if err := r.postDim(ctx, c, min(i+n, len(r.in.ev))); err != nil {
+			return err
+		}
 		if err := r.pace(ctx); err != nil {
 			return nil
 		}
 	}
 	r.httpOut.Store(true)
 	return nil
+}
+
+// postDim posts the dim versions that follow ev rows [0, upTo) and are
+// not posted yet, after ev chunk c.
+func (r *run) postDim(ctx context.Context, c, upTo int) error {
+	var body bytes.Buffer
+	for r.dimNext < len(r.in.dim) && r.in.dimAfter[r.dimNext] <= upTo {
+		body.Write(r.in.dim[r.dimNext].json())
+		body.WriteByte('\n')
+		r.dimNext++
+	}
+	if body.Len() == 0 {
+		return nil
+	}
+	return r.send(ctx, "dim", fmt.Sprintf("%s-d%d", r.id, c), body.Bytes())
+}
+
+// send posts one chunk to table with its Idempotency-Key until it is
+// acknowledged: the server may be dead, restarting or restoring. Another
+// refusal ends the run. A cancelled ctx returns nil.
+func (r *run) send(ctx context.Context, table, key string, body []byte) error {
+	h := http.Header{"Content-Type": {"application/x-ndjson"}, "Idempotency-Key": {key}}
+	for attempt := 0; ; attempt++ {
+		if ctx.Err() != nil {
+			return nil
+		}
+		if attempt > 0 {
+			r.resends.Add(1)
+			time.Sleep(100 * time.Millisecond)
+		}
+		status, resp, err := r.srv.do("POST", "/v1/tables/"+table+"/rows", h, body)
+		if err != nil || status >= 500 || status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
+			continue
+		}
+		if status != 200 {
+			return fmt.Errorf("posting %s to %s: %d %s", key, table, status, resp)
+		}
+		return nil
+	}
 }
 
 // produce writes kev to the topic (partition id mod 2), and now and then
@@ -530,24 +558,31 @@ func (r *run) final(ctx context.Context) error {
 	if err != nil || status != 200 {
 		return fmt.Errorf("final checkpoint: %d %s %v", status, body, err)
 	}
-	// Rows each input's log or topic holds: every row once.
-	status, body, err = r.srv.do("GET", "/v1/tables/ev", nil, nil)
-	if err != nil || status != 200 {
-		return fmt.Errorf("GET /v1/tables/ev: %d %s %v", status, body, err)
+	// Rows each input's log holds: every row once.
+	for _, t := range []struct {
+		table string
+		n     int
+	}{{"ev", len(r.in.ev)}, {"dim", len(r.in.dim)}} {
+		status, body, err = r.srv.do("GET", "/v1/tables/"+t.table, nil, nil)
+		if err != nil || status != 200 {
+			return fmt.Errorf("GET /v1/tables/%s: %d %s %v", t.table, status, body, err)
+		}
+		var tab struct {
+			End int64 `json:"end_offset"`
+		}
+		if err := json.Unmarshal(body, &tab); err != nil {
+			return fmt.Errorf("GET /v1/tables/%s: %w", t.table, err)
+		}
+		ing := SinkReport{Name: t.table + " (ingest log)", Kind: "ingest", Query: "-", Expected: t.n, Compared: int(tab.End)}
+		if d := int(tab.End) - t.n; d > 0 {
+			ing.Duplicated = d
+			ing.example("the log of %s holds %d rows, %d were posted", t.table, tab.End, t.n)
+		} else if d < 0 {
+			ing.Missing = -d
+			ing.example("the log of %s holds %d rows, %d were acknowledged", t.table, tab.End, t.n)
+		}
+		r.rep.Outputs = append(r.rep.Outputs, ing)
 	}
-	var tab struct {
-		End int64 `json:"end_offset"`
-	}
-	json.Unmarshal(body, &tab)
-	ing := SinkReport{Name: "ev (ingest log)", Kind: "ingest", Query: "-", Expected: len(r.in.ev), Compared: int(tab.End)}
-	if d := int(tab.End) - len(r.in.ev); d > 0 {
-		ing.Duplicated = d
-		ing.example("the log holds %d rows, %d were posted", tab.End, len(r.in.ev))
-	} else if d < 0 {
-		ing.Missing = -d
-		ing.example("the log holds %d rows, %d were acknowledged", tab.End, len(r.in.ev))
-	}
-	r.rep.Outputs = append(r.rep.Outputs, ing)
 
 	expected := map[string][]outRow{}
 	for _, q := range queries {

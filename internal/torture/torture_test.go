@@ -86,7 +86,7 @@ func runOK(t *testing.T, cfg Config) Report {
 	}
 	// Every output of the workload was compared: the ingest log, each
 	// view, each sink.
-	if want := 1 + len(queries) + len(sinks); len(rep.Outputs) != want {
+	if want := 2 + len(queries) + len(sinks); len(rep.Outputs) != want {
 		t.Fatalf("%d outputs compared, want %d", len(rep.Outputs), want)
 	}
 	return rep

@@ -41,18 +41,49 @@ const (
 	keys       = 23
 	evDelay    = "3s"
 	kevDelay   = "6s"
+	evDelayMS  = 3000
+	kevDelayMS = 6000
 )
 
 // input is the whole input of a run: ev[i] is the i-th row posted,
-// kev[i] the i-th produced (committed). Every third kev row has an id no
-// ev row has; the others match ev's row of the same id within 1.5s.
+// kev[i] the i-th produced (committed), dim the versions of the PRIMARY
+// KEY table posted along with ev. Every third kev row has an id no ev row
+// has; the others match ev's row of the same id within 1.5s. Each input
+// ends with sentinel rows ten minutes of event time after the rest: they
+// push every watermark past every other row, so every window closes and
+// every join emits what it will (the final results are fully determined).
 type input struct {
 	ev, kev []inRow
+	dim     []dimRow
+	// dimAfter[j]: dim[j] is posted after ev rows [0, dimAfter[j]).
+	dimAfter []int
 }
+
+// dimRow is a version of the dim table: an upsert, or a delete of its key
+// when Label is nil.
+type dimRow struct {
+	K     string
+	Label *int64
+	TS    int64
+}
+
+func (d dimRow) json() []byte {
+	m := map[string]any{"k": d.K, "ts": d.TS}
+	if d.Label != nil {
+		m["label"] = *d.Label
+	} else {
+		m["_op"] = "delete"
+	}
+	b, _ := json.Marshal(m)
+	return b
+}
+
+const sentinelAfterMS = 600_000
 
 func genInput(seed uint64, n int) input {
 	rng := rand.New(rand.NewPCG(seed, 0x70127e))
 	in := input{ev: make([]inRow, n), kev: make([]inRow, n)}
+	key := func() string { return fmt.Sprintf("k%02d", rng.IntN(keys)) }
 	for i := range n {
 		id := int64(i)
 		ts := baseTS + id*stepMS + rng.Int64N(jitterMS)
@@ -61,19 +92,44 @@ func genInput(seed uint64, n int) input {
 			x := rng.Int64N(1000)
 			v = &x
 		}
-		in.ev[i] = inRow{ID: id, K: fmt.Sprintf("k%02d", rng.IntN(keys)), V: v, TS: ts}
+		in.ev[i] = inRow{ID: id, K: key(), V: v, TS: ts}
 		kid := id
 		if i%3 == 0 {
-			kid = int64(n) + id
+			kid = 2*int64(n) + id
 		}
 		var kv *int64
 		if rng.IntN(11) != 0 {
 			x := rng.Int64N(500)
 			kv = &x
 		}
-		in.kev[i] = inRow{ID: kid, K: fmt.Sprintf("k%02d", rng.IntN(keys)), V: kv, TS: ts + rng.Int64N(2*kevShiftMS+1) - kevShiftMS}
+		in.kev[i] = inRow{ID: kid, K: key(), V: kv, TS: ts + rng.Int64N(2*kevShiftMS+1) - kevShiftMS}
+		if i%7 == 0 {
+			// A version of a key: in time order, one per 10ms at most.
+			d := dimRow{K: key(), TS: baseTS + id*stepMS + 5}
+			if rng.IntN(6) != 0 {
+				x := rng.Int64N(100)
+				d.Label = &x
+			}
+			in.dim, in.dimAfter = append(in.dim, d), append(in.dimAfter, i+1)
+		}
 	}
+	end := baseTS + int64(n)*stepMS + sentinelAfterMS
+	in.ev = append(in.ev, inRow{ID: 4 * int64(n), K: "~end", TS: end})
+	// One per partition (id mod 2), so the Kafka source's watermark, the
+	// minimum over partitions, moves too.
+	in.kev = append(in.kev, inRow{ID: 4*int64(n) + 2, K: "~end", TS: end}, inRow{ID: 4*int64(n) + 3, K: "~end", TS: end})
+	in.dim, in.dimAfter = append(in.dim, dimRow{K: "~dimend", TS: end + 60_000}), append(in.dimAfter, len(in.ev))
 	return in
+}
+
+// closedBefore is the final watermark of a source: its windows ending at
+// or before it are closed (the sentinel's time less the delay).
+func closedBefore(rows []inRow, delayMS int64) int64 {
+	m := rows[0].TS
+	for _, r := range rows {
+		m = max(m, r.TS)
+	}
+	return m - delayMS
 }
 
 // colType is an output column's type, for comparing values.
@@ -101,13 +157,16 @@ type column struct {
 type outRow map[string]any
 
 // querySpec is one query of the workload: its SELECT, its output columns,
-// its upsert key (nil: append-only, identified by the column id) and the
-// oracle's rows.
+// its upsert key (nil: append-only), the columns that identify an
+// append-only row for the comparison (ident, default id) and the oracle's
+// rows.
 type querySpec struct {
 	name   string
 	sql    string // SELECT ..., with {hint} for the optimizer hint
 	cols   []column
 	key    []string
+	ident  []string
+	hints  string // more SET_VARs
 	oracle func(in input) []outRow
 }
 
@@ -115,13 +174,16 @@ func (q querySpec) appendOnly() bool { return q.key == nil }
 
 // selectSQL is the SELECT with the parallelism hint.
 func (q querySpec) selectSQL(parallelism int) string {
-	return strings.Replace(q.sql, "{hint}", fmt.Sprintf("/*+ SET_VAR(parallelism=%d) */", parallelism), 1)
+	return strings.Replace(q.sql, "{hint}", fmt.Sprintf("/*+ SET_VAR(parallelism=%d)%s */", parallelism, q.hints), 1)
 }
 
 // keyOf renders the identity of a row for comparison: its upsert key,
 // or id for append-only rows.
 func (q querySpec) keyOf(r outRow) string {
 	cols := q.key
+	if cols == nil {
+		cols = q.ident
+	}
 	if cols == nil {
 		cols = []string{"id"}
 	}
@@ -141,8 +203,10 @@ var winKey = []string{"window_start", "window_end", "k"}
 // queries are the workload: every window kind (TUMBLE, HOP, SESSION, a
 // running aggregate), every aggregate (COUNT(*), COUNT(x), COUNT
 // DISTINCT, SUM, AVG, MIN, MAX), a HAVING that groups leave (deletes),
-// over the HTTP source and the Kafka source, an append-only interval join
-// of the two and an aggregation over it.
+// both emit modes, over the HTTP source and the Kafka source, and every
+// join kind: interval INNER and LEFT, an aggregation over a join, a
+// regular join with a TTL, a window join, and an AS OF join with a PRIMARY
+// KEY table (upserts and deletes).
 var queries = []querySpec{
 	{
 		name: "tumble_all",
@@ -261,6 +325,112 @@ GROUP BY TUMBLE(e.ts, '10s'), e.k`,
 			})
 		},
 	},
+	{
+		name:  "tumble_owc",
+		hints: " SET_VAR(emit_mode=on_window_close)",
+		sql: `SELECT {hint} window_start, window_end, k, COUNT(*) AS n, MAX(v) AS hi
+FROM ev GROUP BY TUMBLE(ts, '5s'), k`,
+		cols: winCols(column{"n", tInt}, column{"hi", tInt}),
+		key:  winKey,
+		oracle: func(in input) []outRow {
+			closed := closedBefore(in.ev, evDelayMS)
+			return windowed(in.ev, tumble(5000), func(r outRow, rows []inRow) bool {
+				r["n"], r["hi"] = int64(len(rows)), maxOf(values(rows))
+				return r["window_end"].(int64) <= closed
+			})
+		},
+	},
+	{
+		name: "jl_rows",
+		sql: `SELECT {hint} e.id, e.k, q.v AS kev_v, q.ts AS kev_ts
+FROM ev e LEFT JOIN kev q ON e.id = q.id AND q.ts BETWEEN e.ts - INTERVAL 2 SECOND AND e.ts + INTERVAL 2 SECOND`,
+		cols: []column{{"id", tInt}, {"k", tStr}, {"kev_v", tInt}, {"kev_ts", tTime}},
+		oracle: func(in input) []outRow {
+			matched := map[int64]inRow{}
+			for _, p := range joined(in) {
+				matched[p[0].ID] = p[1]
+			}
+			closed := min(closedBefore(in.ev, evDelayMS), closedBefore(in.kev, kevDelayMS))
+			var out []outRow
+			for _, e := range in.ev {
+				if q, ok := matched[e.ID]; ok {
+					out = append(out, outRow{"id": e.ID, "k": e.K, "kev_v": val(q.V), "kev_ts": q.TS})
+				} else if e.TS+2000 < closed {
+					// NULL-padded once the watermark is past the bound:
+					// every row but the sentinel.
+					out = append(out, outRow{"id": e.ID, "k": e.K, "kev_v": nil, "kev_ts": nil})
+				}
+			}
+			return out
+		},
+	},
+	{
+		name: "jr_rows",
+		hints: " SET_VAR(state_ttl='10s')",
+		sql: `SELECT {hint} e.id, e.k, q.v AS kev_v
+FROM ev e JOIN kev q ON e.id = q.id`,
+		cols: []column{{"id", tInt}, {"k", tStr}, {"kev_v", tInt}},
+		oracle: func(in input) []outRow {
+			// A regular join keeps a row until the other side's watermark
+			// is the TTL past it; partners here are 1.5s apart at most.
+			var out []outRow
+			for _, p := range joined(in) {
+				out = append(out, outRow{"id": p[0].ID, "k": p[0].K, "kev_v": val(p[1].V)})
+			}
+			return out
+		},
+	},
+	{
+		name: "wj",
+		sql: `SELECT {hint} a.window_end, a.k, a.n AS n_ev, b.n AS n_kev
+FROM (SELECT window_start, window_end, k, COUNT(*) AS n FROM ev GROUP BY TUMBLE(ts, '5s'), k) a
+JOIN (SELECT window_start, window_end, k, COUNT(*) AS n FROM kev GROUP BY TUMBLE(ts, '5s'), k) b
+ON a.k = b.k AND a.window_end = b.window_end`,
+		cols:  []column{{"window_end", tTime}, {"k", tStr}, {"n_ev", tInt}, {"n_kev", tInt}},
+		ident: []string{"window_end", "k"},
+		oracle: func(in input) []outRow {
+			count := func(rows []inRow, closed int64) map[groupKey]int64 {
+				m := map[groupKey]int64{}
+				for _, r := range rows {
+					if w := tumble(5000)(r.TS)[0]; w.end <= closed {
+						m[groupKey{w, r.K}]++
+					}
+				}
+				return m
+			}
+			kevN := count(in.kev, closedBefore(in.kev, kevDelayMS))
+			var out []outRow
+			for g, n := range count(in.ev, closedBefore(in.ev, evDelayMS)) {
+				if m, ok := kevN[g]; ok {
+					out = append(out, outRow{"window_end": g.w.end, "k": g.k, "n_ev": n, "n_kev": m})
+				}
+			}
+			return out
+		},
+	},
+	{
+		name: "asof",
+		sql: `SELECT {hint} e.id, e.k, d.label, e.ts
+FROM ev e JOIN dim d AS OF TIMESTAMP e.ts ON e.k = d.k`,
+		cols: []column{{"id", tInt}, {"k", tStr}, {"label", tInt}, {"ts", tTime}},
+		oracle: func(in input) []outRow {
+			// The version of k valid at T: the dim row of k with the
+			// greatest ts <= T (times are distinct), none if a delete.
+			versions := map[string][]dimRow{}
+			for _, d := range in.dim {
+				versions[d.K] = append(versions[d.K], d)
+			}
+			var out []outRow
+			for _, e := range in.ev {
+				vs := versions[e.K]
+				i := sort.Search(len(vs), func(i int) bool { return vs[i].TS > e.TS }) - 1
+				if i >= 0 && vs[i].Label != nil {
+					out = append(out, outRow{"id": e.ID, "k": e.K, "label": *vs[i].Label, "ts": e.TS})
+				}
+			}
+			return out
+		},
+	},
 }
 
 func queryByName(name string) querySpec {
@@ -291,13 +461,15 @@ var sinks = []sinkSpec{
 	{"k_ktumble_eo", "kafka", "exactly_once", "k_tumble"},
 	{"k_hop_eo", "kafka", "exactly_once", "hop_having"},
 	{"k_session_alo", "kafka", "at_least_once", "session_k"},
+	{"pg_asof_eo", "postgres", "exactly_once", "asof"},
+	{"k_left_alo", "kafka", "at_least_once", "jl_rows"},
 }
 
 // parallelism of each query: 2 for some, so exchanges and alignment are
 // exercised, 1 for the rest (the machine may have 2 cores).
 func parallelismOf(name string) int {
 	switch name {
-	case "tumble_all", "j_agg", "session_k", "pg_tumble_eo", "k_hop_eo":
+	case "tumble_all", "j_agg", "session_k", "jl_rows", "pg_tumble_eo", "k_hop_eo":
 		return 2
 	}
 	return 1
@@ -311,7 +483,9 @@ func ddl(brokers, topic string) string {
 CREATE TABLE kev (id BIGINT NOT NULL, k VARCHAR(16) NOT NULL, v BIGINT, ts TIMESTAMP(3) NOT NULL)
   ENGINE=kafka CONNECTION='%s'
   ENGINE_ATTRIBUTE='{"topic": %q, "format": "json", "start": "earliest", "event_time": "ts", "watermark_delay": %q}';
-`, evDelay, brokers, topic, kevDelay)
+CREATE TABLE dim (k VARCHAR(16), label BIGINT, ts TIMESTAMP(3) NOT NULL, PRIMARY KEY (k))
+  ENGINE=http ENGINE_ATTRIBUTE='{"event_time": "ts", "watermark_delay": %q, "idle_timeout": "24h"}';
+`, evDelay, brokers, topic, kevDelay, evDelay)
 	for _, q := range queries {
 		fmt.Fprintf(&b, "CREATE VIEW %s AS\n%s;\n", q.name, q.selectSQL(parallelismOf(q.name)))
 	}
