@@ -229,7 +229,7 @@ type run struct {
 	httpOut atomic.Bool // every HTTP chunk acknowledged
 	kafOut  atomic.Bool // every Kafka chunk produced
 	resends atomic.Int64
-	dimNext int // the poster's: dim versions posted so far
+	dimNext int          // the poster's: dim versions posted so far
 	posted  atomic.Int64 // ev rows acknowledged
 	sent    atomic.Int64 // kev rows produced
 	aborted atomic.Int64 // records produced in aborted transactions
@@ -327,7 +327,7 @@ func Run(ctx context.Context, cfg Config) (rep Report, err error) {
 	return r.rep, nil
 }
 
-func (r *run) topic() string             { return r.id + "_kev" }
+func (r *run) topic() string               { return r.id + "_kev" }
 func (r *run) sinkTopic(s sinkSpec) string { return r.id + "_" + s.name }
 func (r *run) pgSchema(s sinkSpec) string  { return r.id + "_" + s.name }
 

@@ -365,7 +365,7 @@ FROM ev e LEFT JOIN kev q ON e.id = q.id AND q.ts BETWEEN e.ts - INTERVAL 2 SECO
 		},
 	},
 	{
-		name: "jr_rows",
+		name:  "jr_rows",
 		hints: " SET_VAR(state_ttl='10s')",
 		sql: `SELECT {hint} e.id, e.k, q.v AS kev_v
 FROM ev e JOIN kev q ON e.id = q.id`,
