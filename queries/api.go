@@ -116,7 +116,11 @@ func (e *Engine) Ingest(ctx context.Context, table, body, idemKey string) (state
 	if err != nil {
 		return state.AppendResult{}, err
 	}
-	return l.Append(ctx, enc, idemKey)
+	res, err := l.Append(ctx, enc, idemKey)
+	if state.IsDiskFull(err) {
+		return res, diskFull(err, "table %s: none of the %d rows was appended", table, len(enc))
+	}
+	return res, err
 }
 
 // TableInfo describes a table for the API.
@@ -486,6 +490,7 @@ func (e *Engine) Checkpoint(ctx context.Context, only string) ([]CheckpointInfo,
 		}(v, results[i])
 	}
 	var failed []string
+	var causes []error
 	for i, v := range views {
 		r := <-results[i]
 		out[i] = CheckpointInfo{Query: v.Record.Name, ID: r.id, Sinks: map[string]any{}}
@@ -498,13 +503,24 @@ func (e *Engine) Checkpoint(ctx context.Context, only string) ([]CheckpointInfo,
 		if r.err != nil {
 			out[i].Error = r.err.Error()
 			failed = append(failed, v.Record.Name+": "+r.err.Error())
+			causes = append(causes, r.err)
 		}
 	}
 	if len(failed) > 0 {
-		return out, fmt.Errorf("checkpoint failed for %s", strings.Join(failed, "; "))
+		return out, &checkpointError{msg: "checkpoint failed for " + strings.Join(failed, "; "), causes: causes}
 	}
 	return out, nil
 }
+
+// checkpointError is Checkpoint's error: every failed query named, the
+// causes kept for errors.Is (a disk that is full: IsDiskFull).
+type checkpointError struct {
+	msg    string
+	causes []error
+}
+
+func (e *checkpointError) Error() string   { return e.msg }
+func (e *checkpointError) Unwrap() []error { return e.causes }
 
 // DropQuery stops a query and drops it with its state and results.
 func (e *Engine) DropQuery(name string) error {

@@ -174,8 +174,15 @@ func (j *Job) recordEnd(id uint64, status string, err error, bytes int64, offset
 	defer j.mu.Unlock()
 	if status == "completed" {
 		j.ckpt.observe(d, bytes)
+		j.diskErr = nil
 	} else {
 		j.ckpt.failed++
+		if state.IsDiskFull(err) {
+			// The query goes on (its state writes are kept and retried
+			// with the next checkpoint) and reports retrying until one
+			// completes.
+			j.diskErr = fmt.Errorf("checkpoint %d failed: %w", id, err)
+		}
 	}
 	for i := len(j.history) - 1; i >= 0; i-- {
 		if h := &j.history[i]; h.ID == id {
@@ -305,6 +312,13 @@ func (j *Job) Status() Status {
 	s := Status{State: j.state, Err: j.err, RecentLate: append([]LateRow(nil), j.lateKeep...), RecentBad: append([]BadRecord(nil), j.badKeep...)}
 	j.mu.Unlock()
 	s.BadRecords = j.badRecords.Load()
+	if s.State == StateRunning || s.State == StateRestoring {
+		j.mu.Lock()
+		if j.diskErr != nil {
+			s.State, s.Err = StateRetrying, j.diskErr
+		}
+		j.mu.Unlock()
+	}
 	if j.committer != nil {
 		cs := j.committer.status()
 		s.Sinks = append(s.Sinks, cs)
