@@ -143,6 +143,15 @@ func TestMetricsScrape(t *testing.T) {
 	if hist.GetSampleCount() < 1 || finite < 10 || hist.GetSampleSum() <= 0 {
 		t.Errorf("checkpoint histogram: count %d, sum %v, %d buckets", hist.GetSampleCount(), hist.GetSampleSum(), len(hist.GetBucket()))
 	}
+	// The alignment histogram sits beside it, one sample per completed
+	// checkpoint (a stage of one input aligns nothing: about zero).
+	a := metric(fams, "streamsql_checkpoint_alignment_seconds", q...)
+	if a == nil || fams["streamsql_checkpoint_alignment_seconds"].GetType() != dto.MetricType_HISTOGRAM {
+		t.Fatal("no checkpoint alignment histogram")
+	}
+	if ah := a.GetHistogram(); ah.GetSampleCount() != hist.GetSampleCount() || len(ah.GetBucket()) != len(hist.GetBucket()) || ah.GetSampleSum() < 0 {
+		t.Errorf("alignment histogram: count %d (durations %d), sum %v, %d buckets", ah.GetSampleCount(), hist.GetSampleCount(), ah.GetSampleSum(), len(ah.GetBucket()))
+	}
 	if v := value(t, fams, "streamsql_checkpoint_bytes_total", q...); v <= 0 {
 		t.Errorf("checkpoint bytes %v", v)
 	}

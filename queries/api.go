@@ -240,6 +240,21 @@ type QueryInfo struct {
 	// Restore is, while the query is restoring, how many of its tasks
 	// have loaded their state.
 	Restore *RestoreInfo `json:"restore,omitempty"`
+	// Checkpointing sums up the checkpoints of this run of the query
+	// (while it runs; a restart starts over).
+	Checkpointing *CheckpointingInfo `json:"checkpointing,omitempty"`
+}
+
+// CheckpointingInfo is a running query's checkpoints so far: how many
+// completed and failed, and the last completed one's duration, alignment
+// time (how long its slowest task held the barrier up: aligning inputs,
+// or an external sink waiting for room) and size.
+type CheckpointingInfo struct {
+	Completed       uint64  `json:"completed"`
+	Failed          uint64  `json:"failed"`
+	LastDurationMs  float64 `json:"last_duration_ms"`
+	LastAlignmentMs float64 `json:"last_alignment_ms"`
+	LastBytes       int64   `json:"last_bytes"`
 }
 
 // GraphInfo is a query's physical plan: its stages in topological order.
@@ -396,6 +411,9 @@ func (e *Engine) Query(name string) (QueryInfo, error) {
 	if st.Err != nil {
 		qi.Error = st.Err.Error()
 	}
+	cm := v.Job.CheckpointMetrics()
+	qi.Checkpointing = &CheckpointingInfo{Completed: cm.Completed, Failed: cm.Failed, LastBytes: cm.LastBytes,
+		LastDurationMs: float64(cm.Last.Microseconds()) / 1000, LastAlignmentMs: float64(cm.LastAlignment.Microseconds()) / 1000}
 	qi.Watermark = watermarkJSON(st.Watermark)
 	qi.Offsets = st.Offsets
 	qi.LastCheckpoint = st.LastCheckpoint

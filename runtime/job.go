@@ -121,14 +121,21 @@ type checkpointResult struct {
 
 // CheckpointStat is one checkpoint in a query's history.
 type CheckpointStat struct {
-	ID       uint64           `json:"id"`
-	Status   string           `json:"status"` // in_progress, completed, failed
-	Error    string           `json:"error,omitempty"`
-	Started  time.Time        `json:"started"`
-	Duration int64            `json:"duration_ms"`
-	Bytes    int64            `json:"bytes"`
-	Offsets  map[string]int64 `json:"offsets"`
+	ID       uint64    `json:"id"`
+	Status   string    `json:"status"` // in_progress, completed, failed
+	Error    string    `json:"error,omitempty"`
+	Started  time.Time `json:"started"`
+	Duration int64     `json:"duration_ms"`
+	// Alignment is how long the slowest task held the checkpoint's barrier
+	// up, in milliseconds (to the microsecond): aligning it across its
+	// inputs, or, at an external sink, waiting for room (backpressure).
+	Alignment float64          `json:"alignment_ms"`
+	Bytes     int64            `json:"bytes"`
+	Offsets   map[string]int64 `json:"offsets"`
 }
+
+// durationMs is d in milliseconds, to the microsecond.
+func durationMs(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // markerValue is the JSON of a checkpoint marker: the counters and source
 // offsets as of the checkpoint.
