@@ -118,6 +118,10 @@ func Open(cfg Config) (*Engine, error) {
 		reserve = state.DefaultDiskReserve
 	}
 	space := state.NewSpace(reserve)
+	if err := space.CheckOpen(cfg.DataDir); err != nil {
+		lock.release()
+		return nil, err
+	}
 	meta, err := state.OpenMeta(filepath.Join(cfg.DataDir, "meta"), state.MetaOptions{IdempotencyWindow: cfg.IdempotencyWindow, WrapSync: cfg.WrapSync, Space: space})
 	if err != nil {
 		lock.release()

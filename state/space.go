@@ -46,11 +46,16 @@ type DiskFullError struct {
 	// after it.
 	Free, Need, Keep int64
 	// Ingest: the write was an ingest append (it stops at the whole
-	// reserve; other writes at half of it).
-	Ingest bool
+	// reserve; other writes at half of it). Open: the stores were not
+	// opened (CheckOpen).
+	Ingest, Open bool
 }
 
 func (e *DiskFullError) Error() string {
+	if e.Open {
+		return fmt.Sprintf("disk full: the file system of %s has %s free, and the stores are not opened with less than %s free (--disk-reserve: Badger writes as it opens them); free space to start",
+			e.Dir, formatBytes(e.Free), formatBytes(e.Keep))
+	}
 	what := "checkpoint and catalog writes stop"
 	if e.Ingest {
 		what = "ingest stops"
@@ -117,6 +122,21 @@ func (s *Space) Free(dir string) int64 {
 		return -1
 	}
 	return n
+}
+
+// CheckOpen refuses (DiskFullError) when dir's file system has less than
+// half the reserve free. Opening a Badger DB replays its memtables and may
+// flush them, through mmap'ed files: on a full file system that is a
+// SIGBUS, so the server does not start rather than die in there.
+func (s *Space) CheckOpen(dir string) error {
+	if s == nil {
+		return nil
+	}
+	free, err := s.free(dir)
+	if err != nil || free >= s.reserve/2 {
+		return nil
+	}
+	return &DiskFullError{Dir: dir, Free: free, Keep: s.reserve / 2, Open: true}
 }
 
 // claim asks for need bytes on dir's file system. An ingest write must

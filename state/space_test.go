@@ -121,6 +121,15 @@ func TestSpaceClaims(t *testing.T) {
 	if _, err := sp.claim("d", 8<<20, true); err != nil {
 		t.Fatalf("claim after release: %v", err)
 	}
+	free.Store(5<<20 - 1)
+	var dfe *DiskFullError
+	if err := sp.CheckOpen("d"); !errors.As(err, &dfe) || !dfe.Open || !strings.Contains(err.Error(), "free space to start") {
+		t.Fatalf("opening with less than half the reserve free: %v", err)
+	}
+	free.Store(5 << 20)
+	if err := sp.CheckOpen("d"); err != nil {
+		t.Fatalf("opening with half the reserve free: %v", err)
+	}
 	var nilSpace *Space
 	if _, err := nilSpace.claim("d", 1<<40, true); err != nil {
 		t.Fatalf("a nil Space checks nothing: %v", err)
