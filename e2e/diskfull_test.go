@@ -219,6 +219,9 @@ func TestDiskFull(t *testing.T) {
 	if got := s.status(t, "/healthz"); got != http.StatusOK {
 		t.Fatalf("/healthz on a full disk: %d", got)
 	}
+	if m := s.do(t, http.MethodGet, "/metrics", "", nil); !strings.Contains(string(m.body), "\nstreamsql_disk_free_bytes 0\n") {
+		t.Fatalf("/metrics on a full disk has no streamsql_disk_free_bytes 0")
+	}
 
 	// Free the space: everything resumes by itself.
 	for _, f := range []string{filler2, filler} {

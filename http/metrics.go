@@ -26,6 +26,7 @@ type collector struct {
 	ckptDur, ckptBytes, ckptF *prometheus.Desc
 	ckptAlign                 *prometheus.Desc
 	sinkPending, sinkLag      *prometheus.Desc
+	diskFree, diskReserve     *prometheus.Desc
 }
 
 func newCollector(e *queries.Engine) *collector {
@@ -56,6 +57,9 @@ func newCollector(e *queries.Engine) *collector {
 			"Alignment time of completed checkpoints: how long the slowest task held the barrier up, aligning it across its inputs or, at an external sink, waiting for room (backpressure).", l, nil),
 		sinkPending: prometheus.NewDesc("streamsql_sink_pending_epochs",
 			"External sink: epochs journaled and not committed (exactly_once), batches handed over and not applied (at_least_once).", sink, nil),
+		diskFree: prometheus.NewDesc("streamsql_disk_free_bytes",
+			"Free space on the data directory's file system: ingest is refused (507) below streamsql_disk_reserve_bytes, checkpoints below half of it.", nil, nil),
+		diskReserve: prometheus.NewDesc("streamsql_disk_reserve_bytes", "The free space kept on the data directory's file system (--disk-reserve).", nil, nil),
 		sinkLag: prometheus.NewDesc("streamsql_sink_commit_lag_seconds",
 			"External sink: age of the oldest completed checkpoint not yet committed (exactly_once), of the batch being applied (at_least_once); 0 when caught up.", sink, nil),
 	}
@@ -63,12 +67,16 @@ func newCollector(e *queries.Engine) *collector {
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.rowsIn, c.rowsOut, c.late, c.checkpoint, c.state, c.bad, c.wmLag, c.opIn, c.opOut,
-		c.queueFill, c.stageState, c.ckptDur, c.ckptBytes, c.ckptF, c.ckptAlign, c.sinkPending, c.sinkLag} {
+		c.queueFill, c.stageState, c.ckptDur, c.ckptBytes, c.ckptF, c.ckptAlign, c.sinkPending, c.sinkLag, c.diskFree, c.diskReserve} {
 		ch <- d
 	}
 }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	if free, reserve := c.e.DiskSpace(); free >= 0 {
+		ch <- prometheus.MustNewConstMetric(c.diskFree, prometheus.GaugeValue, float64(free))
+		ch <- prometheus.MustNewConstMetric(c.diskReserve, prometheus.GaugeValue, float64(reserve))
+	}
 	for _, q := range c.e.Queries() {
 		ch <- prometheus.MustNewConstMetric(c.rowsIn, prometheus.CounterValue, float64(q.Counters["rows_in"]), q.Name)
 		ch <- prometheus.MustNewConstMetric(c.rowsOut, prometheus.CounterValue, float64(q.Counters["rows_out"]), q.Name)

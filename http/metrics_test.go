@@ -162,6 +162,10 @@ func TestMetricsScrape(t *testing.T) {
 	if lag := value(t, fams, "streamsql_query_watermark_lag_seconds", q...); lag < float64(365*24*3600) {
 		t.Errorf("watermark lag %v s", lag)
 	}
+	// The data directory's free space and the reserve kept there.
+	if free, reserve := value(t, fams, "streamsql_disk_free_bytes"), value(t, fams, "streamsql_disk_reserve_bytes"); free <= 0 || reserve != 256<<20 {
+		t.Errorf("disk free %v, reserve %v", free, reserve)
+	}
 	// No external sink: no sink series.
 	if fams["streamsql_sink_pending_epochs"] != nil || fams["streamsql_sink_commit_lag_seconds"] != nil {
 		t.Error("sink series without an external sink")

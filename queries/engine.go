@@ -68,6 +68,8 @@ type Engine struct {
 	instance string
 	// lock holds the data directory (Open; nil for OpenWith).
 	lock *dirLock
+	// space guards the data directory's free space (nil for OpenWith).
+	space *state.Space
 }
 
 // View is a continuous query whose results live in the results table.
@@ -135,7 +137,7 @@ func Open(cfg Config) (*Engine, error) {
 	}
 	e, err := OpenWith(cfg, meta, store)
 	if e != nil {
-		e.lock = lock
+		e.lock, e.space = lock, space
 	}
 	if err != nil {
 		e.Close(context.Background())
@@ -360,6 +362,13 @@ type Error struct {
 func (e *Error) Error() string { return e.Detail }
 
 func (e *Error) Unwrap() error { return e.Err }
+
+// DiskSpace reports the free bytes on the data directory's file system
+// and the reserve kept there (--disk-reserve); free is -1 when unknown or
+// not checked.
+func (e *Engine) DiskSpace() (free, reserve int64) {
+	return e.space.Free(e.cfg.DataDir), e.space.Reserve()
+}
 
 // IsDiskFull reports whether err is a write refused for lack of disk space
 // (or ENOSPC): the API answers it with 507.
