@@ -64,6 +64,13 @@
 //     Badger memtable file (one landing while Badger creates it).
 //   - fault_test.go: one server per fault point of internal/fault
 //     (STREAMSQL_FAULT), dying there by itself, restarted without it.
+//   - diskfull_test.go: the data directory on a 96 MiB tmpfs (root only:
+//     it mounts one), filled by ingest until 507, then by a filler file to
+//     the last byte (checkpoints fail, recorded with the error, queries
+//     retrying, the server up), then freed: ingest and checkpoints resume
+//     by themselves, results equal the oracle over the acknowledged rows,
+//     also after SIGKILL and restart; a start on a full disk is refused
+//     naming it (not a SIGBUS in Badger), and works once space is back.
 //   - pg_test.go: PostgreSQL UPSERT sinks (ENGINE=postgres, INSERT INTO
 //     ... SELECT) against a real PostgreSQL server (internal/pgtest, one
 //     per test run, a schema per sink, sessions in a TimeZone other than

@@ -16,6 +16,7 @@ import (
 	"net/http/httptest"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -1113,6 +1114,16 @@ func TestTablesAndQueries(t *testing.T) {
 	}
 	if _, rows := e.results("cnt", ""); len(rows) != 2 {
 		t.Errorf("cnt results %v", rows)
+	}
+	// Each checkpoint's alignment time, and the last one's in the query.
+	hist := e.ok(e.get("/v1/queries/cnt/checkpoints"))["checkpoints"].([]any)
+	newest := hist[0].(map[string]any)
+	if al, err := strconv.ParseFloat(num(t, newest["alignment_ms"]), 64); err != nil || al < 0 || newest["status"] != "completed" {
+		t.Errorf("newest checkpoint of cnt: %v", newest)
+	}
+	cp, _ := e.ok(e.get("/v1/queries/cnt"))["checkpointing"].(map[string]any)
+	if al, err := strconv.ParseFloat(num(t, cp["last_alignment_ms"]), 64); err != nil || al < 0 || integer(t, cp["completed"]) < 2 {
+		t.Errorf("checkpointing of cnt: %v", cp)
 	}
 	e.problem(e.do("POST", "/v1/checkpoints?query=nope", "", ""), 404, "nope")
 	e.problem(e.do("POST", "/v1/checkpoints?timeout=soon", "", ""), 400, "soon")

@@ -24,7 +24,9 @@ type collector struct {
 	opIn, opOut               *prometheus.Desc
 	queueFill, stageState     *prometheus.Desc
 	ckptDur, ckptBytes, ckptF *prometheus.Desc
+	ckptAlign                 *prometheus.Desc
 	sinkPending, sinkLag      *prometheus.Desc
+	diskFree, diskReserve     *prometheus.Desc
 }
 
 func newCollector(e *queries.Engine) *collector {
@@ -51,8 +53,13 @@ func newCollector(e *queries.Engine) *collector {
 		ckptDur:    prometheus.NewDesc("streamsql_checkpoint_duration_seconds", "Duration of completed checkpoints.", l, nil),
 		ckptBytes:  prometheus.NewDesc("streamsql_checkpoint_bytes_total", "Bytes written by completed checkpoints.", l, nil),
 		ckptF:      prometheus.NewDesc("streamsql_checkpoint_failures_total", "Checkpoints that failed or timed out.", l, nil),
+		ckptAlign: prometheus.NewDesc("streamsql_checkpoint_alignment_seconds",
+			"Alignment time of completed checkpoints: how long the slowest task held the barrier up, aligning it across its inputs or, at an external sink, waiting for room (backpressure).", l, nil),
 		sinkPending: prometheus.NewDesc("streamsql_sink_pending_epochs",
 			"External sink: epochs journaled and not committed (exactly_once), batches handed over and not applied (at_least_once).", sink, nil),
+		diskFree: prometheus.NewDesc("streamsql_disk_free_bytes",
+			"Free space on the data directory's file system: ingest is refused (507) below streamsql_disk_reserve_bytes, checkpoints below half of it.", nil, nil),
+		diskReserve: prometheus.NewDesc("streamsql_disk_reserve_bytes", "The free space kept on the data directory's file system (--disk-reserve).", nil, nil),
 		sinkLag: prometheus.NewDesc("streamsql_sink_commit_lag_seconds",
 			"External sink: age of the oldest completed checkpoint not yet committed (exactly_once), of the batch being applied (at_least_once); 0 when caught up.", sink, nil),
 	}
@@ -60,12 +67,16 @@ func newCollector(e *queries.Engine) *collector {
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.rowsIn, c.rowsOut, c.late, c.checkpoint, c.state, c.bad, c.wmLag, c.opIn, c.opOut,
-		c.queueFill, c.stageState, c.ckptDur, c.ckptBytes, c.ckptF, c.sinkPending, c.sinkLag} {
+		c.queueFill, c.stageState, c.ckptDur, c.ckptBytes, c.ckptF, c.ckptAlign, c.sinkPending, c.sinkLag, c.diskFree, c.diskReserve} {
 		ch <- d
 	}
 }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	if free, reserve := c.e.DiskSpace(); free >= 0 {
+		ch <- prometheus.MustNewConstMetric(c.diskFree, prometheus.GaugeValue, float64(free))
+		ch <- prometheus.MustNewConstMetric(c.diskReserve, prometheus.GaugeValue, float64(reserve))
+	}
 	for _, q := range c.e.Queries() {
 		ch <- prometheus.MustNewConstMetric(c.rowsIn, prometheus.CounterValue, float64(q.Counters["rows_in"]), q.Name)
 		ch <- prometheus.MustNewConstMetric(c.rowsOut, prometheus.CounterValue, float64(q.Counters["rows_out"]), q.Name)
@@ -98,10 +109,13 @@ func (c *collector) collectQuery(ch chan<- prometheus.Metric, q queries.QueryMet
 	}
 	cp := m.Checkpoints
 	buckets := make(map[float64]uint64, len(cp.Bounds))
+	align := make(map[float64]uint64, len(cp.Bounds))
 	for i, b := range cp.Bounds {
 		buckets[b] = cp.Buckets[i]
+		align[b] = cp.AlignmentBuckets[i]
 	}
 	ch <- prometheus.MustNewConstHistogram(c.ckptDur, cp.Completed, cp.DurationSum, buckets, name)
+	ch <- prometheus.MustNewConstHistogram(c.ckptAlign, cp.Completed, cp.AlignmentSum, align, name)
 	ch <- prometheus.MustNewConstMetric(c.ckptBytes, prometheus.CounterValue, float64(cp.Bytes), name)
 	ch <- prometheus.MustNewConstMetric(c.ckptF, prometheus.CounterValue, float64(cp.Failed), name)
 	for _, s := range m.Sinks {

@@ -143,6 +143,15 @@ func TestMetricsScrape(t *testing.T) {
 	if hist.GetSampleCount() < 1 || finite < 10 || hist.GetSampleSum() <= 0 {
 		t.Errorf("checkpoint histogram: count %d, sum %v, %d buckets", hist.GetSampleCount(), hist.GetSampleSum(), len(hist.GetBucket()))
 	}
+	// The alignment histogram sits beside it, one sample per completed
+	// checkpoint (a stage of one input aligns nothing: about zero).
+	a := metric(fams, "streamsql_checkpoint_alignment_seconds", q...)
+	if a == nil || fams["streamsql_checkpoint_alignment_seconds"].GetType() != dto.MetricType_HISTOGRAM {
+		t.Fatal("no checkpoint alignment histogram")
+	}
+	if ah := a.GetHistogram(); ah.GetSampleCount() != hist.GetSampleCount() || len(ah.GetBucket()) != len(hist.GetBucket()) || ah.GetSampleSum() < 0 {
+		t.Errorf("alignment histogram: count %d (durations %d), sum %v, %d buckets", ah.GetSampleCount(), hist.GetSampleCount(), ah.GetSampleSum(), len(ah.GetBucket()))
+	}
 	if v := value(t, fams, "streamsql_checkpoint_bytes_total", q...); v <= 0 {
 		t.Errorf("checkpoint bytes %v", v)
 	}
@@ -152,6 +161,10 @@ func TestMetricsScrape(t *testing.T) {
 	// The watermark is 2024-01-01T00:00:12.5Z: far behind the wall clock.
 	if lag := value(t, fams, "streamsql_query_watermark_lag_seconds", q...); lag < float64(365*24*3600) {
 		t.Errorf("watermark lag %v s", lag)
+	}
+	// The data directory's free space and the reserve kept there.
+	if free, reserve := value(t, fams, "streamsql_disk_free_bytes"), value(t, fams, "streamsql_disk_reserve_bytes"); free <= 0 || reserve != 256<<20 {
+		t.Errorf("disk free %v, reserve %v", free, reserve)
 	}
 	// No external sink: no sink series.
 	if fams["streamsql_sink_pending_epochs"] != nil || fams["streamsql_sink_commit_lag_seconds"] != nil {

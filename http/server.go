@@ -150,7 +150,11 @@ func (s *server) authorized(r *http.Request) bool {
 // problem writes an error as application/problem+json and returns its status.
 func problem(w http.ResponseWriter, err error) int {
 	var qe *queries.Error
-	if !errors.As(err, &qe) {
+	switch {
+	case errors.As(err, &qe):
+	case queries.IsDiskFull(err):
+		qe = &queries.Error{Status: http.StatusInsufficientStorage, Title: "insufficient storage", Detail: err.Error(), Statement: -1}
+	default:
 		qe = &queries.Error{Status: 500, Title: "internal error", Detail: err.Error(), Statement: -1}
 	}
 	body := map[string]any{"status": qe.Status, "title": qe.Title, "detail": qe.Detail}
@@ -406,8 +410,11 @@ func (s *server) checkpoints(w http.ResponseWriter, r *http.Request) {
 	status := 200
 	if err != nil {
 		status = 503
-		if ctx.Err() != nil {
+		switch {
+		case ctx.Err() != nil:
 			status = 504
+		case queries.IsDiskFull(err):
+			status = http.StatusInsufficientStorage
 		}
 	}
 	if cps == nil {

@@ -116,7 +116,11 @@ func (e *Engine) Ingest(ctx context.Context, table, body, idemKey string) (state
 	if err != nil {
 		return state.AppendResult{}, err
 	}
-	return l.Append(ctx, enc, idemKey)
+	res, err := l.Append(ctx, enc, idemKey)
+	if state.IsDiskFull(err) {
+		return res, diskFull(err, "table %s: none of the %d rows was appended", table, len(enc))
+	}
+	return res, err
 }
 
 // TableInfo describes a table for the API.
@@ -236,6 +240,21 @@ type QueryInfo struct {
 	// Restore is, while the query is restoring, how many of its tasks
 	// have loaded their state.
 	Restore *RestoreInfo `json:"restore,omitempty"`
+	// Checkpointing sums up the checkpoints of this run of the query
+	// (while it runs; a restart starts over).
+	Checkpointing *CheckpointingInfo `json:"checkpointing,omitempty"`
+}
+
+// CheckpointingInfo is a running query's checkpoints so far: how many
+// completed and failed, and the last completed one's duration, alignment
+// time (how long its slowest task held the barrier up: aligning inputs,
+// or an external sink waiting for room) and size.
+type CheckpointingInfo struct {
+	Completed       uint64  `json:"completed"`
+	Failed          uint64  `json:"failed"`
+	LastDurationMs  float64 `json:"last_duration_ms"`
+	LastAlignmentMs float64 `json:"last_alignment_ms"`
+	LastBytes       int64   `json:"last_bytes"`
 }
 
 // GraphInfo is a query's physical plan: its stages in topological order.
@@ -392,6 +411,9 @@ func (e *Engine) Query(name string) (QueryInfo, error) {
 	if st.Err != nil {
 		qi.Error = st.Err.Error()
 	}
+	cm := v.Job.CheckpointMetrics()
+	qi.Checkpointing = &CheckpointingInfo{Completed: cm.Completed, Failed: cm.Failed, LastBytes: cm.LastBytes,
+		LastDurationMs: float64(cm.Last.Microseconds()) / 1000, LastAlignmentMs: float64(cm.LastAlignment.Microseconds()) / 1000}
 	qi.Watermark = watermarkJSON(st.Watermark)
 	qi.Offsets = st.Offsets
 	qi.LastCheckpoint = st.LastCheckpoint
@@ -486,6 +508,7 @@ func (e *Engine) Checkpoint(ctx context.Context, only string) ([]CheckpointInfo,
 		}(v, results[i])
 	}
 	var failed []string
+	var causes []error
 	for i, v := range views {
 		r := <-results[i]
 		out[i] = CheckpointInfo{Query: v.Record.Name, ID: r.id, Sinks: map[string]any{}}
@@ -498,13 +521,24 @@ func (e *Engine) Checkpoint(ctx context.Context, only string) ([]CheckpointInfo,
 		if r.err != nil {
 			out[i].Error = r.err.Error()
 			failed = append(failed, v.Record.Name+": "+r.err.Error())
+			causes = append(causes, r.err)
 		}
 	}
 	if len(failed) > 0 {
-		return out, fmt.Errorf("checkpoint failed for %s", strings.Join(failed, "; "))
+		return out, &checkpointError{msg: "checkpoint failed for " + strings.Join(failed, "; "), causes: causes}
 	}
 	return out, nil
 }
+
+// checkpointError is Checkpoint's error: every failed query named, the
+// causes kept for errors.Is (a disk that is full: IsDiskFull).
+type checkpointError struct {
+	msg    string
+	causes []error
+}
+
+func (e *checkpointError) Error() string   { return e.msg }
+func (e *checkpointError) Unwrap() []error { return e.causes }
 
 // DropQuery stops a query and drops it with its state and results.
 func (e *Engine) DropQuery(name string) error {

@@ -29,7 +29,12 @@ type Config struct {
 	CheckpointInterval time.Duration // 0: checkpoints off
 	EmitInterval       time.Duration
 	IdempotencyWindow  time.Duration
-	Logger             *slog.Logger
+	// DiskReserve is the free space kept on the data directory's file
+	// system: ingest is refused (507) once an append would leave less,
+	// checkpoints and catalog writes once less than half of it would be
+	// left (state.Space). 0: state.DefaultDiskReserve; negative: no checks.
+	DiskReserve int64
+	Logger      *slog.Logger
 	// WrapSync wraps every sync of both stores (fault-injection tests).
 	WrapSync func(state.SyncFunc) state.SyncFunc
 	// Publisher makes external sinks' publishers (default: by ENGINE;
@@ -63,6 +68,8 @@ type Engine struct {
 	instance string
 	// lock holds the data directory (Open; nil for OpenWith).
 	lock *dirLock
+	// space guards the data directory's free space (nil for OpenWith).
+	space *state.Space
 }
 
 // View is a continuous query whose results live in the results table.
@@ -108,12 +115,21 @@ func Open(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	meta, err := state.OpenMeta(filepath.Join(cfg.DataDir, "meta"), state.MetaOptions{IdempotencyWindow: cfg.IdempotencyWindow, WrapSync: cfg.WrapSync})
+	reserve := cfg.DiskReserve
+	if reserve == 0 {
+		reserve = state.DefaultDiskReserve
+	}
+	space := state.NewSpace(reserve)
+	if err := space.CheckOpen(cfg.DataDir); err != nil {
+		lock.release()
+		return nil, err
+	}
+	meta, err := state.OpenMeta(filepath.Join(cfg.DataDir, "meta"), state.MetaOptions{IdempotencyWindow: cfg.IdempotencyWindow, WrapSync: cfg.WrapSync, Space: space})
 	if err != nil {
 		lock.release()
 		return nil, fmt.Errorf("open meta store: %w", err)
 	}
-	store, err := state.OpenVersionedWith(filepath.Join(cfg.DataDir, "state"), state.VersionedOptions{WrapSync: cfg.WrapSync})
+	store, err := state.OpenVersionedWith(filepath.Join(cfg.DataDir, "state"), state.VersionedOptions{WrapSync: cfg.WrapSync, Space: space})
 	if err != nil {
 		meta.Close()
 		lock.release()
@@ -121,7 +137,7 @@ func Open(cfg Config) (*Engine, error) {
 	}
 	e, err := OpenWith(cfg, meta, store)
 	if e != nil {
-		e.lock = lock
+		e.lock, e.space = lock, space
 	}
 	if err != nil {
 		e.Close(context.Background())
@@ -339,9 +355,29 @@ type Error struct {
 	Statement int // -1: not about a statement
 	Line      int
 	Column    int
+	// Err is the cause, when the error has one (errors.Is sees through).
+	Err error
 }
 
 func (e *Error) Error() string { return e.Detail }
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// DiskSpace reports the free bytes on the data directory's file system
+// and the reserve kept there (--disk-reserve); free is -1 when unknown or
+// not checked.
+func (e *Engine) DiskSpace() (free, reserve int64) {
+	return e.space.Free(e.cfg.DataDir), e.space.Reserve()
+}
+
+// IsDiskFull reports whether err is a write refused for lack of disk space
+// (or ENOSPC): the API answers it with 507.
+func IsDiskFull(err error) bool { return state.IsDiskFull(err) }
+
+// diskFull is the API error of a write refused for lack of disk space.
+func diskFull(err error, format string, args ...any) *Error {
+	return &Error{Status: 507, Title: statusTitle(507), Detail: fmt.Sprintf(format, args...) + ": " + err.Error(), Statement: -1, Err: err}
+}
 
 func stmtErr(status int, st *parser.Statement, format string, args ...any) *Error {
 	return &Error{Status: status, Title: statusTitle(status), Detail: fmt.Sprintf(format, args...), Statement: st.Pos.Index, Line: st.Pos.Line, Column: st.Pos.Column}
@@ -359,6 +395,8 @@ func statusTitle(status int) string {
 		return "request too large"
 	case 422:
 		return "cannot run this SQL"
+	case 507:
+		return "insufficient storage"
 	}
 	return "error"
 }

@@ -34,6 +34,10 @@ type memTarget struct {
 	dupes int
 	// deletes counts the deletes applied.
 	deletes int
+	// gate, when set, makes each CommitEpoch take a token from it first: a
+	// sink that commits only as fast as the test feeds it (closed: at
+	// once). Set before the engine starts.
+	gate chan struct{}
 }
 
 func newMemTarget() *memTarget {
@@ -105,7 +109,14 @@ func (p *memPublisher) apply(changes []esink.Change) {
 	}
 }
 
-func (p *memPublisher) CommitEpoch(_ context.Context, epoch uint64, changes []esink.Change) error {
+func (p *memPublisher) CommitEpoch(ctx context.Context, epoch uint64, changes []esink.Change) error {
+	if p.m.gate != nil {
+		select {
+		case <-p.m.gate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	p.m.mu.Lock()
 	defer p.m.mu.Unlock()
 	if p.m.down != nil {
@@ -415,4 +426,140 @@ func TestInsertRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	exec(t, e, `DROP TABLE pg_rows`)
+}
+
+// TestSinkSlowBackpressure: an exactly_once sink that commits slower than
+// epochs come. While it lags, checkpoints keep completing (their epochs
+// journaled, pending) up to the journal's byte bound; then the sink task
+// waits at the checkpoint barrier: the checkpoint waits, the sink stage's
+// input queue fills and the source stops reading (the rows wait in the
+// durable log, not in memory), and the pending bytes never pass the bound.
+// The wait is reported as the checkpoint's alignment time. Once the sink
+// speeds up everything is delivered, each epoch once, and its table
+// equals the view's results of the same query.
+func TestSinkSlowBackpressure(t *testing.T) {
+	const bound = 8 << 10
+	defer runtime.SetSinkLimits(1000, bound, 50*time.Millisecond)()
+	m := newMemTarget()
+	m.gate = make(chan struct{}, 1000)
+	ctx := context.Background()
+	e := sinkEngine(t, m)
+	e.mu.RLock()
+	job := e.views["pg_out"].Job
+	e.mu.RUnlock()
+	var maxBytes int64
+	var maxEpochs int
+	sample := func() runtime.SinkMetrics {
+		t.Helper()
+		s := sinkMetrics(t, e)
+		maxBytes, maxEpochs = max(maxBytes, s.PendingBytes), max(maxEpochs, s.PendingEpochs)
+		if s.PendingBytes > bound {
+			t.Fatalf("pending journal bytes %d past the bound %d", s.PendingBytes, bound)
+		}
+		return s
+	}
+	rng := rand.New(rand.NewSource(4))
+	chunk := 0
+	post := func() { // 30 bids in order, on up to 30 auctions: one epoch of about 2 KiB
+		var b strings.Builder
+		for range 30 {
+			fmt.Fprintf(&b, `{"auction": %d, "price": %d, "ts": %d}`+"\n", rng.Intn(50), rng.Intn(100), int64(chunk)*1000+int64(rng.Intn(1000)))
+		}
+		ingest(t, e, "bids", b.String())
+		chunk++
+	}
+
+	// The sink commits one epoch for every three checkpoints.
+	completed := 0
+	for {
+		if chunk == 60 {
+			t.Fatalf("%d checkpoints completed, pending %+v: the bound never held one back", completed, sample())
+		}
+		post()
+		if chunk%3 == 0 {
+			m.gate <- struct{}{}
+		}
+		short, cancel := context.WithTimeout(ctx, time.Second)
+		_, err := job.Checkpoint(short)
+		cancel()
+		sample()
+		if err != nil {
+			break // held back at the sink
+		}
+		completed++
+	}
+	m.mu.Lock()
+	committed := len(m.progress[e.sinkID(e.views["pg_out"].Record)])
+	m.mu.Unlock()
+	if completed < 3 || committed >= completed {
+		t.Fatalf("%d checkpoints completed, %d epochs committed: want checkpoints going on while the sink lags", completed, committed)
+	}
+	blocked := sample()
+	t.Logf("held back after %d checkpoints (%d epochs committed): %d epochs, %d bytes pending (bound %d)", completed, committed, blocked.PendingEpochs, blocked.PendingBytes, bound)
+
+	// Ingest goes on: the rows stop in the log once the queues are full.
+	for range 40 {
+		post()
+	}
+	waitFor(t, "the sink stage's input queue to fill", func() bool {
+		for _, q := range e.Metrics() {
+			if q.Name == "pg_out" {
+				return q.Metrics.Stages[1].QueueFill == 1
+			}
+		}
+		return false
+	})
+	tbl, err := e.Table("bids")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := job.Status(); st.Offsets["bids"] >= *tbl.EndOffset {
+		t.Fatalf("the source read to %d of %d rows while the sink held it back", st.Offsets["bids"], *tbl.EndOffset)
+	}
+	if s := sample(); s.PendingEpochs != blocked.PendingEpochs || s.PendingBytes != blocked.PendingBytes {
+		t.Fatalf("pending went from %+v to %+v while held back", blocked, s)
+	}
+
+	// The sink speeds up: the held checkpoint completes, then everything
+	// is delivered.
+	close(m.gate)
+	post()
+	if _, err := e.Checkpoint(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	sample()
+	checkSinkEqualsView(t, e, m)
+	checkEpochsOnce(t, m)
+	if m.dupes != 0 {
+		t.Fatalf("%d epochs committed twice", m.dupes)
+	}
+	if s := sample(); s.PendingEpochs != 0 || s.PendingBytes != 0 {
+		t.Fatalf("still pending after catching up: %+v", s)
+	}
+
+	// The checkpoint held back reports how long: its alignment time.
+	hist, err := e.Checkpoints("pg_out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var longest float64
+	for _, h := range hist {
+		if h.Status == "completed" {
+			longest = max(longest, h.Alignment)
+		}
+	}
+	if longest < 1000 {
+		t.Fatalf("longest alignment of a completed checkpoint %.3f ms, want at least the second it was held back: %+v", longest, hist)
+	}
+	if cm := job.CheckpointMetrics(); cm.AlignmentSum*1000 < longest || cm.AlignmentBuckets[len(cm.AlignmentBuckets)-1] != cm.Completed {
+		t.Fatalf("alignment histogram: sum %v s, buckets %v, %d completed", cm.AlignmentSum, cm.AlignmentBuckets, cm.Completed)
+	}
+	q, err := e.Query("pg_out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.Checkpointing == nil || q.Checkpointing.Completed != uint64(completed)+2 || q.State != runtime.StateRunning {
+		t.Fatalf("query info: state %s, checkpointing %+v (%d completed before the hold)", q.State, q.Checkpointing, completed)
+	}
+	t.Logf("longest alignment %.1f ms; pending at most %d epochs, %d bytes", longest, maxEpochs, maxBytes)
 }

@@ -19,6 +19,10 @@ func newAligner(n int) *aligner {
 	return &aligner{n: n, blocked: make([]bool, n), ended: make([]bool, n)}
 }
 
+// Aligning reports whether a barrier has arrived on some input and not yet
+// on all of them.
+func (a *aligner) Aligning() bool { return a.active }
+
 // Blocked reports whether input i must not be read now.
 func (a *aligner) Blocked(i int) bool { return a.blocked[i] }
 

@@ -2,7 +2,10 @@ package runtime
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
+	"time"
 )
 
 func TestAlignerTwoInputs(t *testing.T) {
@@ -102,4 +105,63 @@ func TestMailboxAlignment(t *testing.T) {
 	if _, ok := seen[2]; ok && seen[2] < seen[-1] {
 		t.Fatalf("post-barrier data read before alignment: %v", order)
 	}
+}
+
+// slowRoomSink is a sink whose awaitRoom waits (fake time) as an
+// external sink past its bound would.
+type slowRoomSink struct {
+	discardSink
+	wait time.Duration
+}
+
+func (s *slowRoomSink) awaitRoom(context.Context, Barrier) error {
+	time.Sleep(s.wait)
+	return nil
+}
+
+// alignTask is a task with inputs inputs and no operators, ending in
+// sink, reporting to job's acks.
+func alignTask(inputs int, sink sink) (*task, *Job) {
+	j := &Job{acks: make(chan ack, 8)}
+	j.toRestore.Store(1)
+	c := &Counters{}
+	mb := newMailbox(inputs)
+	t := &task{taskBase: taskBase{job: j, name: "t", chain: newChain(nil, &sinkTerminal{sink: sink, ended: make(chan struct{})}),
+		counters: c, env: &Env{}, stateRows: new(atomic.Int64)},
+		mb: mb, align: newAligner(inputs), inWM: make([]int64, inputs), ended: make([]bool, inputs), sides: make([]int, inputs)}
+	return t, j
+}
+
+// TestAlignmentTime: a task reports as a barrier's alignment time how
+// long it held the barrier up: from its first input's barrier to its last,
+// plus its sink's wait for room; the task loop measures it, with (here
+// fake) time as its input.
+func TestAlignmentTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		tk, j := alignTask(2, &discardSink{counters: &Counters{}})
+		go tk.run(ctx)
+		in0, in1 := tk.mb.input(0), tk.mb.input(1)
+		in0.Send(ctx, Message{Kind: MsgBarrier, Barrier: Barrier{Epoch: 1}})
+		time.Sleep(3 * time.Second)
+		in1.Send(ctx, Message{Kind: MsgBarrier, Barrier: Barrier{Epoch: 1}})
+		if a := <-j.acks; a.epoch != 1 || a.align != 3*time.Second {
+			t.Fatalf("barrier 1: epoch %d aligned %v, want 3s", a.epoch, a.align)
+		}
+		// Both inputs' barriers at once: nothing to align.
+		in1.Send(ctx, Message{Kind: MsgBarrier, Barrier: Barrier{Epoch: 2}})
+		in0.Send(ctx, Message{Kind: MsgBarrier, Barrier: Barrier{Epoch: 2}})
+		if a := <-j.acks; a.epoch != 2 || a.align != 0 {
+			t.Fatalf("barrier 2: epoch %d aligned %v, want 0", a.epoch, a.align)
+		}
+
+		// A sink waiting for room adds its wait, also at a single input.
+		tk, j = alignTask(1, &slowRoomSink{discardSink: discardSink{counters: &Counters{}}, wait: 5 * time.Second})
+		go tk.run(ctx)
+		tk.mb.input(0).Send(ctx, Message{Kind: MsgBarrier, Barrier: Barrier{Epoch: 1}})
+		if a := <-j.acks; a.align != 5*time.Second {
+			t.Fatalf("sink waiting 5s for room: aligned %v", a.align)
+		}
+	})
 }

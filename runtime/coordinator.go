@@ -40,6 +40,7 @@ func (j *Job) coordinate() {
 		acked    int
 		failed   error
 		bytes    int64
+		align    time.Duration // the longest any task held the barrier up
 		offsets  map[string]int64
 		started  time.Time
 		waiting  []chan checkpointResult // asked before the barrier in flight
@@ -55,7 +56,7 @@ func (j *Job) coordinate() {
 			lastCkpt = time.Now()
 			j.recordStart(cur.CheckpointID)
 		}
-		inFlight, acked, failed, bytes, offsets, started = true, 0, nil, 0, map[string]int64{}, time.Now()
+		inFlight, acked, failed, bytes, align, offsets, started = true, 0, nil, 0, 0, map[string]int64{}, time.Now()
 		waiting, queued = queued, nil
 		for _, s := range j.sources {
 			select {
@@ -81,14 +82,14 @@ func (j *Job) coordinate() {
 		case cur.CheckpointID == 0:
 		case failed != nil:
 			res.err = failed
-			j.recordEnd(cur.CheckpointID, "failed", failed, bytes, offsets, started)
+			j.recordEnd(cur.CheckpointID, "failed", failed, bytes, align, offsets, started)
 		default:
 			fault.Point("checkpoint.before_marker")
 			m := markerValue{ID: cur.CheckpointID, Time: time.Now().UnixMilli(), RowsIn: totals.rowsIn, RowsOut: totals.rowsOut, Late: totals.late, Bad: totals.bad, Offsets: offsets}
 			val, _ := json.Marshal(m)
 			if err := j.store.CommitMarker(markerKey(j.ID), cur.CheckpointID, val); err != nil {
 				res.err = fmt.Errorf("checkpoint %d: commit marker: %w", cur.CheckpointID, err)
-				j.recordEnd(cur.CheckpointID, "failed", res.err, bytes, offsets, started)
+				j.recordEnd(cur.CheckpointID, "failed", res.err, bytes, align, offsets, started)
 				break
 			}
 			fault.Point("checkpoint.after_marker")
@@ -102,7 +103,7 @@ func (j *Job) coordinate() {
 			j.marker = m
 			j.mu.Unlock()
 			j.lastCheckpoint.Store(cur.CheckpointID)
-			j.recordEnd(cur.CheckpointID, "completed", nil, bytes, offsets, started)
+			j.recordEnd(cur.CheckpointID, "completed", nil, bytes, align, offsets, started)
 			res.id = cur.CheckpointID
 		}
 		finish(res)
@@ -117,7 +118,7 @@ func (j *Job) coordinate() {
 		case <-ticker.C:
 			if inFlight && cur.CheckpointID != 0 && time.Since(started) > timeout {
 				err := fmt.Errorf("checkpoint %d timed out after %s", cur.CheckpointID, timeout)
-				j.recordEnd(cur.CheckpointID, "failed", err, bytes, offsets, started)
+				j.recordEnd(cur.CheckpointID, "failed", err, bytes, align, offsets, started)
 				finish(checkpointResult{err: err})
 			}
 			if !inFlight {
@@ -140,6 +141,7 @@ func (j *Job) coordinate() {
 			}
 			acked++
 			bytes += int64(a.bytes)
+			align = max(align, a.align)
 			for t, off := range a.offsets {
 				// A table read twice (a self-join) resumes from the lower.
 				if cur, seen := offsets[t]; !seen || off < cur {
@@ -165,7 +167,9 @@ func (j *Job) recordStart(id uint64) {
 	}
 }
 
-func (j *Job) recordEnd(id uint64, status string, err error, bytes int64, offsets map[string]int64, started time.Time) {
+// recordEnd records how checkpoint id ended: its status, error, bytes,
+// alignment time (the longest any task held its barrier up) and offsets.
+func (j *Job) recordEnd(id uint64, status string, err error, bytes int64, align time.Duration, offsets map[string]int64, started time.Time) {
 	if err != nil {
 		j.logger.Warn("checkpoint failed", "query", j.Name, "id", id, "err", err)
 	}
@@ -173,14 +177,22 @@ func (j *Job) recordEnd(id uint64, status string, err error, bytes int64, offset
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if status == "completed" {
-		j.ckpt.observe(d, bytes)
+		j.ckpt.observe(d, bytes, align)
+		j.diskErr = nil
 	} else {
 		j.ckpt.failed++
+		if state.IsDiskFull(err) {
+			// The query goes on (its state writes are kept and retried
+			// with the next checkpoint) and reports retrying until one
+			// completes.
+			j.diskErr = fmt.Errorf("checkpoint %d failed: %w", id, err)
+		}
 	}
 	for i := len(j.history) - 1; i >= 0; i-- {
 		if h := &j.history[i]; h.ID == id {
 			h.Status, h.Bytes, h.Offsets = status, bytes, offsets
 			h.Duration = d.Milliseconds()
+			h.Alignment = durationMs(align)
 			if err != nil {
 				h.Error = err.Error()
 			}
@@ -305,6 +317,13 @@ func (j *Job) Status() Status {
 	s := Status{State: j.state, Err: j.err, RecentLate: append([]LateRow(nil), j.lateKeep...), RecentBad: append([]BadRecord(nil), j.badKeep...)}
 	j.mu.Unlock()
 	s.BadRecords = j.badRecords.Load()
+	if s.State == StateRunning || s.State == StateRestoring {
+		j.mu.Lock()
+		if j.diskErr != nil {
+			s.State, s.Err = StateRetrying, j.diskErr
+		}
+		j.mu.Unlock()
+	}
 	if j.committer != nil {
 		cs := j.committer.status()
 		s.Sinks = append(s.Sinks, cs)

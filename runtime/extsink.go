@@ -36,9 +36,10 @@ import (
 // then the next. After a restart it reads the system's progress first
 // and skips the epochs recorded there. Journal blocks of committed epochs
 // are deleted by sink subtask 0 at its next checkpoint. Epochs journaled
-// but not committed are bounded (maxPendingEpochs, maxPendingBytes): past
-// the bound a sink subtask waits at the checkpoint barrier, which
-// backpressures the query.
+// but not committed are bounded (maxPendingEpochs, maxPendingBytes): at a
+// checkpoint barrier a sink subtask first waits (awaitRoom) until its
+// epoch's journal fits the bound, which backpressures the query; its task
+// counts the wait as the checkpoint's alignment time.
 //
 // at_least_once: at every barrier a sink subtask hands the changes since
 // the previous one (deduplicated per key) to the committer, which applies
@@ -89,7 +90,7 @@ type extSink struct {
 	// exactly_once: the records since the last checkpoint.
 	w stateWriter
 	// unwritten are journal writes that failed: written again at the next
-	// checkpoint under the same keys.
+	// checkpoint under the same keys (their bytes stay counted pending).
 	unwritten []state.KV
 	// at_least_once: the changes since the last barrier, one per key.
 	batch    []esink.Change
@@ -206,12 +207,16 @@ func (s *extSink) publish() {
 	s.batch, s.batchIdx = nil, nil
 }
 
-func (s *extSink) Barrier(b Barrier) error {
+// awaitRoom is the part of a barrier that may wait for the external
+// system; the task runs it (and times it) before Barrier. at_least_once:
+// the changes since the last barrier are handed to the committer
+// (waiting while it is behind), and a checkpoint or flush waits until
+// everything handed over is applied. exactly_once, at a checkpoint: the
+// epoch's journal is counted pending once it fits the bound (committer.
+// reserve), so the pending bytes and epochs do not pass it.
+func (s *extSink) awaitRoom(ctx context.Context, b Barrier) error {
 	if !s.ext.ExactlyOnce {
 		s.publish()
-		if b.CheckpointID != 0 {
-			s.prev = b.CheckpointID
-		}
 		if (b.CheckpointID == 0 && !b.Flush) || s.lastDone == nil {
 			return nil
 		}
@@ -221,20 +226,31 @@ func (s *extSink) Barrier(b Barrier) error {
 		select {
 		case <-s.lastDone:
 			return nil
-		case <-s.ctx.Done():
-			return s.ctx.Err()
+		case <-ctx.Done():
+			return ctx.Err()
 		}
+	}
+	if b.CheckpointID == 0 || s.w.n == 0 {
+		return nil
+	}
+	return s.c.reserve(ctx, b.CheckpointID, int64(s.w.n))
+}
+
+func (s *extSink) Barrier(b Barrier) error {
+	if !s.ext.ExactlyOnce {
+		if b.CheckpointID != 0 {
+			s.prev = b.CheckpointID
+		}
+		return nil
 	}
 	if b.CheckpointID == 0 {
 		return nil
 	}
 	kvs := s.unwritten
 	s.unwritten = nil
-	var journaled int64
 	if s.w.n > 0 {
 		for n, block := range s.w.close() {
 			kvs = append(kvs, state.KV{Key: journalKey(s.c.prefix, b.CheckpointID, s.task, n), Value: block})
-			journaled += int64(len(block))
 		}
 	}
 	if s.task == 0 {
@@ -255,10 +271,7 @@ func (s *extSink) Barrier(b Barrier) error {
 	}
 	putBlocks(s.w.blocks)
 	s.w = stateWriter{}
-	if journaled > 0 {
-		s.c.journaled(b.CheckpointID, journaled)
-	}
-	return s.c.waitRoom(s.ctx)
+	return nil
 }
 
 func (s *extSink) takeWritten() int { n := s.written; s.written = 0; return n }
@@ -726,28 +739,36 @@ func (c *committer) enqueue(ctx context.Context, b alBatch) (chan struct{}, erro
 	}
 }
 
-// journaled records that epoch's journal holds n more bytes.
-func (c *committer) journaled(epoch uint64, n int64) {
-	c.mu.Lock()
-	c.pending[epoch] += n
-	c.mu.Unlock()
-}
-
-// waitRoom waits while the journaled epochs not yet committed are past
-// the bound.
-func (c *committer) waitRoom(ctx context.Context) error {
+// reserve counts n more journal bytes of epoch as pending, first waiting
+// while that would take the pending epochs past maxPendingEpochs or their
+// bytes past maxPendingBytes. It waits only while the committer can make
+// room: while some pending epoch is at or below the last marker (its
+// checkpoint completed, so it is committed once the external system
+// takes it). Epochs of failed checkpoints wait for a later marker, which
+// needs this checkpoint: past the bound with only those pending, waiting
+// would never end, so the journal goes over the bound instead. An epoch
+// larger than the bound on its own goes in once nothing else is pending.
+func (c *committer) reserve(ctx context.Context, epoch uint64, n int64) error {
 	for {
 		c.mu.Lock()
-		var bytes int64
-		for _, n := range c.pending {
-			bytes += n
+		_, known := c.pending[epoch]
+		epochs := len(c.pending)
+		if !known {
+			epochs++
 		}
-		full := len(c.pending) > maxPendingEpochs || bytes > maxPendingBytes
-		ch := c.changed
-		c.mu.Unlock()
-		if !full {
+		bytes, progress := n, false
+		marker := c.marker.Load()
+		for e, b := range c.pending {
+			bytes += b
+			progress = progress || e <= marker
+		}
+		if (epochs <= maxPendingEpochs && bytes <= maxPendingBytes) || !progress {
+			c.pending[epoch] += n
+			c.mu.Unlock()
 			return nil
 		}
+		ch := c.changed
+		c.mu.Unlock()
 		select {
 		case <-ch:
 		case <-ctx.Done():

@@ -3,8 +3,12 @@ package runtime
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/streamsql/streamsql/planner/plan"
 	"github.com/streamsql/streamsql/runtime/source/nexmark"
@@ -16,12 +20,20 @@ import (
 type faultStore struct {
 	state.Versioned
 	failWrite, failMarker atomic.Bool
-	markers               atomic.Int64
+	// full: every write, marker and repair is refused as the disk-space
+	// guard refuses them.
+	full    atomic.Bool
+	markers atomic.Int64
 }
 
 var errInjected = errors.New("injected fault")
 
+var errFull = &state.DiskFullError{Dir: "/data/state", Free: 1 << 20, Need: 4 << 10, Keep: 8 << 20}
+
 func (f *faultStore) Write(id uint64, kvs []state.KV) error {
+	if f.full.Load() {
+		return errFull
+	}
 	if f.failWrite.Load() {
 		return errInjected
 	}
@@ -29,12 +41,22 @@ func (f *faultStore) Write(id uint64, kvs []state.KV) error {
 }
 
 func (f *faultStore) CommitMarker(k []byte, id uint64, v []byte) error {
+	if f.full.Load() {
+		return errFull
+	}
 	if f.failMarker.Load() {
 		// The sync before the marker failed: no marker is written.
 		return errInjected
 	}
 	f.markers.Add(1)
 	return f.Versioned.CommitMarker(k, id, v)
+}
+
+func (f *faultStore) Repair(prefix []byte, at uint64) (uint64, error) {
+	if f.full.Load() {
+		return 0, errFull
+	}
+	return f.Versioned.Repair(prefix, at)
 }
 
 // TestFailedCheckpointsGoOn: a checkpoint whose state write fails, or whose
@@ -118,4 +140,98 @@ func TestFailedCheckpointsGoOn(t *testing.T) {
 	if st := job.Status(); st.RowsIn != int64(n) {
 		t.Fatalf("rows_in %d, want %d", st.RowsIn, n)
 	}
+}
+
+// TestDiskFullRetrying: checkpoints refused for lack of disk space fail
+// with the error and the query reports retrying (not failed) until one
+// completes; a restart whose repair is refused retries it, reporting
+// retrying, and recovers once space is back. Results equal a naive
+// evaluation at the end.
+func TestDiskFullRetrying(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const events = 6000
+		win := plan.WindowSpec{Kind: plan.Tumble, Size: 50, Slide: 50}
+		want := naive(events, win)
+		g0 := nexmark.New(nexmark.Config{})
+		n := int(nexmark.Count(nexmark.Bid, events))
+		all := make([]plan.Row, n)
+		for i := range all {
+			all[i] = g0.Fill(nexmark.Bid, uint64(i), nil, nil)
+		}
+		fs := &faultStore{Versioned: state.NewMemVersioned()}
+		start := func() (*Job, *memReader, *Results) {
+			g := bidGraph(events, win, plan.EmitChanges, 2)
+			g.Vertices[0].Ops[0].(*plan.Source).Engine = "mem"
+			var rd *memReader
+			deps := Deps{Store: fs, Logger: slog.New(slog.DiscardHandler), openReader: func(_ *plan.Source, from int64) (reader, error) {
+				rd = &memReader{ready: make(chan struct{}), off: from}
+				return rd, nil
+			}}
+			res := NewResults(fs, 5)
+			job, err := Start(g, deps, StartOptions{QueryID: 5, Name: "t", Results: res})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return job, rd, res
+		}
+		ctx := context.Background()
+		job, rd, _ := start()
+		rd.add(all[:n/3]...)
+		if _, err := job.Checkpoint(ctx); err != nil {
+			t.Fatal(err)
+		}
+
+		fs.full.Store(true)
+		rd.add(all[n/3 : n/2]...)
+		if _, err := job.Checkpoint(ctx); !state.IsDiskFull(err) {
+			t.Fatalf("checkpoint on a full disk: %v", err)
+		}
+		st := job.Status()
+		if st.State != StateRetrying || st.Err == nil || !strings.Contains(st.Err.Error(), "disk full") {
+			t.Fatalf("on a full disk: state %q, error %v; want retrying with the disk-full error", st.State, st.Err)
+		}
+		if h := job.History(); h[len(h)-1].Status != "failed" || !strings.Contains(h[len(h)-1].Error, "disk full") {
+			t.Fatalf("history %+v", h[len(h)-1])
+		}
+		fs.full.Store(false)
+		if _, err := job.Checkpoint(ctx); err != nil {
+			t.Fatalf("checkpoint once space is back: %v", err)
+		}
+		if st := job.Status(); st.State != StateRunning {
+			t.Fatalf("state %q once a checkpoint completed", st.State)
+		}
+		// A checkpoint whose writes landed but whose marker did not: the
+		// restart must repair them.
+		rd.add(all[n/2 : 2*n/3]...)
+		fs.failMarker.Store(true)
+		if _, err := job.Checkpoint(ctx); !errors.Is(err, errInjected) {
+			t.Fatalf("checkpoint with a failing marker: %v", err)
+		}
+		fs.failMarker.Store(false)
+		job.Stop()
+
+		fs.full.Store(true)
+		job, rd, res := start()
+		defer job.Stop()
+		synctest.Wait()
+		if st := job.Status(); st.State != StateRetrying || !state.IsDiskFull(st.Err) {
+			t.Fatalf("restart on a full disk: state %q, error %v; want retrying", st.State, st.Err)
+		}
+		time.Sleep(time.Minute) // fake time: recovery keeps retrying
+		synctest.Wait()
+		if st := job.Status(); st.State != StateRetrying {
+			t.Fatalf("restart on a full disk, a minute later: state %q, error %v", st.State, st.Err)
+		}
+		fs.full.Store(false)
+		time.Sleep(10 * time.Second) // past the longest backoff
+		synctest.Wait()
+		if st := job.Status(); st.State != StateRunning {
+			t.Fatalf("once space is back: state %q, error %v", st.State, st.Err)
+		}
+		rd.add(all...)
+		if _, err := job.Checkpoint(ctx); err != nil {
+			t.Fatal(err)
+		}
+		checkNaive(t, res, want)
+	})
 }

@@ -101,6 +101,9 @@ type Job struct {
 	badKeep  []BadRecord
 	history  []CheckpointStat
 	ckpt     checkpointTotals
+	// diskErr: the last checkpoint failed for lack of disk space (the
+	// query reports retrying until one completes).
+	diskErr error
 	// marker is the last completed checkpoint's marker.
 	marker markerValue
 }
@@ -118,14 +121,21 @@ type checkpointResult struct {
 
 // CheckpointStat is one checkpoint in a query's history.
 type CheckpointStat struct {
-	ID       uint64           `json:"id"`
-	Status   string           `json:"status"` // in_progress, completed, failed
-	Error    string           `json:"error,omitempty"`
-	Started  time.Time        `json:"started"`
-	Duration int64            `json:"duration_ms"`
-	Bytes    int64            `json:"bytes"`
-	Offsets  map[string]int64 `json:"offsets"`
+	ID       uint64    `json:"id"`
+	Status   string    `json:"status"` // in_progress, completed, failed
+	Error    string    `json:"error,omitempty"`
+	Started  time.Time `json:"started"`
+	Duration int64     `json:"duration_ms"`
+	// Alignment is how long the slowest task held the checkpoint's barrier
+	// up, in milliseconds (to the microsecond): aligning it across its
+	// inputs, or, at an external sink, waiting for room (backpressure).
+	Alignment float64          `json:"alignment_ms"`
+	Bytes     int64            `json:"bytes"`
+	Offsets   map[string]int64 `json:"offsets"`
 }
+
+// durationMs is d in milliseconds, to the microsecond.
+func durationMs(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // markerValue is the JSON of a checkpoint marker: the counters and source
 // offsets as of the checkpoint.
@@ -170,7 +180,7 @@ func Start(g *plan.Graph, deps Deps, o StartOptions) (*Job, error) {
 	go func() {
 		defer j.wg.Done()
 		if committed > 0 {
-			if err := j.recover(committed, val); err != nil {
+			if err := j.recoverRetrying(committed, val); err != nil {
 				j.fail(err)
 				return
 			}
@@ -249,6 +259,33 @@ func (j *Job) recover(id uint64, val []byte) error {
 	}
 	return nil
 }
+
+// recoverRetrying is recover, tried again while the disk is full (the
+// repair writes): the query reports retrying with the error meanwhile.
+func (j *Job) recoverRetrying(id uint64, val []byte) error {
+	backoff := recoverBackoffMin
+	for {
+		err := j.recover(id, val)
+		if err == nil || !state.IsDiskFull(err) {
+			return err
+		}
+		j.logger.Warn("query recovery: disk full, retrying", "query", j.Name, "err", err)
+		j.setState(StateRetrying, err)
+		select {
+		case <-j.ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, recoverBackoffMax)
+		j.setState(StateRestoring, nil)
+	}
+}
+
+// Bounds of the wait between recovery attempts on a full disk.
+const (
+	recoverBackoffMin = 250 * time.Millisecond
+	recoverBackoffMax = 5 * time.Second
+)
 
 func (j *Job) run(name string, fn func(context.Context) error) {
 	j.wg.Add(1)

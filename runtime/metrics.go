@@ -17,7 +17,7 @@ import (
 // committer already take their locks. Snapshots are taken by Metrics.
 
 // CheckpointBuckets are the upper bounds, in seconds, of the checkpoint
-// duration histogram.
+// duration and alignment histograms.
 var CheckpointBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
 
 // JobMetrics is a snapshot of a job's metrics. Counters of operators,
@@ -98,6 +98,13 @@ type CheckpointMetrics struct {
 	// Last is the last completed checkpoint's duration (0: none yet).
 	Last      time.Duration
 	LastBytes int64
+	// AlignmentSum and AlignmentBuckets are the alignment times of
+	// completed checkpoints (how long the slowest task held the barrier
+	// up: aligning its inputs, or a sink waiting for room), as DurationSum
+	// and Buckets are their durations; LastAlignment the last one's.
+	AlignmentSum     float64
+	AlignmentBuckets []uint64
+	LastAlignment    time.Duration
 }
 
 // SinkMetrics are an external sink's figures.
@@ -130,21 +137,29 @@ type checkpointTotals struct {
 	bytes             int64
 	last              time.Duration
 	lastBytes         int64
+	alignSum          float64
+	alignBuckets      []uint64
+	lastAlign         time.Duration
 }
 
-func (c *checkpointTotals) observe(d time.Duration, bytes int64) {
+func (c *checkpointTotals) observe(d time.Duration, bytes int64, align time.Duration) {
 	if c.buckets == nil {
 		c.buckets = make([]uint64, len(CheckpointBuckets))
+		c.alignBuckets = make([]uint64, len(CheckpointBuckets))
 	}
 	c.completed++
 	c.sum += d.Seconds()
+	c.alignSum += align.Seconds()
 	for i, b := range CheckpointBuckets {
 		if d.Seconds() <= b {
 			c.buckets[i]++
 		}
+		if align.Seconds() <= b {
+			c.alignBuckets[i]++
+		}
 	}
 	c.bytes += bytes
-	c.last, c.lastBytes = d, bytes
+	c.last, c.lastBytes, c.lastAlign = d, bytes, align
 }
 
 // Metrics returns a snapshot of the job's metrics.
@@ -157,19 +172,27 @@ func (j *Job) Metrics() JobMetrics {
 			m.EventTime = true
 		}
 	}
-	j.mu.Lock()
-	c := j.ckpt
-	m.Checkpoints = CheckpointMetrics{Completed: c.completed, Failed: c.failed, DurationSum: c.sum, Bounds: CheckpointBuckets,
-		Buckets: append([]uint64(nil), c.buckets...), Bytes: c.bytes, Last: c.last, LastBytes: c.lastBytes}
-	j.mu.Unlock()
-	if m.Checkpoints.Buckets == nil {
-		m.Checkpoints.Buckets = make([]uint64, len(CheckpointBuckets))
-	}
+	m.Checkpoints = j.CheckpointMetrics()
 	for _, s := range j.stages {
 		m.Stages = append(m.Stages, s.metrics())
 	}
 	if j.committer != nil {
 		m.Sinks = append(m.Sinks, j.committer.metrics(time.Now()))
+	}
+	return m
+}
+
+// CheckpointMetrics returns the figures of this run's checkpoints.
+func (j *Job) CheckpointMetrics() CheckpointMetrics {
+	j.mu.Lock()
+	c := j.ckpt
+	m := CheckpointMetrics{Completed: c.completed, Failed: c.failed, DurationSum: c.sum, Bounds: CheckpointBuckets,
+		Buckets: append([]uint64(nil), c.buckets...), Bytes: c.bytes, Last: c.last, LastBytes: c.lastBytes,
+		AlignmentSum: c.alignSum, AlignmentBuckets: append([]uint64(nil), c.alignBuckets...), LastAlignment: c.lastAlign}
+	j.mu.Unlock()
+	if m.Buckets == nil {
+		m.Buckets = make([]uint64, len(CheckpointBuckets))
+		m.AlignmentBuckets = make([]uint64, len(CheckpointBuckets))
 	}
 	return m
 }

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"math"
 	"testing"
 	"time"
@@ -90,8 +91,11 @@ func TestSinkCommitLag(t *testing.T) {
 	t0 := time.Unix(100, 0)
 	c.noteMarker(5, t0)
 	c.noteMarker(6, t0.Add(time.Second))
-	c.journaled(5, 10)
-	c.journaled(6, 20)
+	for e, n := range map[uint64]int64{5: 10, 6: 20} {
+		if err := c.reserve(context.Background(), e, n); err != nil {
+			t.Fatal(err)
+		}
+	}
 	m := c.metrics(t0.Add(3 * time.Second))
 	if m.CommitLag != 3*time.Second || m.PendingEpochs != 2 || m.PendingBytes != 30 || m.Delivery != "exactly_once" {
 		t.Fatalf("%+v", m)

@@ -282,7 +282,7 @@ func (s *sourceTask) onBarrier(ctx context.Context, b Barrier) error {
 		val, _ := json.Marshal(p)
 		pos = []state.KV{{Key: sourceKey(s.job.ID, s.vertex, s.subtask), Value: val}}
 	}
-	return s.barrier(ctx, b, pos, offsets)
+	return s.barrier(ctx, b, 0, pos, offsets)
 }
 
 // sourcePos is a source task's checkpointed position.

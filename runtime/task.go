@@ -21,6 +21,10 @@ type ack struct {
 	bytes   int
 	offsets map[string]int64 // a source task's positions
 	deltas  counts
+	// align is how long the barrier was held up at this task: from its
+	// first input's barrier to its last (alignment), plus a sink's wait
+	// for room at the barrier (backpressure from an external system).
+	align time.Duration
 }
 
 // counts are a task's counters.
@@ -101,11 +105,13 @@ func (t *taskBase) log(i int) *stateLog {
 // the store off the task goroutine (writeLoop), which acks the coordinator
 // once it is; other barriers are acked here. A failed write fails the
 // checkpoint, not the query; an operator error is fatal and returned.
-func (t *taskBase) barrier(ctx context.Context, b Barrier, extra []state.KV, offsets map[string]int64) error {
+// aligned is how long the task aligned the barrier across its inputs; a
+// sink's wait for room (awaitRoom) is timed here and added to it.
+func (t *taskBase) barrier(ctx context.Context, b Barrier, aligned time.Duration, extra []state.KV, offsets map[string]int64) error {
 	if err := t.chain.barrier(b); err != nil {
 		return fmt.Errorf("%s: barrier %d: %w", t.name, b.Epoch, err)
 	}
-	a := ack{epoch: b.Epoch, ckpt: b.CheckpointID, offsets: offsets}
+	a := ack{epoch: b.Epoch, ckpt: b.CheckpointID, offsets: offsets, align: aligned}
 	var kvs []state.KV
 	var bufs [][]byte
 	if b.CheckpointID != 0 {
@@ -119,6 +125,16 @@ func (t *taskBase) barrier(ctx context.Context, b Barrier, extra []state.KV, off
 			kvs = append(kvs, l.blocks(b.CheckpointID, w)...)
 			a.bytes += w.n
 			bufs = append(bufs, w.blocks...)
+		}
+	}
+	if st, isSink := t.chain.term.(*sinkTerminal); isSink {
+		if w, ok := st.sink.(roomWaiter); ok {
+			start := time.Now()
+			err := w.awaitRoom(ctx, b)
+			a.align += time.Since(start)
+			if err != nil {
+				return nil // only when the query stops
+			}
 		}
 	}
 	if err := t.chain.term.Barrier(b); err != nil {
@@ -151,6 +167,13 @@ func (t *taskBase) barrier(ctx context.Context, b Barrier, extra []state.KV, off
 	case <-ctx.Done():
 	}
 	return nil
+}
+
+// roomWaiter is a sink that may have to wait at a barrier until the
+// external system behind it has room (extSink.awaitRoom). The task calls
+// it before the sink's Barrier and counts the wait as alignment time.
+type roomWaiter interface {
+	awaitRoom(ctx context.Context, b Barrier) error
 }
 
 // stateWrite is one checkpoint's state writes for writeLoop, and the ack
@@ -291,13 +314,16 @@ func (t *task) inputIdle(in int, idle bool) error {
 // barriers across its inputs and drives its chain.
 type task struct {
 	taskBase
-	mb        *mailbox
-	align     *aligner
-	inWM      []int64
-	ended     []bool
-	wm        int64
-	endSent   bool
-	restoreAt uint64
+	mb    *mailbox
+	align *aligner
+	// alignStart is when the first input's barrier of the barrier being
+	// aligned was read.
+	alignStart time.Time
+	inWM       []int64
+	ended      []bool
+	wm         int64
+	endSent    bool
+	restoreAt  uint64
 	// Two-input vertices (joins): the first operator, each input's side,
 	// and each side's watermark (the minimum over its inputs).
 	two    TwoInput
@@ -316,7 +342,8 @@ func (t *task) run(ctx context.Context) error {
 		if err != nil {
 			return nil // stopped
 		}
-		t.env.ProcTime = time.Now().UnixMilli()
+		now := time.Now()
+		t.env.ProcTime = now.UnixMilli()
 		switch msg.Kind {
 		case MsgData:
 			if t.two != nil {
@@ -343,12 +370,15 @@ func (t *task) run(ctx context.Context) error {
 				err = t.chain.watermark(wm)
 			}
 		case MsgBarrier:
+			if !t.align.Aligning() {
+				t.alignStart = now
+			}
 			b, done, aerr := t.align.Arrive(in, msg.Barrier)
 			if aerr != nil {
 				return fmt.Errorf("%s: %w", t.name, aerr)
 			}
 			if done {
-				err = t.barrier(ctx, b, nil, nil)
+				err = t.barrier(ctx, b, now.Sub(t.alignStart), nil, nil)
 			}
 		case MsgIdle:
 			err = t.inputIdle(in, msg.Idle)

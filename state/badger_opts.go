@@ -44,6 +44,14 @@ func removeEmptyMemtables(dir string) error {
 	return nil
 }
 
+// Sizes of both Badger databases' memtables and value-log files. A
+// DropPrefix flushes a memtable, and a value-log GC may rewrite half a
+// file: the space guard (space.go) asks for that much room first.
+const (
+	memTableSize     = 16 << 20
+	valueLogFileSize = 128 << 20
+)
+
 // badgerOptions are the options shared by both Badger databases.
 //
 // SyncWrites is on on purpose: DB.Sync only syncs the write-ahead log of the
@@ -56,11 +64,11 @@ func badgerOptions(dir, name string) badger.Options {
 	return badger.DefaultOptions(dir).
 		WithLogger(slogLogger{db: name, dir: dir}).
 		WithSyncWrites(true).
-		WithMemTableSize(16 << 20).
+		WithMemTableSize(memTableSize).
 		WithNumMemtables(3).
 		WithBlockCacheSize(8 << 20).
 		WithIndexCacheSize(4 << 20).
-		WithValueLogFileSize(128 << 20).
+		WithValueLogFileSize(valueLogFileSize).
 		WithNumCompactors(2).
 		WithNumGoroutines(2).
 		WithMetricsEnabled(false).

@@ -27,6 +27,7 @@ type BadgerVersioned struct {
 	db     *badger.DB
 	dir    string
 	syncFn SyncFunc // syncs the DB; wrapped by VersionedOptions.WrapSync
+	space  *Space   // nil: no free-space checks
 	// next is the next id NextID hands out.
 	next atomic.Uint64
 	// mu orders writes against DropPrefix and Close: Badger rejects writes
@@ -55,6 +56,10 @@ type VersionedOptions struct {
 	// of the marker) go through it, so a test wrapper can fail syncs or
 	// record what was visible around them.
 	WrapSync func(SyncFunc) SyncFunc
+	// Space, when set, guards the file system's free space: writes are
+	// refused (ErrDiskFull, nothing written) once they would leave less
+	// than half its reserve free (space.go).
+	Space *Space
 }
 
 // OpenVersioned opens (creating if needed) the managed-mode Badger DB in dir.
@@ -77,7 +82,7 @@ func OpenVersionedWith(dir string, opts VersionedOptions) (*BadgerVersioned, err
 		db.Close()
 		return nil, fmt.Errorf("open state db %s: blobs: %w", dir, err)
 	}
-	v := &BadgerVersioned{db: db, dir: dir, blobs: bl, readers: map[uint64]int{}}
+	v := &BadgerVersioned{db: db, dir: dir, blobs: bl, space: opts.Space, readers: map[uint64]int{}}
 	v.syncFn = func() error { return db.Sync() }
 	if opts.WrapSync != nil {
 		v.syncFn = opts.WrapSync(v.syncFn)
@@ -116,6 +121,11 @@ func (v *BadgerVersioned) Write(id uint64, kvs []KV) error {
 	if v.closed.Load() {
 		return fmt.Errorf("state write at %d: %w", id, ErrClosed)
 	}
+	release, err := v.space.claim(v.dir, kvBytes(kvs), false)
+	if err != nil {
+		return fmt.Errorf("state write at %d: %w", id, err)
+	}
+	defer release()
 	kvs, meta, err := v.spill(kvs)
 	if err != nil {
 		return fmt.Errorf("state write at %d: %w", id, err)
@@ -229,6 +239,11 @@ func (v *BadgerVersioned) CommitMarker(markerKey []byte, id uint64, value []byte
 	if v.closed.Load() {
 		return fmt.Errorf("state commit marker %q at %d: %w", markerKey, id, ErrClosed)
 	}
+	release, err := v.space.claim(v.dir, smallWrite, false)
+	if err != nil {
+		return fmt.Errorf("state commit marker %q at %d: %w", markerKey, id, err)
+	}
+	defer release()
 	if err := v.sync(); err != nil {
 		return fmt.Errorf("state commit marker %q at %d: %w", markerKey, id, err)
 	}
@@ -345,6 +360,11 @@ func (v *BadgerVersioned) Repair(prefix []byte, at uint64) (uint64, error) {
 	if len(fixes) == 0 {
 		return 0, nil
 	}
+	release, err := v.space.claim(v.dir, kvBytes(fixes), false)
+	if err != nil {
+		return 0, fmt.Errorf("state repair %q to %d: %w", prefix, at, err)
+	}
+	defer release()
 	id := v.NextID()
 	v.bump(id)
 	v.mu.RLock()
@@ -427,6 +447,12 @@ func (v *BadgerVersioned) DropPrefix(prefix []byte) error {
 	if v.closed.Load() {
 		return fmt.Errorf("state drop prefix %q: %w", prefix, ErrClosed)
 	}
+	// DropPrefix flushes the memtable.
+	release, err := v.space.claim(v.dir, memTableSize, false)
+	if err != nil {
+		return fmt.Errorf("state drop prefix %q: %w", prefix, err)
+	}
+	defer release()
 	// Badger only drops a prefix that has a live key at the newest version;
 	// a sentinel makes sure prefixes holding only deletes go too. The id floor
 	// keeps MaxVersion (and NextID after a restart) from going backwards.

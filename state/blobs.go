@@ -97,7 +97,10 @@ func (b *blobs) put(vals [][]byte) ([][]byte, error) {
 	var off uint64
 	for i, v := range vals {
 		if _, err := f.Write(v); err != nil {
+			// No reference to it is committed: give the space back now
+			// (ENOSPC) rather than at the next collection.
 			f.Close()
+			os.Remove(b.path(id))
 			return nil, fmt.Errorf("blob %x: %w", id, err)
 		}
 		ref := binary.BigEndian.AppendUint64(make([]byte, 0, blobRefLen), id)

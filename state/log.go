@@ -328,7 +328,13 @@ func (l *Log) commitGroup(group []*appendReq) {
 			k := binary.BigEndian.AppendUint64(append([]byte(nil), l.timePrefix...), uint64(ms))
 			idx = badger.NewEntry(k, binary.BigEndian.AppendUint64(nil, uint64(first)))
 		}
-		err = l.writeGroup(group, writes, results, next, idx)
+		// Room first: a refused group writes nothing (and the log goes on).
+		var release func()
+		release, err = l.m.space.claim(l.m.dir, groupBytes(group, writes), true)
+		if err == nil {
+			err = l.writeGroup(group, writes, results, next, idx)
+			release()
+		}
 		if err == nil {
 			if idx != nil {
 				l.lastMs = ms
@@ -354,6 +360,20 @@ func (l *Log) commitGroup(group []*appendReq) {
 			r.done <- appendResp{res: res, err: err}
 		}
 	}
+}
+
+// groupBytes estimates what a group commit writes: its rows and their
+// keys, its idempotency keys and the end offset, with Badger's overhead.
+func groupBytes(group []*appendReq, writes []int) int64 {
+	n := int64(smallWrite)
+	for _, i := range writes {
+		r := group[i]
+		n += int64(len(r.idemKey)) + 24 + entryOverhead
+		for _, row := range r.rows {
+			n += int64(len(row)) + 17 + entryOverhead
+		}
+	}
+	return n
 }
 
 // lookupIdem returns the stored first answer for an idempotency key.
@@ -578,6 +598,13 @@ func (l *Log) Close() {
 // offsets, append-time index and idempotency keys. The table id must not be
 // used again.
 func (l *Log) Drop() error {
+	// Room first (DropPrefix flushes the memtable): refused, the log stays
+	// open.
+	release, err := l.m.space.claim(l.m.dir, memTableSize, false)
+	if err != nil {
+		return fmt.Errorf("log %d drop: %w", l.id, err)
+	}
+	defer release()
 	l.Close()
 	l.truncMu.Lock() // let a Truncate in progress finish; later ones see the log closed
 	defer l.truncMu.Unlock()
@@ -752,6 +779,15 @@ func (l *Log) deleteKeys(keys [][]byte) error {
 	if l.m.isClosed() {
 		return ErrClosed
 	}
+	need := int64(0)
+	for _, k := range keys {
+		need += int64(len(k)) + entryOverhead
+	}
+	release, err := l.m.space.claim(l.m.dir, need, false)
+	if err != nil {
+		return err
+	}
+	defer release()
 	w := txnWriter{
 		begin:  func() *badger.Txn { return l.m.db.NewTransaction(true) },
 		commit: func(txn *badger.Txn) error { return txn.Commit() },

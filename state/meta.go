@@ -48,6 +48,10 @@ type MetaOptions struct {
 	// through it, so a fault-injecting wrapper can fail syncs or record what
 	// was acknowledged before a sync.
 	WrapSync func(SyncFunc) SyncFunc
+	// Space, when set, guards the file system's free space: appends are
+	// refused (ErrDiskFull, nothing written) once they would leave less
+	// than its reserve free, other writes at half of it (space.go).
+	Space *Space
 }
 
 // Meta is the normal-mode Badger DB holding the catalog, id sequences and the
@@ -57,6 +61,7 @@ type Meta struct {
 	dir    string
 	window time.Duration
 	sync   SyncFunc
+	space  *Space // nil: no free-space checks
 	// now is the clock of the append-time index (time.Now; tests replace it
 	// before opening logs).
 	now func() time.Time
@@ -82,7 +87,7 @@ func OpenMeta(dir string, opts MetaOptions) (*Meta, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open meta db %s: %w", dir, err)
 	}
-	m := &Meta{db: db, dir: dir, window: opts.IdempotencyWindow, now: time.Now, logs: make(map[uint64]*Log)}
+	m := &Meta{db: db, dir: dir, window: opts.IdempotencyWindow, space: opts.Space, now: time.Now, logs: make(map[uint64]*Log)}
 	if m.window <= 0 {
 		m.window = DefaultIdempotencyWindow
 	}
@@ -146,6 +151,12 @@ func (m *Meta) collectOne() error {
 	if m.isClosed() {
 		return ErrClosed
 	}
+	// A rewrite moves up to half a file's values (the rest is garbage).
+	release, err := m.space.claim(m.dir, valueLogFileSize/2, false)
+	if err != nil {
+		return badger.ErrNoRewrite // not now: nothing is written
+	}
+	defer release()
 	return m.db.RunValueLogGC(0.5)
 }
 
@@ -156,6 +167,11 @@ func (m *Meta) update(fn func(txn *badger.Txn) error) error {
 	if m.isClosed() {
 		return ErrClosed
 	}
+	release, err := m.space.claim(m.dir, smallWrite, false)
+	if err != nil {
+		return err
+	}
+	defer release()
 	txn := m.db.NewTransaction(true)
 	defer txn.Discard()
 	if err := fn(txn); err != nil {

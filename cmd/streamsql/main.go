@@ -95,12 +95,19 @@ func serve(args []string) error {
 	maxBody := fs.String("max-body", "64MiB", "largest request body")
 	idem := fs.Duration("idempotency-window", 24*time.Hour, "how long an Idempotency-Key is remembered")
 	demo := fs.Bool("demo", false, "create throttled Nexmark tables and example views at the first start")
+	diskReserve := fs.String("disk-reserve", "256MiB", "free space kept on the data directory's file system: ingest is refused (507) below it, checkpoints below half of it; 0 turns the check off")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	mb, err := parseSize(*maxBody)
 	if err != nil {
 		return fmt.Errorf("--max-body: %w", err)
+	}
+	reserve := int64(-1) // 0: no checks
+	if *diskReserve != "0" {
+		if reserve, err = parseSize(*diskReserve); err != nil {
+			return fmt.Errorf("--disk-reserve: %w", err)
+		}
 	}
 	host, _, err := net.SplitHostPort(*addr)
 	if err != nil {
@@ -110,7 +117,7 @@ func serve(args []string) error {
 		return fmt.Errorf("--addr %s is not loopback: set --token", *addr)
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	eng, err := queries.Open(queries.Config{DataDir: *data, CheckpointInterval: *ckpt, EmitInterval: *emit, IdempotencyWindow: *idem, Logger: logger})
+	eng, err := queries.Open(queries.Config{DataDir: *data, CheckpointInterval: *ckpt, EmitInterval: *emit, IdempotencyWindow: *idem, DiskReserve: reserve, Logger: logger})
 	if err != nil {
 		return err
 	}

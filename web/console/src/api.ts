@@ -78,6 +78,7 @@ export interface CheckpointStat {
   error?: string;
   started: string;
   duration_ms: number;
+  alignment_ms: number;
   bytes: number;
   offsets?: Record<string, number>;
 }

@@ -1,6 +1,8 @@
 // Checkpoint history as a timeline: one bar per checkpoint at its start,
 // as long as it took (at least a few pixels), as tall as its size (log
-// scale), coloured by status; and the same as a table.
+// scale), coloured by status; and the same as a table, with each
+// checkpoint's alignment time (how long its slowest task held the barrier
+// up: aligning inputs, or an external sink waiting for room).
 
 import type { CheckpointStat } from './api';
 import { s, h, fmtBytes, fmtDuration, fmtInt } from './dom';
@@ -24,7 +26,7 @@ export function renderTimeline(cps: CheckpointStat[]): HTMLElement {
     const w = Math.max(X(start(c) + c.duration_ms) - x, 4);
     const hgt = 10 + (Math.log2(1 + c.bytes) / maxLog) * 60;
     svg.append(s('rect', { class: `cp-entry cp-${c.status}`, 'data-id': c.id, x, y: base - hgt, width: w, height: hgt, rx: 1.5, fill: COLORS[c.status] ?? '#888', opacity: 0.85 },
-      s('title', {}, `#${c.id} ${c.status}: ${fmtDuration(c.duration_ms / 1000)}, ${fmtBytes(c.bytes)}${c.error ? ' — ' + c.error : ''}`)));
+      s('title', {}, `#${c.id} ${c.status}: ${fmtDuration(c.duration_ms / 1000)} (aligning ${fmtDuration((c.alignment_ms ?? 0) / 1000)}), ${fmtBytes(c.bytes)}${c.error ? ' — ' + c.error : ''}`)));
   }
   const done = cps.filter((c) => c.status === 'completed');
   const avg = done.length ? done.reduce((a, c) => a + c.duration_ms, 0) / done.length : 0;
@@ -33,12 +35,13 @@ export function renderTimeline(cps: CheckpointStat[]): HTMLElement {
     h('div', { class: 'scroll' }, svg),
     h('div', { class: 'legend' }, Object.entries(COLORS).map(([k, v]) => h('span', {}, h('i', { style: `background:${v}` }), k.replace('_', ' ')))),
     h('table', { class: 'data list', id: 'checkpoint-table' },
-      h('thead', {}, h('tr', {}, ['id', 'status', 'started', 'duration', 'size', 'offsets', 'error'].map((c) => h('th', {}, c)))),
+      h('thead', {}, h('tr', {}, ['id', 'status', 'started', 'duration', 'alignment', 'size', 'offsets', 'error'].map((c) => h('th', {}, c)))),
       h('tbody', {}, cps.map((c) => h('tr', { class: `cp-row cp-${c.status}` },
         h('td', { class: 'num' }, `#${c.id}`),
         h('td', {}, h('span', { class: `badge cp-${c.status}` }, c.status)),
         h('td', {}, new Date(c.started).toLocaleTimeString()),
         h('td', { class: 'num' }, fmtDuration(c.duration_ms / 1000)),
+        h('td', { class: 'num' }, fmtDuration((c.alignment_ms ?? 0) / 1000)),
         h('td', { class: 'num' }, fmtBytes(c.bytes)),
         h('td', { class: 'small' }, Object.entries(c.offsets ?? {}).map(([k, v]) => `${k}@${fmtInt(v)}`).join(', ')),
         h('td', { class: 'err small' }, c.error ?? ''),
