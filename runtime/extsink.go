@@ -248,7 +248,8 @@ func (s *extSink) Barrier(b Barrier) error {
 	}
 	kvs := s.unwritten
 	s.unwritten = nil
-	if s.w.n > 0 {
+	journaled := s.w.n > 0
+	if journaled {
 		for n, block := range s.w.close() {
 			kvs = append(kvs, state.KV{Key: journalKey(s.c.prefix, b.CheckpointID, s.task, n), Value: block})
 		}
@@ -265,7 +266,7 @@ func (s *extSink) Barrier(b Barrier) error {
 			s.w = stateWriter{}
 			return fmt.Errorf("sink %s: journal at checkpoint %d: %w", s.ext.Table, b.CheckpointID, err)
 		}
-		if journaled > 0 {
+		if journaled {
 			fault.PointIn("sink.after_journal", s.ext.Engine)
 		}
 	}
