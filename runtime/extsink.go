@@ -54,7 +54,9 @@ import (
 // a restart from checkpoint M it first deletes every key logged after M,
 // then applies the replay, which re-emits every such key that should exist
 // (the same input rows touch it again). Entries are pruned once a later
-// checkpoint completes.
+// checkpoint completes, and no checkpoint of the new run completes before
+// that undo is applied (committer.undone): it would become the restore
+// point, and the undo after a crash reads the WAL from there on.
 
 // External-sink bounds (variables for tests).
 var (
@@ -217,14 +219,20 @@ func (s *extSink) publish() {
 func (s *extSink) awaitRoom(ctx context.Context, b Barrier) error {
 	if !s.ext.ExactlyOnce {
 		s.publish()
-		if (b.CheckpointID == 0 && !b.Flush) || s.lastDone == nil {
+		if b.CheckpointID == 0 && !b.Flush {
 			return nil
 		}
 		// The checkpoint covers every change before it: wait until they
 		// are applied (a restart from it would not replay them). A flush
-		// (POST /v1/checkpoints) waits too, with checkpoints off.
+		// (POST /v1/checkpoints) waits too, with checkpoints off. Batches
+		// are applied after the undo of the last run's keys; without one
+		// the checkpoint still waits for the undo (committer.undone).
+		wait := s.lastDone
+		if wait == nil {
+			wait = s.c.undone
+		}
 		select {
-		case <-s.lastDone:
+		case <-wait:
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
@@ -301,6 +309,12 @@ type committer struct {
 	// checkpoint the job started from.
 	wal      *sinkWAL
 	restored uint64
+	// undone is closed once the keys the WAL logged after the restored
+	// checkpoint are deleted (at once without a WAL). No checkpoint of
+	// this run may complete before: it would become the restore point,
+	// and the next run's undo, which starts from it, would not see those
+	// keys (they would stay, stale, unless the replay touched them).
+	undone chan struct{}
 
 	mu        sync.Mutex
 	committed uint64 // the last epoch committed (exactly_once)
@@ -332,7 +346,7 @@ type alBatch struct {
 func newCommitter(pub esink.Publisher, ext *plan.ExternalSink, sinkID string, store state.Versioned, qid uint64, j *Job) *committer {
 	return &committer{pub: pub, ext: ext, sinkID: sinkID, store: store, prefix: journalPrefix(qid), logger: j.logger, restored: j.restored,
 		poke: make(chan struct{}, 1), batches: make(chan alBatch, alBatches), pending: map[uint64]int64{},
-		changed: make(chan struct{})}
+		changed: make(chan struct{}), undone: make(chan struct{})}
 }
 
 // markerCommitted tells the committer that checkpoint id is complete.
@@ -360,7 +374,11 @@ func (c *committer) run(ctx context.Context) error {
 		if err := c.retry(ctx, c.undoSinceRestored); err != nil {
 			return err
 		}
+		if ctx.Err() != nil {
+			return nil
+		}
 	}
+	close(c.undone)
 	for {
 		if c.ext.ExactlyOnce {
 			select {
