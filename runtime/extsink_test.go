@@ -126,7 +126,7 @@ type gatedPublisher struct {
 	applied [][]esink.Change
 }
 
-func (p *gatedPublisher) Open(context.Context) error                 { return nil }
+func (p *gatedPublisher) Open(context.Context) error                { return nil }
 func (p *gatedPublisher) Committed(context.Context) (uint64, error) { return 0, nil }
 func (p *gatedPublisher) CommitEpoch(context.Context, uint64, []esink.Change) error {
 	return errors.New("at_least_once")
