@@ -51,7 +51,15 @@
 //   - changes_test.go: a committed /changes reader through a SIGKILL: it
 //     shows exactly the rows the restarted server reads at its marker, while
 //     a latest reader had seen the counts the crash rolled back.
-//   - badinput_test.go: malformed SQL and ingest requests, conflicts.
+//   - badinput_test.go: bad input and limits, each case followed by a
+//     health check: malformed SQL, bad identifiers and ENGINE_ATTRIBUTE,
+//     conflicts; bad rows, over-long rows, deep JSON, wrong content types,
+//     gzip bombs (TestBadInput); missing and wrong tokens, cross-origin
+//     requests, unknown endpoints and methods, too-large bodies and
+//     headers, too many streams, slow headers and bodies against a server
+//     with --token (TestBadRequests); bad flags, addresses beyond loopback
+//     without a token, unusable, locked data directories and a port in use
+//     (TestBadConfig). RELIABILITY.md lists them with their answers.
 //   - crash_test.go: SIGKILL at random moments under load, every chunk
 //     posted with an Idempotency-Key and resent after a crash; committed
 //     results checked mid-stream against the log prefix their checkpoint

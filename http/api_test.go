@@ -41,6 +41,7 @@ type config struct {
 	dir        string
 	checkpoint time.Duration
 	opts       Options
+	limits     queries.Limits
 	noSampler  bool // the test calls SampleMetrics itself
 }
 
@@ -53,7 +54,7 @@ func start(t *testing.T, c config) *env {
 		c.dir = t.TempDir()
 	}
 	eng, err := queries.Open(queries.Config{DataDir: c.dir, CheckpointInterval: c.checkpoint,
-		EmitInterval: 20 * time.Millisecond, Logger: quietLogger(), NoSampler: c.noSampler})
+		EmitInterval: 20 * time.Millisecond, Logger: quietLogger(), NoSampler: c.noSampler, Limits: c.limits})
 	if err != nil {
 		t.Fatalf("queries.Open: %v", err)
 	}

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"crypto/hmac"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
 	"io/fs"
@@ -47,7 +46,7 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, map[string]any{"token_required": false})
 		return
 	}
-	if subtle.ConstantTimeCompare([]byte(req.Token), []byte(s.opts.Token)) != 1 {
+	if !tokenEqual(req.Token, s.opts.Token) {
 		problem(w, &queries.Error{Status: 401, Title: "unauthorized", Detail: "wrong token", Statement: -1})
 		return
 	}
@@ -67,22 +66,25 @@ func (s *server) examples(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, 200, map[string]any{"tables_sql": queries.ExampleTablesSQL, "examples": queries.Examples()})
 }
 
-// console serves the console's files; API paths it does not know get the
-// API's 404. index.html is revalidated on every load; the other assets
-// carry a content hash in their names and are cached.
-func (s *server) console(files fs.FS) http.Handler {
+// console serves the console's files (GET and HEAD); API paths it does
+// not know get the API's 404, or 405 when another method serves them.
+// index.html is revalidated on every load; the other assets carry a
+// content hash in their names and are cached. Every file carries the
+// console's Content-Security-Policy.
+func (s *server) console(files fs.FS) http.HandlerFunc {
 	fsrv := http.FileServerFS(files)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.Path
-		if strings.HasPrefix(p, "/v1/") || p == "/v1" || (r.Method != http.MethodGet && r.Method != http.MethodHead) {
-			problem(w, &queries.Error{Status: 404, Title: "not found", Detail: "no such endpoint: " + r.Method + " " + p, Statement: -1})
+		if strings.HasPrefix(p, "/v1/") || p == "/v1" {
+			s.notRouted(w, r)
 			return
 		}
+		w.Header().Set("Content-Security-Policy", consoleCSP)
 		if strings.HasPrefix(p, "/assets/") {
 			w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
 		} else {
 			w.Header().Set("Cache-Control", "no-cache")
 		}
 		fsrv.ServeHTTP(w, r)
-	})
+	}
 }

@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/streamsql/streamsql/queries"
@@ -126,7 +125,7 @@ func (c *collector) collectQuery(ch chan<- prometheus.Metric, q queries.QueryMet
 
 // queryMetrics serves a query's recent samples for the console's charts.
 func (s *server) queryMetrics(w http.ResponseWriter, r *http.Request) {
-	h, err := s.e.QueryMetrics(chi.URLParam(r, "name"))
+	h, err := s.e.QueryMetrics(param(r, "name"))
 	if err != nil {
 		problem(w, err)
 		return

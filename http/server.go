@@ -3,7 +3,6 @@ package httpapi
 import (
 	"bufio"
 	"context"
-	"crypto/subtle"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -29,17 +28,32 @@ import (
 
 // Options configure the API.
 type Options struct {
-	Token   string
+	Token string
+	// MaxBody is the largest request body, as sent and decompressed
+	// (0: DefaultMaxBody).
 	MaxBody int64
-	Logger  *slog.Logger
-	Web     fs.FS // the console's assets
+	// MaxStreams caps the long-lived requests open at once (GET
+	// /v1/queries/{name}/changes streams, POST /v1/checkpoints waits,
+	// CPU profiles and traces); 0: DefaultMaxStreams.
+	MaxStreams int
+	// BodyTimeout bounds reading one request body (0: no bound).
+	BodyTimeout time.Duration
+	Logger      *slog.Logger
+	Web         fs.FS // the console's assets
+
+	// streamDone, when set, is called after a stream gave its slot back
+	// (tests).
+	streamDone func()
 }
 
 type server struct {
-	e    *queries.Engine
-	opts Options
-	log  *slog.Logger
-	reg  *prometheus.Registry
+	e      *queries.Engine
+	opts   Options
+	log    *slog.Logger
+	reg    *prometheus.Registry
+	router *chi.Mux
+	// streams holds a token per open stream (Options.MaxStreams).
+	streams chan struct{}
 
 	ingestRows    *prometheus.CounterVec
 	ingestBytes   *prometheus.CounterVec
@@ -49,12 +63,15 @@ type server struct {
 // New returns the API's handler.
 func New(e *queries.Engine, opts Options) http.Handler {
 	if opts.MaxBody <= 0 {
-		opts.MaxBody = 64 << 20
+		opts.MaxBody = DefaultMaxBody
+	}
+	if opts.MaxStreams <= 0 {
+		opts.MaxStreams = DefaultMaxStreams
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	s := &server{e: e, opts: opts, log: opts.Logger, reg: prometheus.NewRegistry()}
+	s := &server{e: e, opts: opts, log: opts.Logger, reg: prometheus.NewRegistry(), streams: make(chan struct{}, opts.MaxStreams)}
 	s.ingestRows = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamsql_ingest_rows_total",
 		Help: "Rows acknowledged (durable) by POST /v1/tables/{table}/rows."}, []string{"table"})
 	s.ingestBytes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamsql_ingest_bytes_total",
@@ -63,7 +80,8 @@ func New(e *queries.Engine, opts Options) http.Handler {
 		Help: "Time from an ingest request's arrival to its answer, by status code.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}, []string{"code"})
 	s.reg.MustRegister(newCollector(e), s.ingestRows, s.ingestBytes, s.ingestSeconds, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	r := chi.NewRouter()
-	r.Use(s.recoverer)
+	s.router = r
+	r.Use(s.recoverer, s.secure, s.crossOrigin)
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
 	r.Post("/v1/login", s.login)
 	r.Post("/v1/logout", s.logout)
@@ -81,28 +99,26 @@ func New(e *queries.Engine, opts Options) http.Handler {
 		r.Get("/v1/queries/{name}/checkpoints", s.queryCheckpoints)
 		r.Get("/v1/queries/{name}/metrics", s.queryMetrics)
 		r.Get("/v1/queries/{name}/results", s.results)
-		r.Get("/v1/queries/{name}/changes", s.changes)
-		r.Post("/v1/checkpoints", s.checkpoints)
+		r.With(s.longLived).Get("/v1/queries/{name}/changes", s.changes)
+		r.With(s.longLived).Post("/v1/checkpoints", s.checkpoints)
 		r.Get("/v1/examples", s.examples)
 		r.Handle("/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
 		// Profiles, behind the same token as the API.
 		r.HandleFunc("/debug/pprof/*", pprof.Index)
 		r.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-		r.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		r.With(s.longLived).HandleFunc("/debug/pprof/profile", pprof.Profile)
 		r.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		r.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		r.With(s.longLived).HandleFunc("/debug/pprof/trace", pprof.Trace)
 	})
 	if opts.Web != nil {
 		// The console's assets need no token: they hold no data, and the
 		// console asks for the token itself (POST /v1/login).
-		r.Handle("/*", s.console(opts.Web))
+		c := s.console(opts.Web)
+		r.Get("/*", c)
+		r.Head("/*", c)
 	}
-	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		problem(w, &queries.Error{Status: 404, Title: "not found", Detail: "no such endpoint: " + r.Method + " " + r.URL.Path, Statement: -1})
-	})
-	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		problem(w, &queries.Error{Status: 405, Title: "method not allowed", Detail: r.Method + " is not allowed on " + r.URL.Path, Statement: -1})
-	})
+	r.NotFound(s.notRouted)
+	r.MethodNotAllowed(s.notRouted)
 	return r
 }
 
@@ -140,11 +156,10 @@ func (s *server) auth(next http.Handler) http.Handler {
 func (s *server) authorized(r *http.Request) bool {
 	if h := r.Header.Get("Authorization"); h != "" {
 		scheme, got, ok := strings.Cut(strings.TrimSpace(h), " ")
-		return ok && strings.EqualFold(scheme, "Bearer") &&
-			subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(s.opts.Token)) == 1
+		return ok && strings.EqualFold(scheme, "Bearer") && tokenEqual(strings.TrimSpace(got), s.opts.Token)
 	}
 	c, err := r.Cookie(sessionCookie)
-	return err == nil && subtle.ConstantTimeCompare([]byte(c.Value), []byte(s.session())) == 1
+	return err == nil && tokenEqual(c.Value, s.session())
 }
 
 // problem writes an error as application/problem+json and returns its status.
@@ -179,26 +194,50 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	json.NewEncoder(w).Encode(v)
 }
 
-// readBody reads a request body up to the size limit (413 beyond), as a
-// string: ingest decodes VARCHAR values as substrings of it and SQL is
-// text, so a []byte would only be copied again. A declared length of up to
-// maxPresize is allocated at once; beyond, memory follows the bytes that
-// actually arrive, so a client cannot reserve --max-body by claiming it.
+// readBody reads a request body up to the size limit (413 beyond; with
+// Content-Encoding: gzip the limit is on the decompressed bytes too)
+// within the body timeout (408 beyond), as a string: ingest decodes
+// VARCHAR values as substrings of it and SQL is text, so a []byte would
+// only be copied again. A declared length of up to maxPresize is allocated
+// at once; beyond, memory follows the bytes that actually arrive, so a
+// client cannot reserve --max-body by claiming it.
 func (s *server) readBody(w http.ResponseWriter, r *http.Request) (string, error) {
 	const maxPresize = 4 << 20
+	failed := false
+	if s.opts.BodyTimeout > 0 {
+		// The deadline is lifted once the body is in: a handler may wait
+		// long after (a checkpoint, a sync) and the connection's next
+		// request has its own header timeout. After a failed read it
+		// stays, so the server does not wait for the rest of the body
+		// before closing the connection either.
+		rc := http.NewResponseController(w)
+		if rc.SetReadDeadline(time.Now().Add(s.opts.BodyTimeout)) == nil {
+			defer func() {
+				if !failed {
+					rc.SetReadDeadline(time.Time{})
+				}
+			}()
+		}
+	}
+	rd, done, err := s.body(w, r)
+	if err != nil {
+		failed = true
+		return "", err
+	}
+	defer done()
 	var b strings.Builder
-	if n := r.ContentLength; n > 0 && n <= s.opts.MaxBody {
+	if n := r.ContentLength; n > 0 && n <= s.opts.MaxBody && r.Header.Get("Content-Encoding") == "" {
 		b.Grow(int(min(n, maxPresize)))
 	}
 	buf := copyBufs.Get().(*[]byte)
-	_, err := io.CopyBuffer(&b, http.MaxBytesReader(w, r.Body, s.opts.MaxBody), *buf)
+	_, err = io.CopyBuffer(&b, rd, *buf)
 	copyBufs.Put(buf)
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
-		return "", &queries.Error{Status: 413, Title: "request too large", Detail: fmt.Sprintf("body is larger than the %d-byte limit (--max-body)", s.opts.MaxBody), Statement: -1}
-	}
 	if err != nil {
-		return "", &queries.Error{Status: 400, Title: "malformed request", Detail: "reading body: " + err.Error(), Statement: -1}
+		// The rest of the body is not read: the connection cannot carry
+		// another request (and the server must not wait for that rest).
+		w.Header().Set("Connection", "close")
+		failed = true
+		return "", s.readError(err, r.Header.Get("Content-Encoding") != "")
 	}
 	return b.String(), nil
 }
@@ -207,6 +246,10 @@ func (s *server) readBody(w http.ResponseWriter, r *http.Request) (string, error
 var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
 func (s *server) sql(w http.ResponseWriter, r *http.Request) {
+	if err := checkContentType(r, "SQL", sqlTypes...); err != nil {
+		problem(w, err)
+		return
+	}
 	body, err := s.readBody(w, r)
 	if err != nil {
 		problem(w, err)
@@ -214,10 +257,18 @@ func (s *server) sql(w http.ResponseWriter, r *http.Request) {
 	}
 	text := body
 	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+		// Strictly {"sql": "..."}: another member is a mistake to name, not
+		// to ignore (encoding/json skips values without recursion).
 		var req struct {
 			SQL string `json:"sql"`
 		}
-		if err := json.Unmarshal([]byte(body), &req); err != nil {
+		dec := json.NewDecoder(strings.NewReader(body))
+		dec.DisallowUnknownFields()
+		err := dec.Decode(&req)
+		if err == nil && dec.More() {
+			err = errors.New("data after the object")
+		}
+		if err != nil {
 			problem(w, &queries.Error{Status: 400, Title: "malformed request", Detail: `body must be {"sql": "..."}: ` + err.Error(), Statement: -1})
 			return
 		}
@@ -248,12 +299,16 @@ func (s *server) ingest(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	code := 200
 	defer func() { s.ingestSeconds.WithLabelValues(strconv.Itoa(code)).Observe(time.Since(start).Seconds()) }()
+	if err := checkContentType(r, "rows (NDJSON or a JSON array)", rowsTypes...); err != nil {
+		code = problem(w, err)
+		return
+	}
 	body, err := s.readBody(w, r)
 	if err != nil {
 		code = problem(w, err)
 		return
 	}
-	table := chi.URLParam(r, "table")
+	table := param(r, "table")
 	res, err := s.e.Ingest(r.Context(), table, body, r.Header.Get("Idempotency-Key"))
 	if err != nil {
 		code = problem(w, err)
@@ -275,7 +330,7 @@ func (s *server) tables(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (s *server) table(w http.ResponseWriter, r *http.Request) {
-	t, err := s.e.Table(chi.URLParam(r, "table"))
+	t, err := s.e.Table(param(r, "table"))
 	if err != nil {
 		problem(w, err)
 		return
@@ -288,7 +343,7 @@ func (s *server) queries(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (s *server) query(w http.ResponseWriter, r *http.Request) {
-	q, err := s.e.Query(chi.URLParam(r, "name"))
+	q, err := s.e.Query(param(r, "name"))
 	if err != nil {
 		problem(w, err)
 		return
@@ -299,7 +354,7 @@ func (s *server) query(w http.ResponseWriter, r *http.Request) {
 func (s *server) stopQuery(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 60*time.Second)
 	defer cancel()
-	q, err := s.e.StopQuery(ctx, chi.URLParam(r, "name"))
+	q, err := s.e.StopQuery(ctx, param(r, "name"))
 	if err != nil {
 		problem(w, err)
 		return
@@ -308,7 +363,7 @@ func (s *server) stopQuery(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) resumeQuery(w http.ResponseWriter, r *http.Request) {
-	q, err := s.e.ResumeQuery(chi.URLParam(r, "name"))
+	q, err := s.e.ResumeQuery(param(r, "name"))
 	if err != nil {
 		problem(w, err)
 		return
@@ -317,7 +372,7 @@ func (s *server) resumeQuery(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) queryCheckpoints(w http.ResponseWriter, r *http.Request) {
-	h, err := s.e.Checkpoints(chi.URLParam(r, "name"))
+	h, err := s.e.Checkpoints(param(r, "name"))
 	if err != nil {
 		problem(w, err)
 		return
@@ -326,7 +381,7 @@ func (s *server) queryCheckpoints(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) dropQuery(w http.ResponseWriter, r *http.Request) {
-	name := chi.URLParam(r, "name")
+	name := param(r, "name")
 	if err := s.e.DropQuery(name); err != nil {
 		problem(w, err)
 		return
@@ -335,7 +390,7 @@ func (s *server) dropQuery(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) results(w http.ResponseWriter, r *http.Request) {
-	name := chi.URLParam(r, "name")
+	name := param(r, "name")
 	consistency := r.URL.Query().Get("consistency")
 	if consistency == "" {
 		consistency = "committed"
@@ -461,7 +516,7 @@ func (s *server) changes(w http.ResponseWriter, r *http.Request) {
 		}
 		o.From = n + 1
 	}
-	stream, err := s.e.Changes(chi.URLParam(r, "name"), o)
+	stream, err := s.e.Changes(param(r, "name"), o)
 	if err != nil {
 		problem(w, err)
 		return

@@ -47,6 +47,9 @@ var KafkaMetaColumns = map[string]plan.Type{
 
 // Table validates a CREATE TABLE and builds its definition (ID is left 0).
 func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
+	if err := CheckName("table", ct.Name); err != nil {
+		return nil, err
+	}
 	def := &plan.TableDef{Name: ct.Name, Engine: ct.Engine, Connection: ct.Connection, EventTime: -1, Retention: 24 * 3600 * 1000, SQL: text}
 	if def.Engine == "" {
 		return nil, errf(ct.Name, "table %s needs an ENGINE: http or nexmark (sources), postgres (sinks)", ct.Name)
@@ -88,6 +91,12 @@ func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 	}
 	seen := map[string]bool{}
 	for _, c := range ct.Columns {
+		if err := CheckName("column", c.Name); err != nil {
+			return nil, err
+		}
+		if def.Engine == "postgres" && len(c.Name) > maxPGName {
+			return nil, badf(c.Name, "column name %s of PostgreSQL sink %s is %d bytes long, over PostgreSQL's limit of %d", quoteName(c.Name), ct.Name, len(c.Name), maxPGName)
+		}
 		t, ok := columnTypes[c.Type]
 		if !ok {
 			return nil, errf(c.Name, "column %s: unsupported type %s", c.Name, c.Type)
@@ -211,8 +220,8 @@ func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 			}
 			def.Attrs[k] = s
 		case "table", "schema":
-			if s == "" || len(s) > 63 || strings.ContainsRune(s, 0) {
-				return nil, badf(k, "ENGINE_ATTRIBUTE %s must be a PostgreSQL name of 1 to 63 bytes, not %q", k, s)
+			if len(s) > maxPGName || nameProblem(s, false) != "" {
+				return nil, badf(k, "ENGINE_ATTRIBUTE %s must be a PostgreSQL name of 1 to %d bytes without control characters, not %s", k, maxPGName, quoteName(s))
 			}
 			def.Attrs[k] = s
 		case "start":
@@ -232,6 +241,9 @@ func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 	}
 	if def.Engine == "kafka" && def.Attrs["topic"] == "" {
 		return nil, badf("topic", "ENGINE=kafka table %s needs ENGINE_ATTRIBUTE topic", ct.Name)
+	}
+	if def.Engine == "postgres" && def.Attrs["table"] == "" && len(def.Name) > maxPGName {
+		return nil, badf(def.Name, "sink table name %s is %d bytes long, over PostgreSQL's limit of %d: name the PostgreSQL table with ENGINE_ATTRIBUTE table", quoteName(def.Name), len(def.Name), maxPGName)
 	}
 	if def.IsSink() {
 		if def.Attrs["delivery"] == "" {

@@ -108,9 +108,13 @@ func (e *Engine) Ingest(ctx context.Context, table, body, idemKey string) (state
 		return state.AppendResult{}, &Error{Status: 409, Title: statusTitle(409), Statement: -1,
 			Detail: fmt.Sprintf("table %s has ENGINE=%s; rows can only be posted to ENGINE=http tables", table, def.Engine)}
 	}
-	enc, err := EncodeRows(def, body)
+	enc, err := EncodeRows(def, body, e.cfg.Limits)
 	if err != nil {
-		return state.AppendResult{}, &Error{Status: 400, Title: statusTitle(400), Detail: err.Error(), Statement: -1}
+		status := 400
+		if re, ok := err.(*RowError); ok && re.Status != 0 {
+			status = re.Status
+		}
+		return state.AppendResult{}, &Error{Status: status, Title: statusTitle(status), Detail: err.Error(), Statement: -1}
 	}
 	l, err := e.meta.Log(def.ID)
 	if err != nil {

@@ -34,7 +34,10 @@ type Config struct {
 	// checkpoints and catalog writes once less than half of it would be
 	// left (state.Space). 0: state.DefaultDiskReserve; negative: no checks.
 	DiskReserve int64
-	Logger      *slog.Logger
+	// Limits bound ingest rows (zero values: no row size limit, the
+	// default nesting depth).
+	Limits Limits
+	Logger *slog.Logger
 	// WrapSync wraps every sync of both stores (fault-injection tests).
 	WrapSync func(state.SyncFunc) state.SyncFunc
 	// Publisher makes external sinks' publishers (default: by ENGINE;
@@ -109,7 +112,7 @@ const (
 // every view's query and the maintenance loop (GC, log truncation).
 func Open(cfg Config) (*Engine, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-		return nil, fmt.Errorf("data dir: %w", err)
+		return nil, fmt.Errorf("data directory %s: %w", cfg.DataDir, err)
 	}
 	lock, err := lockDataDir(cfg.DataDir)
 	if err != nil {
@@ -560,6 +563,12 @@ func (e *Engine) createTable(s *parser.CreateTable, st *parser.Statement) (Resul
 }
 
 func (e *Engine) createView(s *parser.CreateView, st *parser.Statement, set []parser.SetVar) (Result, error) {
+	if err := planner.CheckName("view", s.Name); err != nil {
+		return Result{}, err
+	}
+	if err := planner.CheckAliases(s.Select); err != nil {
+		return Result{}, err
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if _, ok := e.tables[s.Name]; ok {

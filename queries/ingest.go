@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/streamsql/streamsql/planner"
 	"github.com/streamsql/streamsql/planner/plan"
@@ -18,7 +19,31 @@ type RowError struct {
 	Row    int    // 0-based index of the row in the request; -1: the body
 	Column string // empty when about the whole row
 	Msg    string
+	// Status is the HTTP status to answer with: 0 is 400; a row over
+	// Limits.MaxRowSize is 413.
+	Status int
 }
+
+// Limits bound what decoding one ingest body (or Kafka record) accepts.
+type Limits struct {
+	// MaxRowSize is the largest row, in bytes of its JSON text; 0: no
+	// limit. A larger row is refused with 413.
+	MaxRowSize int
+	// MaxDepth is the deepest nesting of JSON values, counted from the
+	// outermost one (a JSON array body counts, then the row object); 0:
+	// DefaultMaxJSONDepth. Every column is a scalar, so anything nested is
+	// wrong anyway: the limit bounds the work spent finding that out.
+	MaxDepth int
+}
+
+// Defaults of Limits (and of serve's --max-row-size and --max-json-depth).
+const (
+	DefaultMaxRowSize   = 1 << 20
+	DefaultMaxJSONDepth = 32
+)
+
+// DefaultLimits are the limits serve starts with.
+var DefaultLimits = Limits{MaxRowSize: DefaultMaxRowSize, MaxDepth: DefaultMaxJSONDepth}
 
 func (e *RowError) Error() string {
 	switch {
@@ -31,24 +56,25 @@ func (e *RowError) Error() string {
 }
 
 // DecodeRows parses a JSON array or NDJSON body into rows of def's schema,
-// validating every row; any bad row rejects the whole request. VARCHAR
-// values are substrings of body where they have no escapes.
+// validating every row (within DefaultLimits); any bad row rejects the
+// whole request. VARCHAR values are substrings of body where they have no
+// escapes.
 func DecodeRows(def *plan.TableDef, body string) ([]plan.Row, error) {
 	var rows []plan.Row
-	err := decodeRows(def, body, func(r plan.Row) { rows = append(rows, slices.Clone(r)) })
+	err := decodeRows(def, body, DefaultLimits, func(r plan.Row) { rows = append(rows, slices.Clone(r)) })
 	if err != nil {
 		return nil, err
 	}
 	return rows, nil
 }
 
-// EncodeRows is DecodeRows with each row in the ingest log's encoding
-// (runtime.AppendRow), all in one buffer: the hot path of ingest, with no
-// allocation per row.
-func EncodeRows(def *plan.TableDef, body string) ([][]byte, error) {
+// EncodeRows is DecodeRows within lim, with each row in the ingest log's
+// encoding (runtime.AppendRow), all in one buffer: the hot path of ingest,
+// with no allocation per row.
+func EncodeRows(def *plan.TableDef, body string, lim Limits) ([][]byte, error) {
 	buf := make([]byte, 0, len(body)*3/4+64) // encoded rows are smaller than their JSON (no member names)
 	var ends []int
-	err := decodeRows(def, body, func(r plan.Row) {
+	err := decodeRows(def, body, lim, func(r plan.Row) {
 		buf = runtime.AppendRow(buf, r)
 		ends = append(ends, len(buf))
 	})
@@ -75,9 +101,13 @@ func EncodeRows(def *plan.TableDef, body string) ([][]byte, error) {
 // PRIMARY KEY table also takes "_op" ("upsert" or "delete"; a delete needs
 // only the key and event-time columns) and logs the operation as one more
 // value. Errors name the row (0-based) and the column; the first error in
-// the body is reported.
-func decodeRows(def *plan.TableDef, body string, emit func(plan.Row)) error {
-	d := rowDecoder{def: def, j: jsonScan{s: body}, row: make(plan.Row, len(def.Columns), len(def.Columns)+1)}
+// the body is reported. A row longer than lim.MaxRowSize or a value nested
+// deeper than lim.MaxDepth is an error too.
+func decodeRows(def *plan.TableDef, body string, lim Limits, emit func(plan.Row)) error {
+	if lim.MaxDepth <= 0 {
+		lim.MaxDepth = DefaultMaxJSONDepth
+	}
+	d := rowDecoder{def: def, j: jsonScan{s: body, maxDepth: lim.MaxDepth}, row: make(plan.Row, len(def.Columns), len(def.Columns)+1), maxRow: lim.MaxRowSize}
 	j := &d.j
 	if j.ws(); j.peek() != '[' {
 		for n := 0; !j.atEnd(); n++ {
@@ -119,27 +149,48 @@ func decodeRows(def *plan.TableDef, body string, emit func(plan.Row)) error {
 
 // rowDecoder decodes the rows of one request.
 type rowDecoder struct {
-	def *plan.TableDef
-	j   jsonScan
-	row plan.Row // the row being decoded; its capacity has room for the operation
+	def    *plan.TableDef
+	j      jsonScan
+	row    plan.Row // the row being decoded; its capacity has room for the operation
+	maxRow int      // Limits.MaxRowSize
 }
 
 // decodeRow decodes the row object n, at nesting depth depth, into d.row.
 func (d *rowDecoder) decodeRow(n, depth int) *RowError {
+	j := &d.j
+	j.ws()
+	start := j.i
+	err := d.decodeObject(n, depth)
+	if err == nil && d.maxRow > 0 && j.i-start > d.maxRow {
+		err = &RowError{Row: n, Status: 413, Msg: fmt.Sprintf("row is %d bytes, over the %d-byte limit on one row (--max-row-size)", j.i-start, d.maxRow)}
+	}
+	return err
+}
+
+// tooDeep is the error for a value nested deeper than the limit: in row
+// n, in column col (empty: the row itself).
+func (d *rowDecoder) tooDeep(n int, col string) *RowError {
+	return &RowError{Row: n, Column: col, Msg: fmt.Sprintf("JSON nested deeper than %d levels (--max-json-depth; every column is a scalar)", d.j.maxDepth)}
+}
+
+// decodeObject decodes the row object n (the reading position is at its
+// first byte), at nesting depth depth, into d.row.
+func (d *rowDecoder) decodeObject(n, depth int) *RowError {
 	j, def := &d.j, d.def
 	syntax := func(err error) *RowError { return &RowError{Row: n, Msg: "not a JSON object: " + err.Error()} }
-	j.ws()
 	if j.i == len(j.s) {
 		return syntax(errUnexpectedEnd())
 	}
 	if j.s[j.i] != '{' {
-		if err := j.skip(depth); err != nil {
+		if err := j.skip(depth); err == errTooDeep {
+			return d.tooDeep(n, "")
+		} else if err != nil {
 			return syntax(err)
 		}
 		return &RowError{Row: n, Msg: "not a JSON object"}
 	}
-	if depth+1 > maxDepth {
-		return syntax(syntaxError("exceeded max depth"))
+	if depth+1 > j.maxDepth {
+		return d.tooDeep(n, "")
 	}
 	j.i++
 	row := d.row[:len(def.Columns)]
@@ -173,6 +224,9 @@ func (d *rowDecoder) decodeRow(n, depth int) *RowError {
 			switch {
 			case i >= 0:
 				v, msg, err := d.value(def.Columns[i].Type, depth+1)
+				if err == errTooDeep {
+					return d.tooDeep(n, def.Columns[i].Name)
+				}
 				if err != nil {
 					return syntax(err)
 				}
@@ -186,6 +240,9 @@ func (d *rowDecoder) decodeRow(n, depth int) *RowError {
 					return &RowError{Row: n, Column: name, Msg: "_op is only for tables with a PRIMARY KEY"}
 				}
 				op, isStr, err := d.op(depth + 1)
+				if err == errTooDeep {
+					return d.tooDeep(n, name)
+				}
 				if err != nil {
 					return syntax(err)
 				}
@@ -198,7 +255,7 @@ func (d *rowDecoder) decodeRow(n, depth int) *RowError {
 					return &RowError{Row: n, Column: name, Msg: fmt.Sprintf(`_op must be "upsert" or "delete", not %s`, op)}
 				}
 			default:
-				return &RowError{Row: n, Column: name, Msg: fmt.Sprintf("unknown column (table %s has %s)", def.Name, columnList(def.Columns))}
+				return &RowError{Row: n, Column: clip(name), Msg: fmt.Sprintf("unknown column (table %s has %s)", def.Name, columnList(def.Columns))}
 			}
 			j.ws()
 			if j.i == len(j.s) {
@@ -414,6 +471,20 @@ func daysFromCivil(y, m, d int64) int64 {
 	return era*146097 + doe - 719468
 }
 
+// clip shortens a name from a request for an error message: a member
+// name may be as long as the body.
+func clip(name string) string {
+	const max = 128
+	if len(name) <= max {
+		return name
+	}
+	i := max
+	for i > 0 && !utf8.RuneStart(name[i]) {
+		i--
+	}
+	return name[:i] + "..."
+}
+
 func isKey(def *plan.TableDef, col string) bool {
 	for _, k := range def.PrimaryKey {
 		if strings.EqualFold(k, col) {
@@ -451,7 +522,7 @@ func RecordDecoder(src *plan.Source) (func([]byte) (plan.Row, error), error) {
 	return func(v []byte) (plan.Row, error) {
 		var row plan.Row
 		n := 0
-		err := decodeRows(def, string(v), func(r plan.Row) {
+		err := decodeRows(def, string(v), Limits{}, func(r plan.Row) {
 			n++
 			row = slices.Clone(r)
 		})

@@ -47,7 +47,7 @@ func FuzzDecodeRows(f *testing.F) {
 		got, err := DecodeRows(def, body)
 		want, oerr := oracleDecodeRows(def, []byte(body))
 		if err == nil {
-			enc, eerr := EncodeRows(def, body)
+			enc, eerr := EncodeRows(def, body, DefaultLimits)
 			if eerr != nil || len(enc) != len(got) {
 				t.Fatalf("EncodeRows: %d rows, %v; DecodeRows: %d rows", len(enc), eerr, len(got))
 			}

@@ -169,7 +169,7 @@ func TestEncodeRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	enc, err := EncodeRows(pk, body)
+	enc, err := EncodeRows(pk, body, DefaultLimits)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func TestEncodeRows(t *testing.T) {
 			t.Errorf("row %d: encoded %x, want %x", i, enc[i], want)
 		}
 	}
-	if _, err := EncodeRows(pk, `{"id": 1, "ts": 6, "name": 7}`); err == nil || err.Error() != "row 0, column name: expected VARCHAR, got a number" {
+	if _, err := EncodeRows(pk, `{"id": 1, "ts": 6, "name": 7}`, DefaultLimits); err == nil || err.Error() != "row 0, column name: expected VARCHAR, got a number" {
 		t.Errorf("EncodeRows error %v", err)
 	}
 }
@@ -234,10 +234,60 @@ func BenchmarkDecodeNDJSON(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := EncodeRows(def, body); err != nil {
+		if _, err := EncodeRows(def, body, DefaultLimits); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
 	b.ReportMetric(0, "ns/op")
+}
+
+// TestDecodeLimits: a row over MaxRowSize is refused with 413 naming its
+// index; a value nested deeper than MaxDepth is refused naming its row and
+// column, found without recursion however deep it goes.
+func TestDecodeLimits(t *testing.T) {
+	def := tableDef(t, bidsTableSQL)
+	lim := Limits{MaxRowSize: 100, MaxDepth: 4}
+	small := `{"auction": 1, "ts": 1}`
+	long := `{"auction": 1, "ts": 1, "channel": "` + strings.Repeat("x", 100) + `"}`
+	deep := func(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) }
+	for _, c := range []struct {
+		name, body string
+		lim        Limits
+		want       string
+		status     int
+	}{
+		{"long row", small + "\n" + small + "\n" + long, lim, "row 2: row is 138 bytes, over the 100-byte limit on one row (--max-row-size)", 413},
+		{"long row in an array", "[" + small + ", " + long + "]", lim, "row 1: row is 138 bytes, over the 100-byte limit", 413},
+		{"deep column", small + "\n" + `{"auction": 1, "ts": 1, "price": ` + deep(4) + `}`, lim, "row 1, column price: JSON nested deeper than 4 levels (--max-json-depth", 0},
+		{"deep row", small + "\n" + deep(5), lim, "row 1: JSON nested deeper than 4 levels", 0},
+		{"deep in an array body", `[{"auction": 1, "ts": 1, "price": ` + deep(3) + `}]`, lim, "row 0, column price: JSON nested deeper than 4 levels", 0},
+		{"very deep, default limits", `{"auction": 1, "ts": 1, "price": ` + deep(1_000_000) + `}`, Limits{}, "row 0, column price: JSON nested deeper than 32 levels", 0},
+		{"very deep row, default limits", deep(1_000_000), Limits{}, "row 0: JSON nested deeper than 32 levels", 0},
+		{"unknown column named briefly", `{"` + strings.Repeat("c", 1000) + `": 1}`, lim, "row 0, column " + strings.Repeat("c", 128) + "...: unknown column", 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := EncodeRows(def, c.body, c.lim)
+			re, ok := err.(*RowError)
+			if !ok || !strings.HasPrefix(err.Error(), c.want) || re.Status != c.status {
+				t.Fatalf("error %v (%T), want %q with status %d", err, err, c.want, c.status)
+			}
+		})
+	}
+	pk := tableDef(t, `CREATE TABLE p (id BIGINT, ts TIMESTAMP(3) NOT NULL, PRIMARY KEY (id)) ENGINE=http ENGINE_ATTRIBUTE='{"event_time": "ts"}'`)
+	if _, err := EncodeRows(pk, `{"id": 1, "ts": 1, "_op": `+deep(4)+`}`, lim); err == nil || !strings.HasPrefix(err.Error(), "row 0, column _op: JSON nested deeper than 4 levels") {
+		t.Errorf("deep _op: %v", err)
+	}
+	// At the limits exactly: accepted.
+	exact := `{"auction": 1, "ts": 1, "channel": "` + strings.Repeat("x", 100-38) + `"}`
+	if len(exact) != 100 {
+		t.Fatalf("exact row is %d bytes", len(exact))
+	}
+	if rows, err := EncodeRows(def, "[\n"+exact+"\n]", Limits{MaxRowSize: 100, MaxDepth: 2}); err != nil || len(rows) != 1 {
+		t.Fatalf("a row of exactly the limits: %d rows, %v", len(rows), err)
+	}
+	// A value at the depth limit is only the wrong type.
+	if _, err := EncodeRows(def, `{"auction": 1, "ts": 1, "price": `+deep(3)+`}`, lim); err == nil || !strings.HasSuffix(err.Error(), "expected DOUBLE, got an array") {
+		t.Fatalf("an array at the depth limit: %v", err)
+	}
 }

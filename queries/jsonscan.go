@@ -20,18 +20,21 @@ type jsonScan struct {
 	s   string
 	i   int    // read position
 	esc []byte // scratch for strings with escapes
+	// maxDepth is the nesting limit, counted from the outermost value (a
+	// JSON array body counts); skip refuses deeper values with errTooDeep.
+	maxDepth int
 	// Unescaped strings are appended here and returned as substrings of
 	// its String(), which stay valid as it grows: no allocation each.
 	arena strings.Builder
 }
 
-// maxDepth is encoding/json's nesting limit, counted from the outermost
-// value (a JSON array body counts).
-const maxDepth = 10000
-
 type syntaxError string
 
 func (e syntaxError) Error() string { return string(e) }
+
+// errTooDeep is skip's error for a value nested deeper than maxDepth. It
+// is found without recursion, so no depth costs stack.
+var errTooDeep = syntaxError("exceeded max depth")
 
 func errUnexpectedEnd() error { return syntaxError("unexpected end of JSON input") }
 
@@ -313,8 +316,8 @@ func (j *jsonScan) skip(depth int) error {
 		}
 		switch c := j.s[j.i]; {
 		case c == '{' || c == '[':
-			if depth+len(stack)+1 > maxDepth {
-				return syntaxError("exceeded max depth")
+			if depth+len(stack)+1 > j.maxDepth {
+				return errTooDeep
 			}
 			j.i++
 			j.ws()

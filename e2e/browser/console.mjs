@@ -112,6 +112,10 @@ try {
   page = await context.newPage();
   page.setDefaultTimeout(15000);
   page.on('pageerror', (e) => failures.push(`page error: ${e.message}`));
+  // The server's Content-Security-Policy must not block anything the console does.
+  page.on('console', (m) => {
+    if (m.type() === 'error' && /Content Security Policy/i.test(m.text())) failures.push(`CSP violation: ${m.text()}`);
+  });
   page.on('request', (r) => {
     const u = r.url();
     if (!u.startsWith(BASE) && !u.startsWith('data:') && !u.startsWith('blob:')) failures.push(`request outside the server (the console must work offline): ${u}`);
