@@ -126,25 +126,6 @@ func (s *server) kill() {
 	s.reap()
 }
 
-// stop ends the process with SIGTERM (a clean shutdown), SIGKILL after
-// a minute.
-func (s *server) stop() {
-	s.mu.Lock()
-	cmd, exited := s.cmd, s.exited
-	s.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-exited:
-	case <-time.After(time.Minute):
-		cmd.Process.Signal(syscall.SIGKILL)
-		<-exited
-	}
-	s.reap()
-}
-
 // waitHealthy waits until /healthz answers 200; an error if the process
 // exits first or startTimeout passes.
 func (s *server) waitHealthy() error {
