@@ -13,6 +13,7 @@ import (
 
 	"github.com/streamsql/streamsql/planner"
 	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/runtime"
 )
 
 // FuzzDecodeRows checks the hand-written decoder against an oracle: the
@@ -50,6 +51,19 @@ func FuzzDecodeRows(f *testing.F) {
 			enc, eerr := EncodeRows(def, body, DefaultLimits)
 			if eerr != nil || len(enc) != len(got) {
 				t.Fatalf("EncodeRows: %d rows, %v; DecodeRows: %d rows", len(enc), eerr, len(got))
+			}
+			// What the log reader reads back: rows of the table's width
+			// (and the delete flag of a PRIMARY KEY table) that encode
+			// as written.
+			width := len(def.Columns)
+			if len(def.PrimaryKey) > 0 {
+				width++
+			}
+			for i, b := range enc {
+				r, derr := runtime.DecodeRow(b)
+				if derr != nil || len(r) != width || !bytes.Equal(runtime.AppendRow(nil, r), b) || !bytes.Equal(runtime.AppendRow(nil, got[i]), b) {
+					t.Fatalf("row %d: the log reads %v, %v; decoded %v", i, r, derr, got[i])
+				}
 			}
 		}
 		switch {

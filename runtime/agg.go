@@ -132,7 +132,10 @@ func (a *hashAgg) Process(b *Batch, out Emitter) error {
 		w := a.spec.Window
 		switch {
 		case a.spec.Session:
-			g := a.sessionGroup(r, m, res)
+			g, err := a.sessionGroup(r, m, res)
+			if err != nil {
+				return err
+			}
 			if g == nil {
 				continue // late
 			}
@@ -318,14 +321,15 @@ func (a *hashAgg) markChanged(g *group) {
 
 // sessionGroup merges the row's [ts, ts+gap) into its key's sessions and
 // returns the group of the session it ends up in, or nil when that session
-// is already closed (the row is late).
-func (a *hashAgg) sessionGroup(r plan.Row, m *RowMeta, res *Batch) *group {
+// is already closed (the row is late); an error when merging sessions
+// overflows a SUM.
+func (a *hashAgg) sessionGroup(r plan.Row, m *RowMeta, res *Batch) (*group, error) {
 	ts := r[0].I
 	list := a.sessions[m.Key]
 	next, merged, absorbed := window.InsertSession(list, ts, a.spec.Window.Gap)
 	if window.Late(merged, a.spec.AllowedLateness, a.wm) {
 		a.counters.late(m, ts)
-		return nil
+		return nil, nil
 	}
 	kg := a.keyOf(m.Key)
 	g := a.groupIn(kg, merged)
@@ -335,10 +339,11 @@ func (a *hashAgg) sessionGroup(r plan.Row, m *RowMeta, res *Batch) *group {
 			continue
 		}
 		for j, ag := range a.spec.Aggs {
-			// Overflow cannot happen merging sums that each fit and whose
-			// rows were added one by one; an error here is a broken invariant.
+			// Two sessions' sums that each fit may overflow together
+			// (MaxInt64 in one, 1 in the other, and a row between them
+			// merges them): the query fails as when a row's SUM overflows.
 			if err := g.accs[j].merge(ag.Fn, ag.T, &og.accs[j]); err != nil {
-				panic(err)
+				return nil, err
 			}
 		}
 		if og.emitted {
@@ -347,7 +352,7 @@ func (a *hashAgg) sessionGroup(r plan.Row, m *RowMeta, res *Batch) *group {
 		a.kill(og) // its window's list entry stays, dead, until the window closes
 	}
 	a.sessions[m.Key] = next
-	return g
+	return g, nil
 }
 
 // advance moves the watermark and closes every window it passes.

@@ -106,6 +106,11 @@ func (a *hashAgg) decodeGroup(g *group, b []byte) error {
 			return fmt.Errorf("accumulator %d: bad set size", i)
 		}
 		b = b[k:]
+		if m > uint64(len(b)) {
+			// Each member takes at least its length byte: a count above
+			// that is corrupt (and must not size an allocation).
+			return fmt.Errorf("accumulator %d: set of %d members in %d bytes", i, m, len(b))
+		}
 		if m > 0 {
 			c.seen = make(map[string]struct{}, m)
 		}
@@ -117,6 +122,32 @@ func (a *hashAgg) decodeGroup(g *group, b []byte) error {
 			c.seen[string(b[k:k+int(l)])] = struct{}{}
 			b = b[k+int(l):]
 		}
+	}
+	if len(b) > 0 {
+		return fmt.Errorf("%d bytes after the last accumulator", len(b))
+	}
+	return nil
+}
+
+// checkGroup rejects a restored group the operator could not run with: a
+// window that is not one of this aggregation's kind, or a group key that
+// is not exactly its key columns' values (emit decodes them).
+func (a *hashAgg) checkGroup(wk winKey) error {
+	switch {
+	case !a.spec.Windowed && (wk.start != 0 || wk.end != 0):
+		return fmt.Errorf("window [%d, %d) of a running aggregate", wk.start, wk.end)
+	case a.spec.Windowed && wk.start >= wk.end:
+		return fmt.Errorf("empty window [%d, %d)", wk.start, wk.end)
+	}
+	b := []byte(wk.key)
+	for i := range a.nkeys {
+		var err error
+		if _, b, err = DecodeValue(b); err != nil {
+			return fmt.Errorf("group key column %d: %w", i, err)
+		}
+	}
+	if len(b) > 0 {
+		return fmt.Errorf("group key has %d bytes after its %d columns", len(b), a.nkeys)
 	}
 	return nil
 }
@@ -179,6 +210,9 @@ func (a *hashAgg) Restore(r StateReader) error {
 	return r.Scan(func(k, v []byte) error {
 		wk, err := decodeWinKey(k)
 		if err != nil {
+			return fmt.Errorf("aggregation state key %x: %w", k, err)
+		}
+		if err := a.checkGroup(wk); err != nil {
 			return fmt.Errorf("aggregation state key %x: %w", k, err)
 		}
 		if !r.Owns(wk.key) {

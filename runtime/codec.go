@@ -77,10 +77,12 @@ func DecodeValue(b []byte) (plan.Value, []byte, error) {
 	return v, b, nil
 }
 
-// DecodeRow decodes a row written by AppendRow.
+// DecodeRow decodes a row written by AppendRow: all of b.
 func DecodeRow(b []byte) (plan.Row, error) {
 	n, k := binary.Uvarint(b)
-	if k <= 0 || n > uint64(len(b)) {
+	// Every value takes at least its kind byte: a count above the bytes
+	// left is corrupt, and must not size the allocation.
+	if k <= 0 || n > uint64(len(b)-k) {
 		return nil, fmt.Errorf("decode row: bad column count")
 	}
 	b = b[k:]
@@ -91,7 +93,53 @@ func DecodeRow(b []byte) (plan.Row, error) {
 			return nil, fmt.Errorf("decode row column %d: %w", i, err)
 		}
 	}
+	if len(b) > 0 {
+		return nil, fmt.Errorf("decode row: %d bytes after its %d columns", len(b), n)
+	}
 	return r, nil
+}
+
+// RowWidth checks that b is a whole row written by AppendRow, without
+// decoding it, and returns its number of columns.
+func RowWidth(b []byte) (int, error) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(b)-k) {
+		return 0, fmt.Errorf("decode row: bad column count")
+	}
+	b = b[k:]
+	for i := range n {
+		if len(b) == 0 {
+			return 0, fmt.Errorf("decode row column %d: decode value: empty input", i)
+		}
+		kind := plan.Type(b[0])
+		b = b[1:]
+		switch kind {
+		case plan.TypeNull:
+		case plan.TypeDouble:
+			if len(b) < 8 {
+				return 0, fmt.Errorf("decode row column %d: decode double: short input", i)
+			}
+			b = b[8:]
+		case plan.TypeVarchar:
+			l, k := binary.Uvarint(b)
+			if k <= 0 || uint64(len(b)-k) < l {
+				return 0, fmt.Errorf("decode row column %d: decode string: bad length", i)
+			}
+			b = b[k+int(l):]
+		case plan.TypeBigint, plan.TypeTimestamp, plan.TypeBoolean:
+			_, k := binary.Varint(b)
+			if k <= 0 {
+				return 0, fmt.Errorf("decode row column %d: decode integer: bad varint", i)
+			}
+			b = b[k:]
+		default:
+			return 0, fmt.Errorf("decode row column %d: decode value: unknown kind %d", i, kind)
+		}
+	}
+	if len(b) > 0 {
+		return 0, fmt.Errorf("decode row: %d bytes after its %d columns", len(b), n)
+	}
+	return int(n), nil
 }
 
 // EncodeKey encodes the values of r at cols: a group key.

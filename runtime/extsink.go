@@ -572,7 +572,10 @@ func (c *committer) nextEpoch(at uint64) (uint64, []esink.Change, [][]byte, erro
 			if put {
 				var err error
 				if row, err = DecodeRow(v); err != nil {
-					return err
+					return fmt.Errorf("key %x: %w", k, err)
+				}
+				if len(row) != len(c.ext.Columns) {
+					return fmt.Errorf("key %x: a row of %d columns, table %s has %d", k, len(row), c.ext.Table, len(c.ext.Columns))
 				}
 			}
 			ch, err := c.toChange(string(k), row)

@@ -390,6 +390,7 @@ func (j *Job) build(deps Deps, o StartOptions, committed uint64) error {
 					if j.results == nil {
 						return fmt.Errorf("query %s: a results sink needs a results table", j.Name)
 					}
+					j.results.setWidth(len(g.Out))
 					if s.Key == plan.KeyRowID {
 						j.results.setAppendOnly()
 						st.sink = newAppendSink(j.results, j.store, j.ID, i, v.Parallelism, counters)
@@ -481,8 +482,8 @@ func (j *Job) sourceTask(base taskBase, src *plan.Source, v, i int, deps Deps, o
 		if err != nil {
 			return nil, fmt.Errorf("query %s: source %s position at checkpoint %d: %w", j.Name, src.Table, committed, err)
 		}
-		if err := json.Unmarshal(raw, &pos); err != nil {
-			return nil, fmt.Errorf("query %s: source %s position: %w", j.Name, src.Table, err)
+		if pos, err = decodeSourcePos(raw, pos); err != nil {
+			return nil, fmt.Errorf("query %s: source %s position at checkpoint %d: %w", j.Name, src.Table, committed, err)
 		}
 	}
 	rd, err := j.reader(src, deps, pos, sourceColumns(j.Graph.Vertices[v].Ops, src))
@@ -629,7 +630,7 @@ func (j *Job) reader(src *plan.Source, deps Deps, pos sourcePos, used []bool) (r
 		if err != nil {
 			return nil, err
 		}
-		return &logReader{log: l, off: from, upsert: src.Upsert}, nil
+		return &logReader{log: l, off: from, upsert: src.Upsert, width: len(src.Schema)}, nil
 	case "nexmark":
 		return newNexmarkReader(src, from, time.Now().UnixMilli(), used)
 	case "kafka":

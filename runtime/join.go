@@ -556,6 +556,13 @@ func (c *joinCkpt) dropped(jr *joinRow) {
 	}
 }
 
+func sideName(side int) string {
+	if side == sideLeft {
+		return "left"
+	}
+	return "right"
+}
+
 func rowRecordKey(buf []byte, jr *joinRow) []byte {
 	buf = append(buf, byte(jr.side))
 	buf = binary.AppendUvarint(buf, uint64(len(jr.key)))
@@ -664,8 +671,10 @@ func (c *joinCkpt) snapshot(w StateWriter, wm [2]int64, all func(fn func(*joinRo
 
 // restoreRecords reads a join's records: it calls row for each row whose
 // key this task owns, and returns the side watermarks (the minimum over
-// the watermark records; ok false when there is none).
-func (c *joinCkpt) restoreRecords(r StateReader, what string, row func(jr *joinRow)) (wm [2]int64, ok bool, err error) {
+// the watermark records; ok false when there is none). A held row must
+// have its side's width (the join concatenates rows by position); only
+// the sides marked in deletes hold delete versions (no row).
+func (c *joinCkpt) restoreRecords(r StateReader, what string, width [2]int, deletes [2]bool, row func(jr *joinRow)) (wm [2]int64, ok bool, err error) {
 	wm = [2]int64{math.MaxInt64, math.MaxInt64}
 	err = r.Scan(func(k, v []byte) error {
 		if len(k) > 0 && k[0] == wmRecord {
@@ -681,9 +690,15 @@ func (c *joinCkpt) restoreRecords(r StateReader, what string, row func(jr *joinR
 			ok = true
 			return nil
 		}
-		_, jr, err := decodeRowRecord(k, v)
+		side, jr, err := decodeRowRecord(k, v)
 		if err != nil {
 			return fmt.Errorf("%s state record %x: %w", what, k, err)
+		}
+		switch {
+		case jr.deleted && !deletes[side]:
+			return fmt.Errorf("%s state record %x: a delete version on the %s side", what, k, sideName(side))
+		case !jr.deleted && len(jr.row) != width[side]:
+			return fmt.Errorf("%s state record %x: a row of %d columns on the %s side, which has %d", what, k, len(jr.row), sideName(side), width[side])
 		}
 		if r.Owns(jr.key) {
 			row(jr)
@@ -715,7 +730,8 @@ func (j *intervalJoin) Snapshot(w StateWriter) error {
 // (the minimum over the watermark records), and rebuilds the key lists
 // and expiry heaps.
 func (j *intervalJoin) Restore(r StateReader) error {
-	wm, ok, err := j.restoreRecords(r, "interval join", func(jr *joinRow) {
+	width := [2]int{len(j.spec.Left), len(j.spec.Right)}
+	wm, ok, err := j.restoreRecords(r, "interval join", width, [2]bool{}, func(jr *joinRow) {
 		s := &j.side[jr.side]
 		s.keys[jr.key] = append(s.keys[jr.key], jr)
 		s.expires = append(s.expires, expiryItem{bound: j.bound(jr.side, jr.time), row: jr})

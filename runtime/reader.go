@@ -33,6 +33,7 @@ type logReader struct {
 	log    *state.Log
 	off    int64
 	upsert bool // a PRIMARY KEY table: each row ends with its delete flag
+	width  int  // the table's columns (0: not checked)
 }
 
 var _ reader = (*logReader)(nil)
@@ -45,6 +46,9 @@ func (r *logReader) Poll(_ int64, max int, b *Batch) (int, error) {
 			return fmt.Errorf("log offset %d: %w", off, err)
 		}
 		m := RowMeta{Offset: off}
+		if want := r.width + btoi(r.upsert); r.width > 0 && len(row) != want {
+			return fmt.Errorf("log offset %d: a row of %d values, the table's have %d", off, len(row), want)
+		}
 		if r.upsert {
 			if len(row) == 0 {
 				return fmt.Errorf("log offset %d: upsert row without its operation", off)
@@ -64,6 +68,13 @@ func (r *logReader) Poll(_ int64, max int, b *Batch) (int, error) {
 	}
 	r.off = next
 	return n, nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func (r *logReader) Offset() int64          { return r.off }

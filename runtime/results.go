@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/streamsql/streamsql/planner/plan"
 	"github.com/streamsql/streamsql/state"
@@ -88,6 +89,44 @@ type Results struct {
 	recent     [][]byte
 	// log is the change log of GET .../changes (changes.go).
 	log *changeLog
+	// width is the number of columns of a result row (0: not known), which
+	// rows read back from the store must have.
+	width atomic.Int64
+}
+
+// setWidth sets the number of columns of the query's result rows.
+func (r *Results) setWidth(n int) { r.width.Store(int64(n)) }
+
+// checkWidth rejects a stored result row (encoded, enc) that is not a
+// whole row of the query's width.
+func (r *Results) checkWidth(enc []byte) error {
+	n, err := RowWidth(enc)
+	if err != nil {
+		return err
+	}
+	if w := r.width.Load(); w > 0 && int64(n) != w {
+		return fmt.Errorf("a row of %d columns, the query's have %d", n, w)
+	}
+	return nil
+}
+
+// decodeRow decodes a stored result row, which must have the query's width.
+func (r *Results) decodeRow(enc []byte) (plan.Row, error) {
+	if err := r.checkWidth(enc); err != nil {
+		return nil, err
+	}
+	return DecodeRow(enc)
+}
+
+// decodeBlock decodes an append-only block's records (see decodeBlock),
+// whose rows must have the query's width.
+func (r *Results) decodeBlock(b []byte, fn func(key []byte, row plan.Row) error) error {
+	return decodeBlock(b, func(key []byte, row plan.Row) error {
+		if w := r.width.Load(); w > 0 && int64(len(row)) != w {
+			return fmt.Errorf("record %x: a row of %d columns, the query's have %d", key, len(row), w)
+		}
+		return fn(key, row)
+	})
 }
 
 // setAppendOnly switches the results to append-only keeping (before the
@@ -150,6 +189,9 @@ func (r *Results) Load(id uint64) error {
 			return fmt.Errorf("load results at %d: %w", id, err)
 		}
 		for _, k := range keys {
+			if err := r.checkWidth(vals[k]); err != nil {
+				return fmt.Errorf("load results at %d: result %x: %w", id, k, err)
+			}
 			latest[resultOwner(k, kind, n)].set(k, vals[k])
 		}
 		blocks = b
@@ -169,7 +211,7 @@ func (r *Results) readLog(at uint64) ([]plan.Row, error) {
 	}
 	rows := make([]plan.Row, len(keys))
 	for i, k := range keys {
-		if rows[i], err = DecodeRow(vals[k]); err != nil {
+		if rows[i], err = r.decodeRow(vals[k]); err != nil {
 			return nil, fmt.Errorf("result %x: %w", k, err)
 		}
 	}
@@ -196,6 +238,7 @@ func (r *Results) superseded(task, tasks int) [][]byte {
 // which says how its results are stored.
 func OpenResults(store state.Versioned, qid uint64, g *plan.Graph) (*Results, error) {
 	r := NewResults(store, qid)
+	r.setWidth(len(g.Out))
 	if resultsKey(g) == plan.KeyRowID {
 		r.setAppendOnly()
 	}
@@ -345,14 +388,19 @@ func (r *Results) Snapshot(at uint64) ([]KeyedRow, error) {
 		}
 		r.mu.RUnlock()
 		if at > 0 {
-			err := r.store.Scan(r.blocks, at, func(k, v []byte) error { return decodeBlock(v, add) })
+			err := r.store.Scan(r.blocks, at, func(k, v []byte) error {
+				if err := r.decodeBlock(v, add); err != nil {
+					return fmt.Errorf("result block %x: %w", k, err)
+				}
+				return nil
+			})
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("read results at %d: %w", at, err)
 			}
 		}
 		for _, b := range recent {
 			if err := decodeBlock(b, add); err != nil {
-				return nil, err
+				return nil, fmt.Errorf("recent results: %w", err)
 			}
 		}
 		return out, nil
@@ -362,9 +410,9 @@ func (r *Results) Snapshot(at uint64) ([]KeyedRow, error) {
 		return nil, err
 	}
 	for _, k := range keys {
-		row, err := DecodeRow(vals[k])
+		row, err := r.decodeRow(vals[k])
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("read results at %d: result %x: %w", at, k, err)
 		}
 		out = append(out, KeyedRow{Key: k, Row: row})
 	}
@@ -445,7 +493,7 @@ func (r *Results) appendOnlyRows(committed bool) ([]plan.Row, error) {
 	}
 	if at > 0 {
 		err := r.store.Scan(r.blocks, at, func(k, v []byte) error {
-			if err := decodeBlock(v, add); err != nil {
+			if err := r.decodeBlock(v, add); err != nil {
 				return fmt.Errorf("result block %x: %w", k, err)
 			}
 			return nil

@@ -150,7 +150,7 @@ func (s *sourceTask) poll(now int64) (int, error) {
 	b := &Batch{}
 	n, err := s.reader.Poll(now, BatchSize, b)
 	if err != nil {
-		return 0, fmt.Errorf("%s: read: %w", s.name, err)
+		return 0, fmt.Errorf("%s: read table %s: %w", s.name, s.spec.Table, err)
 	}
 	s.afterPoll()
 	if n == 0 {
@@ -292,6 +292,24 @@ type sourcePos struct {
 	Floor        int64 `json:"floor"`
 	// Partitions: a Kafka source's position per partition.
 	Partitions map[int32]kafkaPartPos `json:"partitions,omitempty"`
+}
+
+// decodeSourcePos reads a checkpointed position over def (fields it does
+// not hold keep def's values). Offsets are never negative.
+func decodeSourcePos(raw []byte, def sourcePos) (sourcePos, error) {
+	p := def
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return def, err
+	}
+	if p.Offset < 0 {
+		return def, fmt.Errorf("negative offset %d", p.Offset)
+	}
+	for part, pp := range p.Partitions {
+		if part < 0 || pp.Offset < 0 {
+			return def, fmt.Errorf("partition %d: offset %d", part, pp.Offset)
+		}
+	}
+	return p, nil
 }
 
 // flushWait bounds how long a flush waits for rows that arrive

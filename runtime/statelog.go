@@ -173,6 +173,9 @@ func (w *stateWriter) close() [][]byte {
 // logRecords decodes one block's records.
 func logRecords(b []byte, fn func(put bool, k, v []byte) error) error {
 	for len(b) > 0 {
+		if b[0] > 1 {
+			return fmt.Errorf("bad record kind %d", b[0])
+		}
 		put := b[0] == 1
 		b = b[1:]
 		n, w := binary.Uvarint(b)

@@ -387,7 +387,8 @@ func (j *temporalJoin) Snapshot(w StateWriter) error {
 // Restore loads the waiting rows and versions whose key this task owns and
 // the side watermarks, and rebuilds the version lists and heaps.
 func (j *temporalJoin) Restore(r StateReader) error {
-	wm, ok, err := j.restoreRecords(r, "temporal join", func(jr *joinRow) {
+	width := [2]int{len(j.spec.Left), len(j.spec.Right)}
+	wm, ok, err := j.restoreRecords(r, "temporal join", width, [2]bool{sideRight: true}, func(jr *joinRow) {
 		if jr.side == sideLeft {
 			j.waiting = append(j.waiting, expiryItem{bound: jr.time, row: jr})
 		} else {

@@ -132,6 +132,14 @@ func (b *blobs) read(ref []byte) ([]byte, error) {
 		return nil, fmt.Errorf("blob %x: %w", id, err)
 	}
 	defer f.Close()
+	// The reference is checked against the file before it sizes a buffer.
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("blob %x: %w", id, err)
+	}
+	if size := uint64(fi.Size()); off > size || uint64(n) > size-off {
+		return nil, fmt.Errorf("blob %x: %d bytes at %d are past its end (%d bytes)", id, n, off, size)
+	}
 	buf := make([]byte, n)
 	if _, err := f.ReadAt(buf, int64(off)); err != nil {
 		return nil, fmt.Errorf("blob %x at %d: %w", id, off, err)

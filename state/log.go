@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -132,6 +133,9 @@ func openLog(m *Meta, id uint64) (*Log, error) {
 	start, err := getBE8(txn, l.startKey)
 	if err != nil {
 		return nil, fmt.Errorf("log %d open: start offset: %w", id, err)
+	}
+	if end > math.MaxInt64 || start > math.MaxInt64 {
+		return nil, fmt.Errorf("log %d open: start %d or end %d out of range", id, start, end)
 	}
 	l.end.Store(int64(end))
 	l.start.Store(min(int64(start), int64(end)))
@@ -557,6 +561,9 @@ func (l *Log) Read(from int64, max int, fn func(off int64, row []byte) error) (i
 	for it.Seek(binary.BigEndian.AppendUint64(append([]byte(nil), l.rowPrefix...), uint64(from))); off < limit && it.Valid(); it.Next() {
 		item := it.Item()
 		k := item.Key()
+		if len(k) != len(l.rowPrefix)+8 {
+			return off, fmt.Errorf("log %d read: row key %x: bad length", l.id, k)
+		}
 		if got := int64(binary.BigEndian.Uint64(k[len(l.rowPrefix):])); got != off {
 			return off, fmt.Errorf("log %d read: row %d missing (found %d)", l.id, off, got)
 		}

@@ -1,0 +1,271 @@
+package runtime
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/state"
+	"github.com/streamsql/streamsql/window"
+)
+
+// wantErr fails unless err is an error containing every one of parts.
+func wantErr(t *testing.T, what string, err error, parts ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("%s: no error, want one containing %q", what, parts)
+	}
+	for _, p := range parts {
+		if !strings.Contains(err.Error(), p) {
+			t.Fatalf("%s: error %q does not contain %q", what, err, p)
+		}
+	}
+}
+
+// TestCorruptRows: a row's column count larger than its bytes, or bytes
+// after its last column, are errors.
+func TestCorruptRows(t *testing.T) {
+	good := AppendRow(nil, plan.Row{plan.Int(1), plan.Str("ab")})
+	for _, c := range []struct {
+		name string
+		b    []byte
+		want string
+	}{
+		{"count past the bytes", []byte{0xff, 0xff, 0xff, 0xff, 0x0f, 0}, "bad column count"},
+		{"trailing bytes", append(append([]byte(nil), good...), 0), "bytes after its 2 columns"},
+		{"unknown kind", []byte{1, 9}, "unknown kind 9"},
+		{"short string", good[:len(good)-1], "bad length"},
+	} {
+		_, err := DecodeRow(c.b)
+		wantErr(t, "DecodeRow: "+c.name, err, c.want)
+		_, err = RowWidth(c.b)
+		wantErr(t, "RowWidth: "+c.name, err, c.want)
+	}
+	wantErr(t, "record kind", logRecords([]byte{7, 0}, func(bool, []byte, []byte) error { return nil }), "bad record kind 7")
+}
+
+// restoreAgg restores spec's aggregation from records.
+func restoreAgg(t *testing.T, spec *plan.Aggregate, recs [][2][]byte) (*hashAgg, error) {
+	t.Helper()
+	a, err := newHashAgg(spec, &Env{}, &Counters{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := blockReader(stateBlock(recs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, a.Restore(r)
+}
+
+// TestCorruptAggState: aggregation state the operator cannot run with
+// fails the restore, naming the record: a COUNT(DISTINCT) set size that
+// would have sized a huge allocation, bytes after the accumulators, a
+// group key that is not its key columns (emitting the group decoded it and
+// panicked), a window a running aggregate cannot have.
+func TestCorruptAggState(t *testing.T) {
+	specs := fuzzAggSpecs()
+	hop, running := specs[0], specs[2]
+	key := string(AppendValue(nil, plan.Str("k")))
+	wk := encodeWinKey(nil, winKey{start: 0, end: 30, key: key})
+	a, _ := newHashAgg(hop, &Env{}, &Counters{})
+	g := &group{accs: make([]acc, len(hop.Aggs))}
+	g.accs[1].seen = map[string]struct{}{"x": {}}
+	val := a.encodeGroup(nil, g)
+	if _, err := restoreAgg(t, hop, [][2][]byte{{wk, val}}); err != nil {
+		t.Fatalf("a good group: %v", err)
+	}
+
+	// The set count of accumulator 1 (COUNT(DISTINCT)): after the flags,
+	// accumulator 0 (count, sum, double, NULL value, empty set) and the
+	// count, sum, double and NULL value of accumulator 1.
+	huge := append([]byte(nil), val[:1+(1+1+8+1+1)+(1+1+8+1)]...)
+	huge = binary.AppendUvarint(huge, 1<<26)
+	_, err := restoreAgg(t, hop, [][2][]byte{{wk, huge}})
+	wantErr(t, "set size", err, "aggregation state of", "set of 67108864 members")
+
+	_, err = restoreAgg(t, hop, [][2][]byte{{wk, append(append([]byte(nil), val...), 1)}})
+	wantErr(t, "trailing bytes", err, "1 bytes after the last accumulator")
+
+	badKey := encodeWinKey(nil, winKey{start: 0, end: 30, key: "\x09"})
+	_, err = restoreAgg(t, hop, [][2][]byte{{badKey, val}})
+	wantErr(t, "group key", err, "aggregation state key", "group key column 0")
+	longKey := encodeWinKey(nil, winKey{start: 0, end: 30, key: key + key})
+	_, err = restoreAgg(t, hop, [][2][]byte{{longKey, val}})
+	wantErr(t, "group key", err, "bytes after its 1 columns")
+	_, err = restoreAgg(t, hop, [][2][]byte{{encodeWinKey(nil, winKey{start: 30, end: 30, key: key}), val}})
+	wantErr(t, "empty window", err, "empty window [30, 30)")
+
+	rkey := string(AppendValue(AppendValue(nil, plan.Str("k")), plan.Int(1)))
+	ra, _ := newHashAgg(running, &Env{}, &Counters{})
+	rval := ra.encodeGroup(nil, &group{accs: make([]acc, len(running.Aggs))})
+	_, err = restoreAgg(t, running, [][2][]byte{{encodeWinKey(nil, winKey{start: 1, end: 2, key: rkey}), rval}})
+	wantErr(t, "running window", err, "window [1, 2) of a running aggregate")
+	if _, err := restoreAgg(t, running, [][2][]byte{{encodeWinKey(nil, winKey{key: rkey}), rval}}); err != nil {
+		t.Fatalf("a good running group: %v", err)
+	}
+}
+
+// TestSessionMergeOverflow: two sessions whose BIGINT sums each fit but
+// not together fail the query with the SUM overflow when a row merges
+// them (it panicked: the merge's error was taken for a broken invariant).
+func TestSessionMergeOverflow(t *testing.T) {
+	spec := fuzzAggSpecs()[1] // SUM(v) over sessions of gap 10
+	a, err := newHashAgg(spec, &Env{}, &Counters{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := plan.Str("k")
+	key := string(AppendValue(nil, k))
+	send := func(ts, v int64) error {
+		b := &Batch{}
+		b.Append(plan.Row{plan.Time(ts), k, plan.Int(v)}, RowMeta{Key: key, WM: window.NoWatermark})
+		return a.Process(b, &countEmitter{width: len(spec.Out)})
+	}
+	if err := send(0, math.MaxInt64); err != nil {
+		t.Fatal(err)
+	}
+	if err := send(15, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := send(8, 0); !errors.Is(err, ErrOverflow) {
+		t.Fatalf("merging the sessions: %v, want %v", err, ErrOverflow)
+	}
+}
+
+// TestCorruptJoinState: a held row of the wrong width (the join
+// concatenates rows by position; downstream indexes panicked), or a delete
+// version where the join keeps none, fails the restore.
+func TestCorruptJoinState(t *testing.T) {
+	row := jr(1, 100, 5)
+	rec := func(side int, r plan.Row, deleted bool) [2][]byte {
+		jrow := &joinRow{side: side, key: string(EncodeKey(nil, row, []int{0})), time: 100, seq: 1, row: r, deleted: deleted, id: "i"}
+		return [2][]byte{rowRecordKey(nil, jrow), encodeJoinRow(jrow)}
+	}
+	for i, op := range fuzzJoins(t) {
+		r, _ := blockReader(stateBlock([][2][]byte{rec(sideLeft, row, false), rec(sideRight, row, false)}))
+		if err := op.Restore(r); err != nil {
+			t.Fatalf("join %d: good rows: %v", i, err)
+		}
+	}
+	for _, c := range []struct {
+		op   int
+		rec  [2][]byte
+		want string
+	}{
+		{0, rec(sideLeft, row[:2], false), "a row of 2 columns on the left side, which has 3"},
+		{0, rec(sideRight, append(row, plan.Null), false), "a row of 4 columns on the right side, which has 3"},
+		{0, rec(sideRight, row, true), "a delete version on the right side"},
+		{1, rec(sideLeft, row, true), "a delete version on the left side"},
+		{1, rec(sideLeft, nil, false), "a row of 0 columns on the left side"},
+	} {
+		r, _ := blockReader(stateBlock([][2][]byte{c.rec}))
+		wantErr(t, c.want, fuzzJoins(t)[c.op].Restore(r), "join state record", c.want)
+	}
+	r, _ := blockReader(stateBlock([][2][]byte{rec(sideRight, row, true)}))
+	if err := fuzzJoins(t)[1].Restore(r); err != nil {
+		t.Fatalf("a temporal join's delete version: %v", err)
+	}
+}
+
+// TestCorruptJournal: a journaled row of the wrong width fails the epoch
+// as a permanent sink error naming the block (the committer indexed the
+// row by the table's key columns and panicked).
+func TestCorruptJournal(t *testing.T) {
+	ext := &plan.ExternalSink{Table: "out", Columns: plan.Schema{{Name: "id", Type: plan.TypeBigint}, {Name: "x", Type: plan.TypeDouble}},
+		PrimaryKey: []int{0}, KeyValues: []int{0}, RowID: -1, ExactlyOnce: true}
+	store := state.NewMemVersioned()
+	c := &committer{ext: ext, store: store, prefix: journalPrefix(1), pending: map[uint64]int64{}}
+	key := AppendValue(nil, plan.Int(1))
+	block := stateBlock([][2][]byte{{key, AppendRow(nil, plan.Row{plan.Null})}})
+	if err := store.Write(1, []state.KV{{Key: journalKey(c.prefix, 1, 0, 0), Value: block}}); err != nil {
+		t.Fatal(err)
+	}
+	_, _, _, err := c.nextEpoch(1)
+	wantErr(t, "short row", err, "journal block", "epoch 1", "a row of 1 columns, table out has 2")
+}
+
+// TestCorruptResults: stored result rows of another width than the
+// query's fail loading and reading (the API's row objects and pull
+// queries indexed them and panicked).
+func TestCorruptResults(t *testing.T) {
+	store := state.NewMemVersioned()
+	res := NewResults(store, 1)
+	res.setWidth(2)
+	key := (&stateLog{prefix: res.prefix}).blockKey(1, kindBase, 0)
+	block := stateBlock([][2][]byte{{[]byte("a"), AppendRow(nil, plan.Row{plan.Int(1), plan.Int(2)})}, {[]byte("b"), AppendRow(nil, plan.Row{plan.Int(1)})}})
+	if err := store.Write(1, []state.KV{{Key: key, Value: block}}); err != nil {
+		t.Fatal(err)
+	}
+	res.restoring(1)
+	_, err := res.Rows(true)
+	wantErr(t, "committed rows", err, "read results at 1", "result 62", "a row of 1 columns, the query's have 2")
+	wantErr(t, "load", res.Load(1), "load results at 1", "result 62")
+
+	ao := NewResults(store, 2)
+	ao.setWidth(2)
+	ao.setAppendOnly()
+	var bb blockBuilder
+	bb.target = 1 << 10
+	bb.add("r1", plan.Row{plan.Int(1), plan.Int(2), plan.Int(3)})
+	if err := store.Write(2, []state.KV{{Key: blockKey(ao.blocks, 0, 2, 0), Value: bb.take()[0]}}); err != nil {
+		t.Fatal(err)
+	}
+	ao.restoring(2)
+	_, err = ao.Rows(true)
+	wantErr(t, "append-only rows", err, "read results at 2", "result block", "a row of 3 columns, the query's have 2")
+	_, err = ao.Snapshot(2)
+	wantErr(t, "append-only snapshot", err, "read results at 2", "result block")
+}
+
+// TestCorruptSourcePos: a checkpointed source position with a negative
+// offset fails (a Nexmark reader took it as a huge event index, a Kafka
+// offset of -1 or -2 means latest or earliest to a client).
+func TestCorruptSourcePos(t *testing.T) {
+	def := sourcePos{Offset: 3, MaxEventTime: window.NoWatermark, Floor: window.NoWatermark}
+	for raw, want := range map[string]string{
+		`{"offset": -1}`:                        "negative offset -1",
+		`{"partitions": {"2": {"offset": -2}}}`: "partition 2: offset -2",
+		`{"partitions": {"-1": {"offset": 5}}}`: "partition -1",
+		`{"offset": "x"}`:                       "cannot unmarshal",
+	} {
+		_, err := decodeSourcePos([]byte(raw), def)
+		wantErr(t, raw, err, want)
+	}
+	p, err := decodeSourcePos([]byte(`{"max_event_time": 7}`), def)
+	if err != nil || p.Offset != 3 || p.MaxEventTime != 7 || p.Floor != window.NoWatermark {
+		t.Fatalf("a partial position over the default: %+v, %v", p, err)
+	}
+}
+
+// TestCorruptLogRow: a row in an ingest log that is not a row of the
+// table (Calc and the operators index rows by column) fails the read,
+// naming its offset.
+func TestCorruptLogRow(t *testing.T) {
+	m, err := state.OpenMeta(t.TempDir(), state.MetaOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	l, err := m.Log(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := [][]byte{AppendRow(nil, plan.Row{plan.Int(1), plan.Bool(false)}), AppendRow(nil, plan.Row{plan.Int(2)}), {1, 9}}
+	if _, err := l.Append(context.Background(), rows, ""); err != nil {
+		t.Fatal(err)
+	}
+	r := &logReader{log: l, upsert: true, width: 1}
+	n, err := r.Poll(0, 10, &Batch{})
+	wantErr(t, "short upsert row", err, "log offset 1", "a row of 1 values, the table's have 2")
+	if n != 1 {
+		t.Fatalf("read %d rows before the bad one, want 1", n)
+	}
+	r = &logReader{log: l, off: 2, width: 1}
+	_, err = r.Poll(0, 10, &Batch{})
+	wantErr(t, "undecodable row", err, "log offset 2", "unknown kind 9")
+}

@@ -1,0 +1,644 @@
+package runtime
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/streamsql/streamsql/planner/plan"
+	esink "github.com/streamsql/streamsql/runtime/sink"
+	"github.com/streamsql/streamsql/state"
+	"github.com/streamsql/streamsql/window"
+)
+
+// The fuzz targets of this file feed the decoders of what the runtime
+// reads back from the store (rows, state log blocks, operator state,
+// results, sink journals, source positions) with real encodings, which
+// must round-trip, and with mutations of them, which must fail with an
+// error: never a panic, an index out of range, or an allocation sized by
+// a corrupt length.
+
+// sameRow compares rows value by value, DOUBLEs by their encoding (which
+// writes -0 as 0).
+func sameRow(a, b plan.Row) bool {
+	return bytes.Equal(AppendRow(nil, a), AppendRow(nil, b))
+}
+
+// FuzzRowCodec: a row of every type round-trips; any bytes either decode
+// to a row that encodes back to bytes decoding to the same row, or fail;
+// RowWidth agrees with DecodeRow.
+func FuzzRowCodec(f *testing.F) {
+	f.Add([]byte{}, int64(0), 0.0, "")
+	f.Add(AppendRow(nil, plan.Row{plan.Int(-5), plan.Str("héllo"), plan.Null}), int64(math.MaxInt64), math.Inf(-1), "a\x00b")
+	f.Add(AppendRow(nil, plan.Row{plan.Time(1704067200000), plan.Float(-0.0), plan.Bool(true)}), int64(math.MinInt64), math.NaN(), "x")
+	f.Add([]byte{3, 3, 0xff, 0xff, 0xff, 0xff, 0x0f}, int64(1), 1.5, "")
+	f.Fuzz(func(t *testing.T, data []byte, i int64, fl float64, s string) {
+		row := plan.Row{plan.Null, plan.Int(i), plan.Float(fl), plan.Str(s), plan.Time(i), plan.Bool(i&1 == 1)}
+		enc := AppendRow(nil, row)
+		got, err := DecodeRow(enc)
+		if err != nil || !sameRow(got, row) {
+			t.Fatalf("round trip of %v: %v, %v", row, got, err)
+		}
+		if n, err := RowWidth(enc); n != len(row) || err != nil {
+			t.Fatalf("RowWidth of %v: %d, %v", row, n, err)
+		}
+		if v, rest, err := DecodeValue(AppendValue(nil, row[3])); err != nil || len(rest) != 0 || v.S != s {
+			t.Fatalf("value %q: %v, %d bytes left, %v", s, v, len(rest), err)
+		}
+
+		got, err = DecodeRow(data)
+		n, werr := RowWidth(data)
+		if (err == nil) != (werr == nil) || err == nil && n != len(got) {
+			t.Fatalf("DecodeRow: %d columns, %v; RowWidth: %d, %v", len(got), err, n, werr)
+		}
+		if err == nil {
+			again, err := DecodeRow(AppendRow(nil, got))
+			if err != nil || !sameRow(again, got) {
+				t.Fatalf("re-encoding %v decodes to %v, %v", got, again, err)
+			}
+		}
+		DecodeValue(data)
+	})
+}
+
+// stateBlock encodes records (value nil: a delete) as a state log block.
+func stateBlock(recs [][2][]byte) []byte {
+	w := &stateWriter{all: true}
+	for _, r := range recs {
+		if r[1] == nil {
+			w.Delete(r[0])
+		} else {
+			w.Put(r[0], r[1])
+		}
+	}
+	b := slices.Concat(w.close()...)
+	putBlocks(w.blocks)
+	return b
+}
+
+// blockRecords decodes a block's records.
+func blockRecords(b []byte) ([][2][]byte, error) {
+	var out [][2][]byte
+	err := logRecords(b, func(put bool, k, v []byte) error {
+		if put && v == nil {
+			v = []byte{}
+		}
+		out = append(out, [2][]byte{bytes.Clone(k), bytes.Clone(v)})
+		return nil
+	})
+	return out, err
+}
+
+// FuzzStateLog: a state log block's records round-trip; any block, and any
+// block key, reads back as records or fails naming the block.
+func FuzzStateLog(f *testing.F) {
+	f.Add(stateBlock(nil), []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 'b', 0, 0, 0, 0})
+	f.Add(stateBlock([][2][]byte{{[]byte("k1"), []byte("v1")}, {[]byte("k2"), nil}, {[]byte{}, []byte{}}}), []byte{0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 'd', 0, 0, 0, 7})
+	f.Add(stateBlock([][2][]byte{{bytes.Repeat([]byte("k"), 200), bytes.Repeat([]byte("v"), 300)}}), []byte{1})
+	f.Fuzz(func(t *testing.T, block, keySuffix []byte) {
+		recs, err := blockRecords(block)
+		if err == nil {
+			again, err := blockRecords(stateBlock(recs))
+			if err != nil || !reflect.DeepEqual(again, recs) {
+				t.Fatalf("records %q re-encoded read as %q, %v", recs, again, err)
+			}
+		}
+		store := state.NewMemVersioned()
+		prefix := []byte("q/op/")
+		key := append(append(bytes.Clone(prefix), 'L'), keySuffix...)
+		if err := store.Write(1, []state.KV{{Key: key, Value: block}}); err != nil {
+			t.Fatal(err)
+		}
+		keys, vals, _, rerr := readStateLog(store, prefix, 1)
+		if rerr != nil {
+			if !strings.Contains(rerr.Error(), "state block") {
+				t.Fatalf("error does not name the block: %v", rerr)
+			}
+			return
+		}
+		for _, k := range keys {
+			if _, ok := vals[k]; !ok {
+				t.Fatalf("key %q without value", k)
+			}
+		}
+	})
+}
+
+// blockReader reads the records of one block as a restored checkpoint
+// (parallelism 1). Keys are collected in block order, not from the map:
+// the fuzzer's coverage must not depend on map iteration order.
+func blockReader(block []byte) (stateReader, error) {
+	vals := map[string][]byte{}
+	listed := map[string]bool{}
+	var keys []string
+	err := logRecords(block, func(put bool, k, v []byte) error {
+		if put && !listed[string(k)] {
+			listed[string(k)] = true
+			keys = append(keys, string(k))
+		}
+		if put {
+			vals[string(k)] = v
+		} else {
+			delete(vals, string(k))
+		}
+		return nil
+	})
+	keys = slices.DeleteFunc(keys, func(k string) bool { _, ok := vals[k]; return !ok })
+	slices.Sort(keys)
+	return stateReader{keys: keys, vals: vals, parallel: 1}, err
+}
+
+// snapshotBlock takes op's full snapshot as one block, and the records.
+func snapshotBlock(t testing.TB, op Operator) ([]byte, map[string]string) {
+	t.Helper()
+	w := &stateWriter{all: true}
+	if err := op.Snapshot(w); err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	b := slices.Concat(w.close()...)
+	putBlocks(w.blocks)
+	recs := map[string]string{}
+	if err := logRecords(b, func(put bool, k, v []byte) error { recs[string(k)] = string(v); return nil }); err != nil {
+		t.Fatalf("own snapshot: %v", err)
+	}
+	return b, recs
+}
+
+type countEmitter struct {
+	rows  int
+	width int // rows must have it
+	bad   string
+}
+
+func (e *countEmitter) Emit(b *Batch) error {
+	for i, r := range b.Rows {
+		if b.Meta[i].Op != Delete && len(r) != e.width && e.bad == "" {
+			e.bad = fmt.Sprintf("row %v of %d columns, want %d", r, len(r), e.width)
+		}
+	}
+	e.rows += b.Len()
+	return nil
+}
+
+// fuzzAggSpecs are the aggregations FuzzAggState restores: HOP over
+// (ts, k VARCHAR, v BIGINT) closing on the watermark with every aggregate
+// function, sessions of SUM(v), and a running aggregate with HAVING.
+func fuzzAggSpecs() []*plan.Aggregate {
+	col := func(i int, t plan.Type) plan.Expr { return &plan.ColRef{Index: i, T: t} }
+	ts, k, v := plan.Column{Name: "ws", Type: plan.TypeTimestamp}, plan.Column{Name: "k", Type: plan.TypeVarchar}, plan.Column{Name: "n", Type: plan.TypeBigint}
+	hop := &plan.Aggregate{Windowed: true, Window: plan.WindowSpec{Kind: plan.Hop, Slide: 10, Size: 30}, Keys: []int{1},
+		Aggs: []plan.Agg{{Fn: plan.AggCountStar, Arg: -1, T: plan.TypeBigint}, {Fn: plan.AggCountDistinct, Arg: 2, T: plan.TypeBigint},
+			{Fn: plan.AggSum, Arg: 2, T: plan.TypeBigint}, {Fn: plan.AggAvg, Arg: 2, T: plan.TypeDouble},
+			{Fn: plan.AggMin, Arg: 1, T: plan.TypeVarchar}, {Fn: plan.AggMax, Arg: 2, T: plan.TypeBigint}, {Fn: plan.AggCount, Arg: 2, T: plan.TypeBigint}},
+		Output:   []plan.Expr{col(0, plan.TypeTimestamp), col(1, plan.TypeTimestamp), col(2, plan.TypeVarchar), col(3, plan.TypeBigint), col(4, plan.TypeBigint), col(5, plan.TypeBigint), col(6, plan.TypeDouble), col(7, plan.TypeVarchar), col(8, plan.TypeBigint), col(9, plan.TypeBigint)},
+		Out:      plan.Schema{ts, ts, k, v, v, v, v, k, v, v},
+		EmitMode: plan.EmitOnWindowClose, AllowedLateness: 5}
+	session := &plan.Aggregate{Windowed: true, Session: true, Window: plan.WindowSpec{Kind: plan.Session, Gap: 10}, Keys: []int{1},
+		Aggs:   []plan.Agg{{Fn: plan.AggSum, Arg: 2, T: plan.TypeBigint}},
+		Output: []plan.Expr{col(0, plan.TypeTimestamp), col(1, plan.TypeTimestamp), col(2, plan.TypeVarchar), col(3, plan.TypeBigint)},
+		Out:    plan.Schema{ts, ts, k, v}, EmitMode: plan.EmitChanges}
+	running := &plan.Aggregate{Keys: []int{0, 1},
+		Aggs:   []plan.Agg{{Fn: plan.AggCountStar, Arg: -1, T: plan.TypeBigint}, {Fn: plan.AggSum, Arg: 2, T: plan.TypeDouble}},
+		Having: &plan.Call{Fn: ">", T: plan.TypeBoolean, Args: []plan.Expr{col(2, plan.TypeBigint), &plan.Const{V: plan.Int(1)}}},
+		Output: []plan.Expr{col(0, plan.TypeVarchar), col(1, plan.TypeBigint), col(2, plan.TypeBigint), col(3, plan.TypeDouble)},
+		Out:    plan.Schema{k, v, v, {Name: "d", Type: plan.TypeDouble}}, EmitMode: plan.EmitChanges}
+	return []*plan.Aggregate{hop, session, running}
+}
+
+// fuzzAggRow is an input row of spec for group key vals at time ts.
+func fuzzAggRow(spec *plan.Aggregate, vals plan.Row, ts int64) plan.Row {
+	if spec.Windowed {
+		return append(plan.Row{plan.Time(ts)}, append(vals, plan.Int(ts%7))...)
+	}
+	return append(slices.Clone(vals), plan.Float(float64(ts%7)))
+}
+
+// aggSeeds runs rows through each spec and returns its full snapshot.
+func aggSeeds(f testing.TB) [][]byte {
+	var out [][]byte
+	for _, spec := range fuzzAggSpecs() {
+		a, err := newHashAgg(spec, &Env{}, &Counters{})
+		if err != nil {
+			f.Fatal(err)
+		}
+		for i := range 12 {
+			vals := plan.Row{plan.Str(fmt.Sprint("k", i%3))}
+			if !spec.Windowed {
+				vals = plan.Row{plan.Str(fmt.Sprint("k", i%3)), plan.Int(int64(i % 2))}
+			}
+			if i%5 == 0 {
+				vals[0] = plan.Null
+			}
+			r := fuzzAggRow(spec, vals, int64(i*4))
+			b := &Batch{}
+			keys := make([]int, len(vals))
+			for j := range keys {
+				keys[j] = spec.Keys[j]
+			}
+			b.Append(r, RowMeta{Key: string(EncodeKey(nil, r, keys)), WM: int64(i*4 - 20)})
+			if err := a.Process(b, &countEmitter{width: len(spec.Out)}); err != nil {
+				f.Fatal(err)
+			}
+		}
+		if err := a.Barrier(Barrier{Epoch: 1, CheckpointID: 1}, &countEmitter{width: len(spec.Out)}); err != nil {
+			f.Fatal(err)
+		}
+		b, _ := snapshotBlock(f, a)
+		out = append(out, b)
+	}
+	return out
+}
+
+// FuzzAggState restores a windowed or running aggregation from any block
+// of records. A state that restores snapshots to records that restore to
+// the same records; the operator then runs over it (rows for every group,
+// every window closed, a checkpoint) without panicking.
+func FuzzAggState(f *testing.F) {
+	for i, b := range aggSeeds(f) {
+		f.Add(uint8(i), b)
+	}
+	f.Fuzz(func(t *testing.T, which uint8, block []byte) {
+		t0 := time.Now()
+		checkAggState(t, which, block)
+		if d := time.Since(t0); d > 500*time.Millisecond {
+			t.Fatalf("SLOW %v: %d %x", d, which, block)
+		}
+	})
+}
+
+// checkAggState is FuzzAggState's check of one input.
+func checkAggState(t *testing.T, which uint8, block []byte) {
+	{
+		specs := fuzzAggSpecs()
+		spec := specs[int(which)%len(specs)]
+		r, err := blockReader(block)
+		if err != nil {
+			return
+		}
+		a, err := newHashAgg(spec, &Env{}, &Counters{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Restore(r); err != nil {
+			if !strings.HasPrefix(err.Error(), "aggregation state") {
+				t.Fatalf("error does not name the state: %v", err)
+			}
+			return
+		}
+		b1, recs1 := snapshotBlock(t, a)
+		r1, _ := blockReader(b1)
+		a2, _ := newHashAgg(spec, &Env{}, &Counters{})
+		if err := a2.Restore(r1); err != nil {
+			t.Fatalf("restoring its own snapshot: %v", err)
+		}
+		if _, recs2 := snapshotBlock(t, a2); !maps.Equal(recs1, recs2) {
+			t.Fatalf("snapshot of the restored snapshot differs:\n%q\n%q", recs1, recs2)
+		}
+
+		out := &countEmitter{width: len(spec.Out)}
+		b := &Batch{}
+		for _, k := range r.keys {
+			wk, _ := decodeWinKey([]byte(k))
+			vals := plan.Row{}
+			kb := []byte(wk.key)
+			for range len(spec.Keys) {
+				var v plan.Value
+				v, kb, _ = DecodeValue(kb)
+				vals = append(vals, v)
+			}
+			b.Append(fuzzAggRow(spec, vals, wk.start), RowMeta{Key: wk.key, WM: window.NoWatermark})
+		}
+		if err := a.Process(b, out); err != nil {
+			return // a SUM overflows
+		}
+		if err := a.Barrier(Barrier{Epoch: 2}, out); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.Watermark(math.MaxInt64, out); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Barrier(Barrier{Epoch: 3, CheckpointID: 3}, out); err != nil {
+			t.Fatal(err)
+		}
+		w := &stateWriter{}
+		if err := a.Snapshot(w); err != nil {
+			t.Fatal(err)
+		}
+		putBlocks(w.blocks)
+		if out.bad != "" {
+			t.Fatal(out.bad)
+		}
+	}
+}
+
+// joinSeeds runs rows through an interval LEFT join and an AS OF temporal
+// join and returns their full snapshots.
+func joinSeeds(f testing.TB) [][]byte {
+	var out [][]byte
+	for _, op := range fuzzJoins(f) {
+		e := &countEmitter{width: 6}
+		for i := range 12 {
+			side := i % 2
+			r := jr(int64(i%4), int64(100+i*3), int64(i))
+			if i%7 == 0 {
+				r[2] = plan.Null
+			}
+			b := &Batch{}
+			m := RowMeta{Offset: int64(i), Key: string(EncodeKey(nil, r, []int{0})), Op: Insert}
+			if side == sideRight {
+				m.Op = Upsert
+				if i%9 == 0 {
+					m.Op = Delete
+				}
+			}
+			b.Append(r, m)
+			if err := op.ProcessSide(side, b, e); err != nil {
+				f.Fatal(err)
+			}
+			if _, err := op.WatermarkSide(side, int64(80+i*3), e); err != nil {
+				f.Fatal(err)
+			}
+		}
+		b, _ := snapshotBlock(f, op)
+		out = append(out, b)
+	}
+	return out
+}
+
+// fuzzJoins are an interval LEFT join (-10..10 with a residual) and an
+// AS OF LEFT temporal join, over join_test.go's schemas.
+func fuzzJoins(tb testing.TB) []TwoInput {
+	ij, err := newIntervalJoin(joinSpec(plan.LeftJoin, -10, 10, residualVLessW()), &Env{}, &Counters{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tj, err := newTemporalJoin(temporalSpec(plan.LeftJoin, true, residualVLessW()), &Env{}, &Counters{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return []TwoInput{ij, tj}
+}
+
+// FuzzJoinState restores an interval join or a temporal join from any
+// block of records: a state that restores snapshots to records that
+// restore to the same records, and the join then runs over it (rows on
+// both sides for every key held, both watermarks to the end, the table
+// side idle) without panicking.
+func FuzzJoinState(f *testing.F) {
+	for i, b := range joinSeeds(f) {
+		f.Add(uint8(i), b)
+	}
+	f.Fuzz(checkJoinState)
+}
+
+// checkJoinState is FuzzJoinState's check of one input.
+func checkJoinState(t *testing.T, which uint8, block []byte) {
+	{
+		r, err := blockReader(block)
+		if err != nil {
+			return
+		}
+		i := int(which) % 2
+		op := fuzzJoins(t)[i]
+		if err := op.Restore(r); err != nil {
+			if !strings.Contains(err.Error(), "join state record") && !strings.Contains(err.Error(), "join watermark record") {
+				t.Fatalf("error does not name the record: %v", err)
+			}
+			return
+		}
+		b1, recs1 := snapshotBlock(t, op)
+		r1, _ := blockReader(b1)
+		op2 := fuzzJoins(t)[i]
+		if err := op2.Restore(r1); err != nil {
+			t.Fatalf("restoring its own snapshot: %v", err)
+		}
+		if _, recs2 := snapshotBlock(t, op2); !maps.Equal(recs1, recs2) {
+			t.Fatalf("snapshot of the restored snapshot differs:\n%q\n%q", recs1, recs2)
+		}
+
+		out := &countEmitter{width: 6}
+		for _, k := range r.keys {
+			if k[0] == wmRecord {
+				continue // a watermark record (a suffix is allowed)
+			}
+			_, jrow, _ := decodeRowRecord([]byte(k), r.vals[k])
+			for side := range 2 {
+				row := jr(0, jrow.time, 1)
+				b := &Batch{}
+				m := RowMeta{Key: jrow.key, Op: Insert}
+				if side == sideRight {
+					m.Op = Upsert
+				}
+				b.Append(row, m)
+				if err := op.ProcessSide(side, b, out); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if tj, ok := op.(idler); ok {
+			if _, err := tj.SideIdle(sideRight, true, out); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for side := range 2 {
+			if _, err := op.WatermarkSide(side, math.MaxInt64, out); err != nil {
+				t.Fatal(err)
+			}
+		}
+		w := &stateWriter{}
+		if err := op.Snapshot(w); err != nil {
+			t.Fatal(err)
+		}
+		putBlocks(w.blocks)
+		if out.bad != "" {
+			t.Fatal(out.bad)
+		}
+	}
+}
+
+// FuzzResults reads an append-only results block and an updating
+// query's result log block (both as the only block of checkpoint 1) back
+// the ways the API does: every row read has the query's width, or the
+// read fails naming what is corrupt.
+func FuzzResults(f *testing.F) {
+	rows := []plan.Row{{plan.Int(1), plan.Str("a"), plan.Float(2.5)}, {plan.Null, plan.Str(""), plan.Float(-1)}}
+	var bb blockBuilder
+	bb.target = 1 << 10
+	for i, r := range rows {
+		bb.add(string(AppendValue(nil, plan.Int(int64(i)))), r)
+	}
+	f.Add(true, slices.Concat(bb.take()...))
+	var recs [][2][]byte
+	for _, r := range rows {
+		recs = append(recs, [2][]byte{EncodeKey(nil, r, []int{1}), AppendRow(nil, r)})
+	}
+	f.Add(false, stateBlock(recs))
+	f.Add(false, stateBlock([][2][]byte{{[]byte("k"), AppendRow(nil, plan.Row{plan.Int(1)})}}))
+	f.Fuzz(func(t *testing.T, appendOnly bool, block []byte) {
+		const width = 3
+		store := state.NewMemVersioned()
+		res := NewResults(store, 1)
+		res.setWidth(width)
+		var key []byte
+		if appendOnly {
+			res.setAppendOnly()
+			key = blockKey(res.blocks, 0, 1, 0)
+		} else {
+			res.shard(2, plan.KeyGroup)
+			key = (&stateLog{prefix: res.prefix}).blockKey(1, kindBase, 0)
+		}
+		if err := store.Write(1, []state.KV{{Key: key, Value: block}}); err != nil {
+			t.Fatal(err)
+		}
+		res.restoring(1)
+		check := func(what string, rows []plan.Row, err error) {
+			t.Helper()
+			if err != nil {
+				if !strings.Contains(err.Error(), "result") {
+					t.Fatalf("%s: error does not name the results: %v", what, err)
+				}
+				return
+			}
+			for _, r := range rows {
+				if len(r) != width {
+					t.Fatalf("%s: row %v", what, r)
+				}
+			}
+		}
+		got, err := res.Rows(true)
+		check("committed rows", got, err)
+		if err := res.Load(1); err != nil {
+			if !strings.Contains(err.Error(), "load results") {
+				t.Fatalf("load: error does not name the results: %v", err)
+			}
+			return
+		}
+		got, err = res.Rows(false)
+		check("latest rows", got, err)
+		keyed, err := res.Snapshot(1)
+		got = nil
+		for _, k := range keyed {
+			got = append(got, k.Row)
+		}
+		check("snapshot", got, err)
+		if !appendOnly {
+			_, keyed, err = res.Subscribe(0, false, true)
+			got = nil
+			for _, k := range keyed {
+				got = append(got, k.Row)
+			}
+			check("subscribe", got, err)
+		}
+	})
+}
+
+// fakeMetaKV is an in-memory MetaKV.
+type fakeMetaKV struct{ kvs []state.KV }
+
+func (m *fakeMetaKV) PutCatalog(k string, v []byte) error {
+	m.kvs = append(m.kvs, state.KV{Key: []byte(k), Value: v})
+	return nil
+}
+func (m *fakeMetaKV) DeleteCatalogKeys([]string) error { return nil }
+func (m *fakeMetaKV) ListCatalog(prefix string) ([]state.KV, error) {
+	var out []state.KV
+	for _, kv := range m.kvs {
+		if bytes.HasPrefix(kv.Key, []byte(prefix)) {
+			out = append(out, kv)
+		}
+	}
+	return out, nil
+}
+
+// FuzzSinkJournal reads an exactly_once sink's journal block (epoch 1) and
+// an at_least_once sink's write-ahead log entry: changes of the sink
+// table's width and key, or an error naming the block or entry.
+func FuzzSinkJournal(f *testing.F) {
+	row := plan.Row{plan.Time(10), plan.Int(7), plan.Float(1.5)}
+	key := string(EncodeKey(nil, row, []int{0, 1}))
+	f.Add(stateBlock([][2][]byte{{[]byte(key), AppendRow(nil, row)}, {[]byte(key + "x"), nil}, {AppendValue(nil, plan.Int(3)), nil}}),
+		append(make([]byte, 8), 3, 'a', 'b', 'c', 0))
+	f.Add(stateBlock([][2][]byte{{[]byte(key), AppendRow(nil, row[:2])}}), []byte{0, 0, 0, 0, 0, 0, 0, 1, 9})
+	ext := &plan.ExternalSink{Table: "out", Columns: plan.Schema{{Name: "ts", Type: plan.TypeTimestamp}, {Name: "id", Type: plan.TypeBigint}, {Name: "x", Type: plan.TypeDouble}},
+		PrimaryKey: []int{1, 0}, KeyValues: []int{1, 0}, RowID: -1, ExactlyOnce: true}
+	f.Fuzz(func(t *testing.T, block, wal []byte) {
+		store := state.NewMemVersioned()
+		c := &committer{ext: ext, store: store, prefix: journalPrefix(1), pending: map[uint64]int64{}}
+		if err := store.Write(1, []state.KV{{Key: journalKey(c.prefix, 1, 0, 0), Value: block}}); err != nil {
+			t.Fatal(err)
+		}
+		epoch, changes, _, err := c.nextEpoch(1)
+		if err != nil {
+			if !strings.Contains(err.Error(), "journal block") || !esink.IsPermanent(err) {
+				t.Fatalf("error: %v", err)
+			}
+		} else {
+			if epoch != 1 {
+				t.Fatalf("epoch %d", epoch)
+			}
+			for _, ch := range changes {
+				if len(ch.Key) != 2 || ch.Row != nil && len(ch.Row) != 3 {
+					t.Fatalf("change %+v", ch)
+				}
+			}
+		}
+		kv := &fakeMetaKV{}
+		w := &sinkWAL{kv: kv, prefix: SinkWALPrefix(1)}
+		kv.PutCatalog(fmt.Sprintf("%s%016x", w.prefix, 1), wal)
+		keys, err := w.since(0)
+		if err != nil {
+			if !strings.Contains(err.Error(), "sink write-ahead log entry") {
+				t.Fatalf("error: %v", err)
+			}
+			return
+		}
+		for _, k := range keys {
+			c.toChange(k, nil)
+		}
+	})
+}
+
+// FuzzSourcePos reads a source task's checkpointed position: accepted
+// positions have no negative offset and round-trip.
+func FuzzSourcePos(f *testing.F) {
+	def := sourcePos{Offset: 3, MaxEventTime: window.NoWatermark, Floor: window.NoWatermark}
+	for _, p := range []sourcePos{def, {Offset: 1 << 40, MaxEventTime: 99, Floor: -5, Partitions: map[int32]kafkaPartPos{0: {Offset: 7, MaxEventTime: 1}, 3: {}}}} {
+		b, _ := json.Marshal(p)
+		f.Add(b)
+	}
+	f.Add([]byte(`{"offset": -1}`))
+	f.Add([]byte(`{"partitions": {"-2": {"offset": 1}}}`))
+	f.Add([]byte(`null`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		p, err := decodeSourcePos(raw, def)
+		if err != nil {
+			if !reflect.DeepEqual(p, def) {
+				t.Fatalf("failed decode returned %+v", p)
+			}
+			return
+		}
+		if p.Offset < 0 {
+			t.Fatalf("offset %d", p.Offset)
+		}
+		for part, pp := range p.Partitions {
+			if part < 0 || pp.Offset < 0 {
+				t.Fatalf("partition %d at %d", part, pp.Offset)
+			}
+		}
+		b, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := decodeSourcePos(b, sourcePos{})
+		if err != nil || !reflect.DeepEqual(again, p) && !(len(again.Partitions) == 0 && len(p.Partitions) == 0) {
+			t.Fatalf("round trip of %+v: %+v, %v", p, again, err)
+		}
+	})
+}
