@@ -79,8 +79,8 @@ type Job struct {
 	stages []*stageTasks
 	// committer writes the external sink, if the query has one.
 	committer *committer
-	// restored is the checkpoint the job started from (0: none), as
-	// recorded before any repair.
+	// restored is the checkpoint whose state the job started from (0:
+	// none; restoredCheckpoint).
 	restored uint64
 	acks     chan ack
 	force    chan chan checkpointResult
@@ -166,7 +166,7 @@ func Start(g *plan.Graph, deps Deps, o StartOptions) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	j.restored = committed
+	j.restored = restoredCheckpoint(committed, j.marker)
 	j.ctx, j.cancel = context.WithCancel(context.Background())
 	if err := j.build(deps, o, committed); err != nil {
 		j.cancel()
@@ -235,6 +235,20 @@ func (j *Job) lastMarker() (uint64, []byte, error) {
 	}
 	j.lastCheckpoint.Store(id)
 	return id, val, nil
+}
+
+// restoredCheckpoint is the checkpoint whose state a run that found marker
+// m at id starts from: id, unless the marker was rewritten at id by a
+// repair (recover), which commits the repaired checkpoint's marker value
+// again at a newer id: then the checkpoint it names (m.ID). The
+// at_least_once key log compares with this, not with id: batches a run
+// applied after a repaired start are tagged with it, and the next run
+// must undo them even though the marker it finds is newer.
+func restoredCheckpoint(id uint64, m markerValue) uint64 {
+	if m.ID != 0 && m.ID < id {
+		return m.ID
+	}
+	return id
 }
 
 // recover repairs the store above checkpoint id — versions an unfinished
@@ -408,7 +422,7 @@ func (j *Job) build(deps Deps, o StartOptions, committed uint64) error {
 							return err
 						}
 					}
-					st.sink = &extSink{c: j.committer, ext: s.External, store: j.store, ctx: j.ctx, task: i, counters: counters, prev: committed}
+					st.sink = &extSink{c: j.committer, ext: s.External, store: j.store, ctx: j.ctx, task: i, counters: counters, prev: j.restored}
 				default:
 					st.sink = &discardSink{counters: counters}
 				}
