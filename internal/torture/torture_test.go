@@ -118,7 +118,10 @@ func TestTortureFaultPoints(t *testing.T) {
 	for i, point := range points {
 		t.Run(point, func(t *testing.T) {
 			cfg := base
-			cfg.Cycles, cfg.Seed, cfg.Faults, cfg.Rows = 1, uint64(100+i), []string{point}, 3000
+			// 5,000 rows at 400/s keep the load on (and the sink points
+			// reachable) for 12 s, well past the crash and the restart
+			// with the point armed, also on a busy machine.
+			cfg.Cycles, cfg.Seed, cfg.Faults, cfg.Rows = 1, uint64(100+i), []string{point}, 5000
 			rep := runOK(t, cfg)
 			if rep.FaultsFired[point] != 1 {
 				t.Fatalf("%s armed but never reached", point)
