@@ -118,6 +118,28 @@ func (r *Results) decodeRow(enc []byte) (plan.Row, error) {
 	return DecodeRow(enc)
 }
 
+// readBlocks feeds add the rows of the append-only blocks as of
+// checkpoint at (none when 0), then those of recent (published since).
+func (r *Results) readBlocks(at uint64, recent [][]byte, add func(key []byte, row plan.Row) error) error {
+	if at > 0 {
+		err := r.store.Scan(r.blocks, at, func(k, v []byte) error {
+			if err := r.decodeBlock(v, add); err != nil {
+				return fmt.Errorf("result block %x: %w", k, err)
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("read results at %d: %w", at, err)
+		}
+	}
+	for _, b := range recent {
+		if err := decodeBlock(b, add); err != nil {
+			return fmt.Errorf("recent results: %w", err)
+		}
+	}
+	return nil
+}
+
 // decodeBlock decodes an append-only block's records (see decodeBlock),
 // whose rows must have the query's width.
 func (r *Results) decodeBlock(b []byte, fn func(key []byte, row plan.Row) error) error {
@@ -387,21 +409,8 @@ func (r *Results) Snapshot(at uint64) ([]KeyedRow, error) {
 			at, recent = r.committed, slices.Clone(r.recent)
 		}
 		r.mu.RUnlock()
-		if at > 0 {
-			err := r.store.Scan(r.blocks, at, func(k, v []byte) error {
-				if err := r.decodeBlock(v, add); err != nil {
-					return fmt.Errorf("result block %x: %w", k, err)
-				}
-				return nil
-			})
-			if err != nil {
-				return nil, fmt.Errorf("read results at %d: %w", at, err)
-			}
-		}
-		for _, b := range recent {
-			if err := decodeBlock(b, add); err != nil {
-				return nil, fmt.Errorf("recent results: %w", err)
-			}
+		if err := r.readBlocks(at, recent, add); err != nil {
+			return nil, err
 		}
 		return out, nil
 	}
@@ -491,21 +500,8 @@ func (r *Results) appendOnlyRows(committed bool) ([]plan.Row, error) {
 		rows = append(rows, row)
 		return nil
 	}
-	if at > 0 {
-		err := r.store.Scan(r.blocks, at, func(k, v []byte) error {
-			if err := r.decodeBlock(v, add); err != nil {
-				return fmt.Errorf("result block %x: %w", k, err)
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("read results at %d: %w", at, err)
-		}
-	}
-	for _, records := range recent {
-		if err := decodeBlock(records, add); err != nil {
-			return nil, fmt.Errorf("recent results: %w", err)
-		}
+	if err := r.readBlocks(at, recent, add); err != nil {
+		return nil, err
 	}
 	// Row ids are unique per query, so no key should appear twice; if one
 	// did, the one read last wins, as with an update of the key.
