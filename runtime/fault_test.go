@@ -59,6 +59,24 @@ func (f *faultStore) Repair(prefix []byte, at uint64) (uint64, error) {
 	return f.Versioned.Repair(prefix, at)
 }
 
+// memBidJob starts a bid-count job over an in-memory reader on fs (query
+// 5, results kept) at parallelism par; rd is the reader the job opened.
+func memBidJob(t *testing.T, fs state.Versioned, events int, win plan.WindowSpec, par int) (job *Job, rd *memReader, res *Results) {
+	t.Helper()
+	g := bidGraph(events, win, plan.EmitChanges, par)
+	g.Vertices[0].Ops[0].(*plan.Source).Engine = "mem"
+	deps := Deps{Store: fs, Logger: slog.New(slog.DiscardHandler), openReader: func(_ *plan.Source, from int64) (reader, error) {
+		rd = &memReader{ready: make(chan struct{}), off: from}
+		return rd, nil
+	}}
+	res = NewResults(fs, 5)
+	job, err := Start(g, deps, StartOptions{QueryID: 5, Name: "t", Results: res})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return job, rd, res
+}
+
 // TestFailedCheckpointsGoOn: a checkpoint whose state write fails, or whose
 // marker (its sync) fails, is reported failed and leaves the committed
 // results where they were; the query keeps running, the next checkpoint
@@ -75,21 +93,7 @@ func TestFailedCheckpointsGoOn(t *testing.T) {
 		all[i] = g0.Fill(nexmark.Bid, uint64(i), nil, nil)
 	}
 	fs := &faultStore{Versioned: state.NewMemVersioned()}
-	start := func(par int) (*Job, *memReader, *Results) {
-		g := bidGraph(events, win, plan.EmitChanges, par)
-		g.Vertices[0].Ops[0].(*plan.Source).Engine = "mem"
-		var rd *memReader
-		deps := Deps{Store: fs, openReader: func(_ *plan.Source, from int64) (reader, error) {
-			rd = &memReader{ready: make(chan struct{}), off: from}
-			return rd, nil
-		}}
-		res := NewResults(fs, 5)
-		job, err := Start(g, deps, StartOptions{QueryID: 5, Name: "t", Results: res})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return job, rd, res
-	}
+	start := func(par int) (*Job, *memReader, *Results) { return memBidJob(t, fs, events, win, par) }
 	ctx := context.Background()
 	job, rd, res := start(2)
 	rd.add(all[:n/4]...)
@@ -159,21 +163,7 @@ func TestDiskFullRetrying(t *testing.T) {
 			all[i] = g0.Fill(nexmark.Bid, uint64(i), nil, nil)
 		}
 		fs := &faultStore{Versioned: state.NewMemVersioned()}
-		start := func() (*Job, *memReader, *Results) {
-			g := bidGraph(events, win, plan.EmitChanges, 2)
-			g.Vertices[0].Ops[0].(*plan.Source).Engine = "mem"
-			var rd *memReader
-			deps := Deps{Store: fs, Logger: slog.New(slog.DiscardHandler), openReader: func(_ *plan.Source, from int64) (reader, error) {
-				rd = &memReader{ready: make(chan struct{}), off: from}
-				return rd, nil
-			}}
-			res := NewResults(fs, 5)
-			job, err := Start(g, deps, StartOptions{QueryID: 5, Name: "t", Results: res})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return job, rd, res
-		}
+		start := func() (*Job, *memReader, *Results) { return memBidJob(t, fs, events, win, 2) }
 		ctx := context.Background()
 		job, rd, _ := start()
 		rd.add(all[:n/3]...)
