@@ -16,7 +16,7 @@
 //	restore.during           a query is part-way through restoring its state
 //	sink.after_journal       an exactly-once sink subtask journaled its epoch (pre-commit), before its ack
 //	sink.after_keylog        an at-least-once batch's keys are logged, the batch not applied
-//	sink.after_progress      an exactly-once epoch's progress record is written in its open transaction, its rows not yet
+//	sink.after_progress      an exactly-once epoch's progress record is written in its open transaction (PostgreSQL: its rows not yet; Kafka: produced with them)
 //	sink.before_commit       an exactly-once sink's epoch is written in its transaction, not committed
 //	sink.after_commit        the epoch and its progress record are committed, the runtime not yet told
 //
