@@ -60,7 +60,9 @@ func main() {
 	defer stop()
 	rep, err := torture.Run(ctx, cfg)
 	kafkatest.Cleanup()
-	rep.Print(os.Stdout)
+	if err == nil || rep.Kills > 0 {
+		rep.Print(os.Stdout) // what was found before a failure too
+	}
 	if jsonOut != "" {
 		b, _ := json.MarshalIndent(rep, "", "  ")
 		if werr := os.WriteFile(jsonOut, b, 0o644); werr != nil {
