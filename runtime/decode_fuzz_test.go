@@ -539,24 +539,6 @@ func FuzzResults(f *testing.F) {
 	})
 }
 
-// fakeMetaKV is an in-memory MetaKV.
-type fakeMetaKV struct{ kvs []state.KV }
-
-func (m *fakeMetaKV) PutCatalog(k string, v []byte) error {
-	m.kvs = append(m.kvs, state.KV{Key: []byte(k), Value: v})
-	return nil
-}
-func (m *fakeMetaKV) DeleteCatalogKeys([]string) error { return nil }
-func (m *fakeMetaKV) ListCatalog(prefix string) ([]state.KV, error) {
-	var out []state.KV
-	for _, kv := range m.kvs {
-		if bytes.HasPrefix(kv.Key, []byte(prefix)) {
-			out = append(out, kv)
-		}
-	}
-	return out, nil
-}
-
 // FuzzSinkJournal reads an exactly_once sink's journal block (epoch 1) and
 // an at_least_once sink's write-ahead log entry: changes of the sink
 // table's width and key, or an error naming the block or entry.
@@ -589,7 +571,7 @@ func FuzzSinkJournal(f *testing.F) {
 				}
 			}
 		}
-		kv := &fakeMetaKV{}
+		kv := memCatalog{}
 		w := &sinkWAL{kv: kv, prefix: SinkWALPrefix(1)}
 		kv.PutCatalog(fmt.Sprintf("%s%016x", w.prefix, 1), wal)
 		keys, err := w.since(0)

@@ -99,7 +99,7 @@ func TestCommitterReserve(t *testing.T) {
 	})
 }
 
-// memCatalog is the meta store's catalog for the sink WAL, in memory.
+// memCatalog is the meta store's catalog (MetaKV) for the sink WAL, in memory.
 type memCatalog map[string][]byte
 
 func (m memCatalog) PutCatalog(key string, val []byte) error { m[key] = val; return nil }

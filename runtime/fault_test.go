@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"github.com/streamsql/streamsql/planner/plan"
-	"github.com/streamsql/streamsql/runtime/source/nexmark"
 	"github.com/streamsql/streamsql/state"
 )
 
@@ -59,24 +57,6 @@ func (f *faultStore) Repair(prefix []byte, at uint64) (uint64, error) {
 	return f.Versioned.Repair(prefix, at)
 }
 
-// memBidJob starts a bid-count job over an in-memory reader on fs (query
-// 5, results kept) at parallelism par; rd is the reader the job opened.
-func memBidJob(t *testing.T, fs state.Versioned, events int, win plan.WindowSpec, par int) (job *Job, rd *memReader, res *Results) {
-	t.Helper()
-	g := bidGraph(events, win, plan.EmitChanges, par)
-	g.Vertices[0].Ops[0].(*plan.Source).Engine = "mem"
-	deps := Deps{Store: fs, Logger: slog.New(slog.DiscardHandler), openReader: func(_ *plan.Source, from int64) (reader, error) {
-		rd = &memReader{ready: make(chan struct{}), off: from}
-		return rd, nil
-	}}
-	res = NewResults(fs, 5)
-	job, err := Start(g, deps, StartOptions{QueryID: 5, Name: "t", Results: res})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return job, rd, res
-}
-
 // TestFailedCheckpointsGoOn: a checkpoint whose state write fails, or whose
 // marker (its sync) fails, is reported failed and leaves the committed
 // results where they were; the query keeps running, the next checkpoint
@@ -86,14 +66,13 @@ func TestFailedCheckpointsGoOn(t *testing.T) {
 	const events = 12000
 	win := plan.WindowSpec{Kind: plan.Session, Gap: 40}
 	want := naive(events, win)
-	g0 := nexmark.New(nexmark.Config{})
-	n := int(nexmark.Count(nexmark.Bid, events))
-	all := make([]plan.Row, n)
-	for i := range all {
-		all[i] = g0.Fill(nexmark.Bid, uint64(i), nil, nil)
-	}
+	all := bidRows(events)
+	n := len(all)
 	fs := &faultStore{Versioned: state.NewMemVersioned()}
-	start := func(par int) (*Job, *memReader, *Results) { return memBidJob(t, fs, events, win, par) }
+	start := func(par int) (*Job, *memReader, *Results) {
+		job, res, rd := startMem(t, fs, bidGraph(events, win, plan.EmitChanges, par))
+		return job, rd, res
+	}
 	ctx := context.Background()
 	job, rd, res := start(2)
 	rd.add(all[:n/4]...)
@@ -156,14 +135,13 @@ func TestDiskFullRetrying(t *testing.T) {
 		const events = 6000
 		win := plan.WindowSpec{Kind: plan.Tumble, Size: 50, Slide: 50}
 		want := naive(events, win)
-		g0 := nexmark.New(nexmark.Config{})
-		n := int(nexmark.Count(nexmark.Bid, events))
-		all := make([]plan.Row, n)
-		for i := range all {
-			all[i] = g0.Fill(nexmark.Bid, uint64(i), nil, nil)
-		}
+		all := bidRows(events)
+		n := len(all)
 		fs := &faultStore{Versioned: state.NewMemVersioned()}
-		start := func() (*Job, *memReader, *Results) { return memBidJob(t, fs, events, win, 2) }
+		start := func() (*Job, *memReader, *Results) {
+			job, res, rd := startMem(t, fs, bidGraph(events, win, plan.EmitChanges, 2))
+			return job, rd, res
+		}
 		ctx := context.Background()
 		job, rd, _ := start()
 		rd.add(all[:n/3]...)
