@@ -400,62 +400,6 @@ func compileCall(c *plan.Call, a []Eval, env *Env) (Eval, error) {
 	return nil, fmt.Errorf("compile: no implementation of function %s", c.Fn)
 }
 
-func compileLike(x, p Eval, pat plan.Expr) Eval {
-	if c, ok := pat.(*plan.Const); ok && c.V.K == plan.TypeVarchar {
-		m := likeMatcher(c.V.S)
-		return strict1(x, func(v plan.Value) plan.Value { return plan.Bool(m(toString(v))) })
-	}
-	return strict2(x, p, func(v, pv plan.Value) plan.Value { return plan.Bool(likeMatcher(toString(pv))(toString(v))) })
-}
-
-// likeMatcher compiles a LIKE pattern (% and _, backslash escapes).
-func likeMatcher(pattern string) func(string) bool {
-	type tok struct {
-		any, one bool
-		lit      rune
-	}
-	var toks []tok
-	rs := []rune(pattern)
-	for i := 0; i < len(rs); i++ {
-		switch rs[i] {
-		case '%':
-			toks = append(toks, tok{any: true})
-		case '_':
-			toks = append(toks, tok{one: true})
-		case '\\':
-			if i+1 < len(rs) {
-				i++
-			}
-			toks = append(toks, tok{lit: rs[i]})
-		default:
-			toks = append(toks, tok{lit: rs[i]})
-		}
-	}
-	var match func(ti int, s []rune) bool
-	match = func(ti int, s []rune) bool {
-		for ; ti < len(toks); ti++ {
-			t := toks[ti]
-			switch {
-			case t.any:
-				for k := 0; k <= len(s); k++ {
-					if match(ti+1, s[k:]) {
-						return true
-					}
-				}
-				return false
-			case len(s) == 0:
-				return false
-			case t.one || t.lit == s[0]:
-				s = s[1:]
-			default:
-				return false
-			}
-		}
-		return len(s) == 0
-	}
-	return func(s string) bool { return match(0, []rune(s)) }
-}
-
 func stringFuncs(fn string, a []Eval) (Eval, bool) {
 	s1 := func(f func(string) plan.Value) Eval {
 		return strict1(a[0], func(v plan.Value) plan.Value { return f(toString(v)) })
