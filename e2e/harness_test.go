@@ -201,12 +201,12 @@ func (s *server) launch(t testing.TB) {
 	s.setCmd(cmd, exited, "http://"+addr)
 }
 
-// inheritedEnv is the test's environment without STREAMSQL_FAULT: a fault
-// point is armed only through server.env.
+// inheritedEnv is the test's environment without STREAMSQL_FAULT and
+// STREAMSQL_SPIN: a fault point is armed only through server.env.
 func inheritedEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "STREAMSQL_FAULT=") {
+		if !strings.HasPrefix(kv, "STREAMSQL_FAULT=") && !strings.HasPrefix(kv, "STREAMSQL_SPIN=") {
 			env = append(env, kv)
 		}
 	}
@@ -700,6 +700,7 @@ type queryInfo struct {
 	Name     string   `json:"name"`
 	SQL      string   `json:"sql"`
 	State    string   `json:"state"`
+	Error    string   `json:"error"`
 	Counters counters `json:"counters"`
 	raw      map[string]any
 }

@@ -82,7 +82,7 @@ func New(e *queries.Engine, opts Options) http.Handler {
 	r := chi.NewRouter()
 	s.router = r
 	r.Use(s.recoverer, s.secure, s.crossOrigin)
-	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
+	r.Get("/healthz", s.healthz)
 	r.Post("/v1/login", s.login)
 	r.Post("/v1/logout", s.logout)
 	r.Group(func(r chi.Router) {
@@ -552,4 +552,15 @@ func (s *server) changes(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// healthz answers 200 "ok" while the engine can serve requests, else 503
+// with what stops it (queries.Engine.Health): the catalog's lock held for
+// long, a store that does not answer.
+func (s *server) healthz(w http.ResponseWriter, _ *http.Request) {
+	if err := s.e.Health(); err != nil {
+		problem(w, &queries.Error{Status: 503, Title: "engine cannot serve", Detail: err.Error(), Statement: -1})
+		return
+	}
+	w.Write([]byte("ok\n"))
 }

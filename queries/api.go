@@ -10,7 +10,6 @@ import (
 
 	"github.com/streamsql/streamsql/planner/plan"
 	"github.com/streamsql/streamsql/runtime"
-	kafkasrc "github.com/streamsql/streamsql/runtime/source/kafka"
 	"github.com/streamsql/streamsql/state"
 	"github.com/streamsql/streamsql/window"
 )
@@ -381,7 +380,7 @@ func (e *Engine) Query(name string) (QueryInfo, error) {
 	qi := QueryInfo{Name: name, SQL: v.Record.SQL, State: runtime.StateFailed, Created: v.Record.Created,
 		Offsets: map[string]int64{}, Counters: map[string]int64{}, RecentLateRows: []any{}, Sinks: map[string]any{}}
 	if v.Graph != nil {
-		qi.Plan = v.Graph.Explain()
+		qi.Plan = v.Explain()
 		o := v.Graph.Options
 		qi.Options = map[string]any{"emit_mode": o.EmitMode.String(), "parallelism": o.Parallelism,
 			"checkpoint_interval": window.FormatDuration(o.CheckpointInterval), "emit_interval": window.FormatDuration(o.EmitInterval)}
@@ -423,7 +422,7 @@ func (e *Engine) Query(name string) (QueryInfo, error) {
 	qi.LastCheckpoint = st.LastCheckpoint
 	qi.Counters = map[string]int64{"rows_in": st.RowsIn, "rows_out": st.RowsOut, "late_rows": st.LateRows, "bad_records": st.BadRecords}
 	qi.RecentBadRecords = st.RecentBad
-	qi.Lag = kafkaLag(v.Graph, st.Offsets)
+	qi.Lag = st.Lag
 	qi.StateSize = map[string]int64{"rows": st.StateRows}
 	for _, r := range st.RecentLate {
 		qi.RecentLateRows = append(qi.RecentLateRows, map[string]any{"offset": r.Offset, "event_time": plan.FormatTime(r.EventTime)})
@@ -546,74 +545,113 @@ func (e *checkpointError) Unwrap() []error { return e.causes }
 
 // DropQuery stops a query and drops it with its state and results.
 func (e *Engine) DropQuery(name string) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	e.wlock("DELETE /v1/queries/" + name)
 	v, ok := e.views[name]
 	if !ok {
+		e.wunlock()
 		return notFound("query", name)
 	}
 	if err := e.meta.DeleteCatalog(viewPrefix + name); err != nil {
+		e.wunlock()
 		return err
 	}
-	e.dropView(v)
+	delete(e.views, name)
+	e.wunlock()
+	e.retire(v)
 	return nil
 }
 
+// stopTimeout bounds a stop's final checkpoint.
+const stopTimeout = runtime.CheckpointTimeout
+
 // StopQuery takes a final checkpoint of a query and stops it; it stays
-// stopped (across restarts too) until ResumeQuery.
+// stopped (across restarts too) until ResumeQuery. A query whose final
+// checkpoint fails is not stopped.
 func (e *Engine) StopQuery(ctx context.Context, name string) (QueryInfo, error) {
-	e.mu.Lock()
+	e.mu.RLock()
 	v, ok := e.views[name]
-	if !ok {
-		e.mu.Unlock()
+	e.mu.RUnlock()
+	switch {
+	case !ok:
 		return QueryInfo{}, notFound("query", name)
-	}
-	if v.Record.Stopped {
-		e.mu.Unlock()
+	case v.Record.Stopped:
 		return e.Query(name)
-	}
-	if v.Job == nil {
-		e.mu.Unlock()
+	case v.Job == nil:
 		return QueryInfo{}, &Error{Status: 409, Title: statusTitle(409), Detail: fmt.Sprintf("query %s is not running", name), Statement: -1}
 	}
 	job := v.Job
-	e.mu.Unlock()
-	if err := job.StopWithCheckpoint(ctx); err != nil {
-		return QueryInfo{}, fmt.Errorf("stop %s: final checkpoint: %w", name, err)
+	ctx, cancel := context.WithTimeout(ctx, stopTimeout)
+	defer cancel()
+	if job.Graph.Options.CheckpointInterval > 0 {
+		if _, err := job.Checkpoint(ctx); err != nil {
+			return QueryInfo{}, fmt.Errorf("stop %s: final checkpoint: %w", name, err)
+		}
 	}
-	e.mu.Lock()
-	v.Record.Stopped = true
-	v.Job = nil
-	err := e.putView(v.Record)
-	e.mu.Unlock()
+	stopErr := job.Stop()
+	e.wlock("POST /v1/queries/" + name + "/stop")
+	if e.views[name] != v {
+		// Dropped or replaced meanwhile: the stop is moot.
+		e.wunlock()
+		return QueryInfo{}, notFound("query", name)
+	}
+	rec := v.Record
+	rec.Stopped = true
+	err := e.putView(rec)
+	if err == nil {
+		nv := &View{Record: rec, Graph: v.Graph, Results: v.Results, stopping: job}
+		e.views[name] = nv
+	}
+	e.wunlock()
 	if err != nil {
 		return QueryInfo{}, err
+	}
+	if stopErr != nil {
+		e.log.Warn("stopped query still stopping", "query", name, "err", stopErr)
 	}
 	return e.Query(name)
 }
 
 // ResumeQuery starts a stopped query again from its last checkpoint.
 func (e *Engine) ResumeQuery(name string) (QueryInfo, error) {
-	e.mu.Lock()
+	e.wlock("POST /v1/queries/" + name + "/resume")
 	v, ok := e.views[name]
 	if !ok {
-		e.mu.Unlock()
+		e.wunlock()
 		return QueryInfo{}, notFound("query", name)
 	}
 	if v.Job != nil {
-		e.mu.Unlock()
+		e.wunlock()
 		return e.Query(name)
+	}
+	if v.stopping != nil {
+		select {
+		case <-v.stopping.Stopped():
+		default:
+			e.wunlock()
+			return QueryInfo{}, &Error{Status: 409, Title: statusTitle(409), Statement: -1,
+				Detail: fmt.Sprintf("query %s is still stopping (a task has not returned from the message it was working on); resume it once it has", name)}
+		}
 	}
 	rec := v.Record
 	rec.Stopped = false
-	nv, err := e.startView(rec)
+	g := v.Graph
+	var err error
+	if g == nil {
+		err = fmt.Errorf("query %s: %w", name, v.StartErr)
+	}
+	var nv *View
 	if err == nil {
-		err = e.putView(rec)
+		nv, err = e.startView(rec, g)
+	}
+	if err == nil {
+		if err = e.putView(rec); err != nil {
+			nv.Job.Stop()
+		}
 	}
 	if err == nil {
 		e.views[name] = nv
 	}
-	e.mu.Unlock()
+	e.wunlock()
 	if err != nil {
 		return QueryInfo{}, err
 	}
@@ -636,44 +674,4 @@ func (e *Engine) Checkpoints(name string) ([]runtime.CheckpointStat, error) {
 		h[i], h[j] = h[j], h[i]
 	}
 	return h, nil
-}
-
-// kafkaLag is, for each partition of the query's Kafka sources, the
-// committed end of the partition minus the query's position (nil when it
-// reads no Kafka topic, or the brokers do not answer in time).
-func kafkaLag(g *plan.Graph, offsets map[string]int64) map[string]int64 {
-	var lag map[string]int64
-	for _, v := range g.Vertices {
-		for _, op := range v.Ops {
-			src, ok := op.(*plan.Source)
-			if !ok || src.Engine != "kafka" {
-				continue
-			}
-			brokers, err := kafkasrc.ParseBrokers(src.Connection)
-			if err != nil {
-				continue
-			}
-			cons, err := kafkasrc.New(kafkasrc.Config{Brokers: brokers, Topic: src.Attrs["topic"]})
-			if err != nil {
-				continue
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			ends, err := cons.EndOffsets(ctx)
-			cancel()
-			cons.Close()
-			if err != nil {
-				continue
-			}
-			if lag == nil {
-				lag = map[string]int64{}
-			}
-			for p, end := range ends {
-				k := runtime.PartitionKey(src.Table, p)
-				if off, ok := offsets[k]; ok {
-					lag[k] = max(end-off, 0)
-				}
-			}
-		}
-	}
-	return lag
 }

@@ -189,9 +189,7 @@ func Bench(ctx context.Context, cfg BenchConfig) (BenchResult, error) {
 	}
 	opts := e.defaults()
 	opts.Parallelism = max(cfg.Parallelism, 1)
-	e.mu.RLock()
-	g, err := planner.Query(sel, catalog{e}, opts, cfg.Query, plan.SinkResults)
-	e.mu.RUnlock()
+	g, err := planner.Query(sel, e.planCatalog(), opts, cfg.Query, plan.SinkResults)
 	if err != nil {
 		return BenchResult{}, err
 	}

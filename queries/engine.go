@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/streamsql/streamsql/parser"
@@ -48,7 +49,14 @@ type Config struct {
 	// call SampleMetrics themselves).
 	SampleInterval time.Duration
 	NoSampler      bool
+	// StallTimeout: a query task that works on one message for longer,
+	// without waiting for input or output, fails its query (0: the
+	// runtime's default; negative: never).
+	StallTimeout time.Duration
 }
+
+// DefaultStallTimeout is Config.StallTimeout's default.
+const DefaultStallTimeout = runtime.DefaultStallTimeout
 
 // Engine is the catalog and the running queries.
 type Engine struct {
@@ -57,9 +65,21 @@ type Engine struct {
 	meta  *state.Meta
 	store state.Versioned
 
+	// mu guards the catalog (tables, views). Nobody waits for a job, an
+	// external system or a long planning while holding it (catalog.go):
+	// it is held for map updates and catalog writes only.
 	mu     sync.RWMutex
 	tables map[string]*plan.TableDef
 	views  map[string]*View
+	// holder is who holds mu for writing (lock, /healthz).
+	holder atomic.Pointer[lockHolder]
+	// retiring counts dropped queries whose jobs had not stopped when the
+	// drop answered: their state goes once they have (retire); closing
+	// tells them the engine is closing (the next start's sweep does it).
+	retiring sync.WaitGroup
+	closing  chan struct{}
+	// health is the look at the stores in flight (Health).
+	health health
 
 	stopBg func() // stops the maintenance loop
 	// samples keep the console's charts (metrics.go); stopSampler stops
@@ -83,6 +103,19 @@ type View struct {
 	Results *runtime.Results
 	// StartErr says why the view could not be started at boot.
 	StartErr error
+
+	// stopping is the job of a stopped query that had not returned when
+	// the stop answered: it is not resumed before it has.
+	stopping *runtime.Job
+
+	explainOnce sync.Once
+	explain     string
+}
+
+// Explain is the query's plan as EXPLAIN shows it, rendered once.
+func (v *View) Explain() string {
+	v.explainOnce.Do(func() { v.explain = v.Graph.Explain() })
+	return v.explain
 }
 
 // viewRecord is a view as stored in the catalog: enough to plan it again.
@@ -169,7 +202,7 @@ func OpenWith(cfg Config, meta *state.Meta, store state.Versioned) (*Engine, err
 		cfg.SampleInterval = SampleInterval
 	}
 	e := &Engine{cfg: cfg, log: cfg.Logger, meta: meta, store: store, tables: map[string]*plan.TableDef{}, views: map[string]*View{},
-		samples: newSampler(cfg.SampleInterval)}
+		samples: newSampler(cfg.SampleInterval), closing: make(chan struct{})}
 	return e, e.load()
 }
 
@@ -211,7 +244,10 @@ func (e *Engine) load() error {
 				v.Results, err = runtime.OpenResults(e.store, rec.ID, v.Graph)
 			}
 		} else {
-			v, err = e.startView(rec)
+			var g *plan.Graph
+			if g, err = e.planView(rec); err == nil {
+				v, err = e.startView(rec, g)
+			}
 		}
 		if err != nil {
 			// Keep the definition visible with its error rather than refuse to start.
@@ -237,8 +273,14 @@ func (e *Engine) Close(ctx context.Context) {
 		e.stopSampler()
 		e.stopSampler = nil
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	e.wlock("close")
+	defer e.wunlock()
+	select {
+	case <-e.closing:
+		return // closed before
+	default:
+	}
+	close(e.closing)
 	var wg sync.WaitGroup
 	for _, v := range e.views {
 		if v.Job != nil {
@@ -252,6 +294,7 @@ func (e *Engine) Close(ctx context.Context) {
 		}
 	}
 	wg.Wait()
+	e.retiring.Wait()
 	if e.store != nil {
 		e.store.Close()
 	}
@@ -270,44 +313,15 @@ func (e *Engine) defaults() plan.Options {
 	}
 }
 
-// catalog adapts the engine's maps for the planner (caller holds e.mu).
-type catalog struct{ e *Engine }
-
-func (c catalog) Table(name string) (*plan.TableDef, bool) {
-	t, ok := c.e.tables[name]
-	return t, ok
-}
-
-func (c catalog) ViewSelect(name string) (*parser.Select, bool) {
-	v, ok := c.e.views[name]
-	if !ok || v.Record.Sink != "" {
-		return nil, false
-	}
-	stmts, err := parser.Parse(v.Record.SQL)
-	if err != nil || len(stmts) != 1 {
-		return nil, false
-	}
-	cv, ok := stmts[0].Stmt.(*parser.CreateView)
-	if !ok {
-		return nil, false
-	}
-	return cv.Select, true
-}
-
-func (c catalog) View(name string) (*plan.ViewDef, bool) {
-	v, ok := c.e.views[name]
-	if ok && v.Record.Sink != "" {
-		return nil, false
-	}
-	if !ok || v.Graph == nil {
-		return nil, ok
-	}
-	return &plan.ViewDef{Name: name, Out: v.Graph.Out}, true
-}
-
 // planView plans a query from its record: a view (CREATE VIEW) or an
-// INSERT INTO ... SELECT into a sink table.
+// INSERT INTO ... SELECT into a sink table. It takes e.mu for each
+// catalog lookup: the caller must not hold it.
 func (e *Engine) planView(rec viewRecord) (*plan.Graph, error) {
+	return e.planWith(rec, e.planCatalog())
+}
+
+// planWith plans rec, reading the catalog through cat.
+func (e *Engine) planWith(rec viewRecord, cat *planCatalog) (*plan.Graph, error) {
 	stmts, err := parser.Parse(rec.SQL)
 	if err != nil {
 		return nil, err
@@ -318,27 +332,25 @@ func (e *Engine) planView(rec viewRecord) (*plan.Graph, error) {
 	}
 	switch s := stmts[0].Stmt.(type) {
 	case *parser.CreateView:
-		return planner.Query(s.Select, catalog{e}, opts, rec.Name, plan.SinkResults)
+		return planner.Query(s.Select, cat, opts, rec.Name, plan.SinkResults)
 	case *parser.Insert:
-		t, ok := e.tables[s.Table]
+		t, ok := cat.Table(s.Table)
 		if !ok {
 			return nil, &planner.Error{Status: 404, Name: s.Table, Msg: fmt.Sprintf("INSERT INTO %s: unknown table %s", s.Table, s.Table)}
 		}
-		return planner.Insert(s.Select, t, catalog{e}, opts)
+		return planner.Insert(s.Select, t, cat, opts)
 	}
 	return nil, fmt.Errorf("query %s: stored statement is neither CREATE VIEW nor INSERT", rec.Name)
 }
 
-func (e *Engine) startView(rec viewRecord) (*View, error) {
-	g, err := e.planView(rec)
-	if err != nil {
-		return nil, err
-	}
+// startView starts the job of rec, planned as g.
+func (e *Engine) startView(rec viewRecord, g *plan.Graph) (*View, error) {
 	var res *runtime.Results
 	if rec.Sink == "" {
 		res = runtime.NewResults(e.store, rec.ID)
 	}
-	job, err := runtime.Start(g, e.deps(), runtime.StartOptions{QueryID: rec.ID, Name: rec.Name, StartOffsets: rec.StartOffsets, Results: res, SinkID: e.sinkID(rec)})
+	job, err := runtime.Start(g, e.deps(), runtime.StartOptions{QueryID: rec.ID, Name: rec.Name, StartOffsets: rec.StartOffsets, Results: res,
+		SinkID: e.sinkID(rec), StallTimeout: e.cfg.StallTimeout})
 	if err != nil {
 		return nil, err
 	}
@@ -538,8 +550,8 @@ func (e *Engine) createTable(s *parser.CreateTable, st *parser.Statement) (Resul
 			return Result{}, &planner.Error{Status: 422, Msg: err.Error()}
 		}
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	e.wlock("CREATE TABLE " + def.Name)
+	defer e.wunlock()
 	if _, ok := e.tables[def.Name]; ok {
 		if s.IfNotExists {
 			return Result{Kind: "create_table", Name: def.Name}, nil
@@ -569,52 +581,76 @@ func (e *Engine) createView(s *parser.CreateView, st *parser.Statement, set []pa
 	if err := planner.CheckAliases(s.Select); err != nil {
 		return Result{}, err
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if _, ok := e.tables[s.Name]; ok {
-		return Result{}, stmtErr(409, st, "%s is already a table", s.Name)
-	}
-	old, exists := e.views[s.Name]
-	if exists && !s.OrReplace {
-		return Result{}, stmtErr(409, st, "view %s already exists (use CREATE OR REPLACE VIEW to start it over)", s.Name)
-	}
 	rec := viewRecord{Name: s.Name, SQL: st.Text, Set: set, Created: time.Now().UTC(), StartOffsets: map[string]int64{}, Reads: fromNames(s.Select)}
+	check := func() error {
+		if _, ok := e.tables[s.Name]; ok {
+			return stmtErr(409, st, "%s is already a table", s.Name)
+		}
+		if _, exists := e.views[s.Name]; exists && !s.OrReplace {
+			return stmtErr(409, st, "view %s already exists (use CREATE OR REPLACE VIEW to start it over)", s.Name)
+		}
+		return nil
+	}
+	// Refuse what is refused anyway before planning (which may take long).
+	e.mu.RLock()
+	err := check()
+	e.mu.RUnlock()
+	if err != nil {
+		return Result{}, err
+	}
 	for _, r := range rec.Reads {
 		if r == s.Name {
 			return Result{}, stmtErr(422, st, "view %s cannot read itself", s.Name)
 		}
 	}
-	// Plan before anything changes, so a bad query leaves the old one running.
-	g, err := e.planView(rec)
+	var old *View
+	// Planned before anything changes, so a bad query leaves the old one running.
+	err = e.planned("CREATE VIEW "+s.Name, rec, nil, func(g *plan.Graph) error {
+		if err := check(); err != nil {
+			return err
+		}
+		if err := e.startOffsets(g, &rec); err != nil {
+			return err
+		}
+		id, err := e.meta.NextSeq("query")
+		if err != nil {
+			return err
+		}
+		rec.ID = id
+		prev := e.views[s.Name]
+		if err := e.register(rec, g); err != nil {
+			return err
+		}
+		old = prev
+		return nil
+	})
 	if err != nil {
 		return Result{}, err
 	}
-	if err := e.startOffsets(g, &rec); err != nil {
-		return Result{}, err
-	}
-	id, err := e.meta.NextSeq("query")
-	if err != nil {
-		return Result{}, err
-	}
-	rec.ID = id
-	if exists {
-		e.dropView(old)
-	}
-	if err := e.register(rec); err != nil {
-		return Result{}, err
+	if old != nil {
+		e.retire(old)
 	}
 	return Result{Kind: "create_view", Name: rec.Name}, nil
 }
 
-// register stores a new query's record and starts it; if it cannot
-// start, the record goes again (caller holds mu).
-func (e *Engine) register(rec viewRecord) error {
+// register stores a new query's record (replacing one of the same name)
+// and starts it, planned as g; if it cannot start, the record goes again
+// (the one it replaced is the caller's to restore or retire). The caller
+// holds mu.
+func (e *Engine) register(rec viewRecord, g *plan.Graph) error {
+	prev, hadPrev := e.views[rec.Name]
 	if err := e.putView(rec); err != nil {
 		return err
 	}
-	v, err := e.startView(rec)
+	v, err := e.startView(rec, g)
 	if err != nil {
-		e.meta.DeleteCatalog(viewPrefix + rec.Name)
+		if hadPrev {
+			if perr := e.putView(prev.Record); perr != nil {
+				e.log.Error("restore the record of the query a failed CREATE OR REPLACE replaced", "query", rec.Name, "err", perr)
+			}
+		} else {
+			e.meta.DeleteCatalog(viewPrefix + rec.Name)
+		}
 		return err
 	}
 	e.views[rec.Name] = v
@@ -660,11 +696,41 @@ func (e *Engine) putView(rec viewRecord) error {
 	return e.meta.PutCatalog(viewPrefix+rec.Name, b)
 }
 
-// dropView stops a view and deletes its state and results (caller holds mu).
-func (e *Engine) dropView(v *View) {
-	if v.Job != nil {
-		v.Job.Stop()
+// dropWait is how long a drop waits for the query's job to stop before
+// it answers; a job still busy then is left to stop on its own (retire).
+const dropWait = 2 * time.Second
+
+// retire stops the job of a query that has left the catalog and deletes
+// its state, results and sink write-ahead log. It runs without e.mu: a
+// job whose task is stuck in one message (it cannot be interrupted) does
+// not hold up anybody; it is left to end on its own, and its state is
+// deleted once it has, or, if the process ends first, by the sweep of
+// orphans at the next start.
+func (e *Engine) retire(v *View) {
+	if v.Job == nil {
+		e.dropState(v)
+		return
 	}
+	if err := v.Job.StopWithin(dropWait); err == nil {
+		e.dropState(v)
+		return
+	} else {
+		e.log.Warn("dropped query still stopping; its state is deleted once it has", "query", v.Record.Name, "err", err)
+	}
+	e.retiring.Add(1)
+	go func() {
+		defer e.retiring.Done()
+		select {
+		case <-v.Job.Stopped():
+			e.dropState(v)
+		case <-e.closing:
+		}
+	}()
+}
+
+// dropState deletes a dropped query's state and results, and its sink's
+// write-ahead log.
+func (e *Engine) dropState(v *View) {
 	if err := e.store.DropPrefix(runtime.QueryPrefix(v.Record.ID)); err != nil {
 		e.log.Error("drop view state", "view", v.Record.Name, "err", err)
 	}
@@ -679,12 +745,35 @@ func (e *Engine) dropView(v *View) {
 			}
 		}
 	}
-	delete(e.views, v.Record.Name)
+}
+
+// retireAll retires views at once, so that their waits overlap.
+func (e *Engine) retireAll(views []*View) {
+	var wg sync.WaitGroup
+	for _, v := range views {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e.retire(v)
+		}()
+	}
+	wg.Wait()
 }
 
 func (e *Engine) drop(s *parser.Drop, st *parser.Statement) (Result, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	var retired []*View
+	var logs []*state.Log
+	defer func() {
+		// After the lock: stopping jobs and deleting rows take time.
+		e.retireAll(retired)
+		for _, l := range logs {
+			if err := l.Drop(); err != nil {
+				e.log.Error("drop table log", "table", l.ID(), "err", err)
+			}
+		}
+	}()
+	e.wlock("DROP " + strings.Join(s.Names, ", "))
+	defer e.wunlock()
 	kind := "drop_table"
 	if s.View {
 		kind = "drop_view"
@@ -733,7 +822,8 @@ func (e *Engine) drop(s *parser.Drop, st *parser.Statement) (Result, error) {
 			if err := e.meta.DeleteCatalog(viewPrefix + name); err != nil {
 				return Result{}, err
 			}
-			e.dropView(e.views[name])
+			retired = append(retired, e.views[name])
+			delete(e.views, name)
 			continue
 		}
 		def := e.tables[name]
@@ -742,9 +832,7 @@ func (e *Engine) drop(s *parser.Drop, st *parser.Statement) (Result, error) {
 		}
 		if def.Engine == "http" {
 			if l, err := e.meta.Log(def.ID); err == nil {
-				if err := l.Drop(); err != nil {
-					e.log.Error("drop table log", "table", name, "err", err)
-				}
+				logs = append(logs, l)
 			}
 		}
 		delete(e.tables, name)
@@ -873,11 +961,14 @@ func (e *Engine) describe(s *parser.Describe, st *parser.Statement) (Result, err
 }
 
 func (e *Engine) explain(s *parser.Explain, st *parser.Statement, set []parser.SetVar) (Result, error) {
-	e.mu.RLock()
-	defer e.mu.RUnlock()
 	var text string
-	if s.Select.From != nil && e.views[s.Select.From.Name] != nil {
-		v := e.views[s.Select.From.Name]
+	var v *View
+	if s.Select.From != nil {
+		e.mu.RLock()
+		v = e.views[s.Select.From.Name]
+		e.mu.RUnlock()
+	}
+	if v != nil {
 		if v.Graph == nil {
 			return Result{}, stmtErr(422, st, "view %s is not running", v.Record.Name)
 		}
@@ -891,7 +982,7 @@ func (e *Engine) explain(s *parser.Explain, st *parser.Statement, set []parser.S
 		if err := planner.ApplyOptions(&opts, set, "SET"); err != nil {
 			return Result{}, err
 		}
-		g, err := planner.Query(s.Select, catalog{e}, opts, "explain", plan.SinkResults)
+		g, err := planner.Query(s.Select, e.planCatalog(), opts, "explain", plan.SinkResults)
 		if err != nil {
 			return Result{}, err
 		}

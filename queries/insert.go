@@ -21,35 +21,47 @@ const sinkCheckTimeout = 5 * time.Second
 // insert starts INSERT INTO t SELECT ...: a continuous query named t whose
 // changes go to sink table t.
 func (e *Engine) insert(ctx context.Context, s *parser.Insert, st *parser.Statement, set []parser.SetVar) (Result, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if _, ok := e.tables[s.Table]; !ok {
-		return Result{}, stmtErr(404, st, "INSERT INTO %s: unknown table %s", s.Table, s.Table)
+	check := func() error {
+		if _, ok := e.tables[s.Table]; !ok {
+			return stmtErr(404, st, "INSERT INTO %s: unknown table %s", s.Table, s.Table)
+		}
+		if v, ok := e.views[s.Table]; ok {
+			return stmtErr(409, st, "INSERT INTO %s: query %s already writes it (one query per sink table); drop it first with DELETE /v1/queries/%s", s.Table, v.Record.Name, s.Table)
+		}
+		return nil
 	}
-	if v, ok := e.views[s.Table]; ok {
-		return Result{}, stmtErr(409, st, "INSERT INTO %s: query %s already writes it (one query per sink table); drop it first with DELETE /v1/queries/%s", s.Table, v.Record.Name, s.Table)
+	e.mu.RLock()
+	err := check()
+	e.mu.RUnlock()
+	if err != nil {
+		return Result{}, err
 	}
 	rec := viewRecord{Name: s.Table, Sink: s.Table, SQL: st.Text, Set: set, Created: time.Now().UTC(),
 		StartOffsets: map[string]int64{}, Reads: fromNames(s.Select)}
-	g, err := e.planView(rec)
-	if err != nil {
-		return Result{}, err
-	}
-	if err := e.startOffsets(g, &rec); err != nil {
-		return Result{}, err
-	}
 	// A target that can never work (a table that does not match) is
 	// refused now; one that is only unreachable is not: the query starts
-	// and retries.
-	if err := e.checkSink(ctx, sinkOf(g)); err != nil {
-		return Result{}, stmtErr(422, st, "INSERT INTO %s: %v", s.Table, err)
+	// and retries. The look takes up to sinkCheckTimeout: outside the lock.
+	checkSink := func(g *plan.Graph) error {
+		if err := e.checkSink(ctx, sinkOf(g)); err != nil {
+			return stmtErr(422, st, "INSERT INTO %s: %v", s.Table, err)
+		}
+		return nil
 	}
-	id, err := e.meta.NextSeq("query")
+	err = e.planned("INSERT INTO "+s.Table, rec, checkSink, func(g *plan.Graph) error {
+		if err := check(); err != nil {
+			return err
+		}
+		if err := e.startOffsets(g, &rec); err != nil {
+			return err
+		}
+		id, err := e.meta.NextSeq("query")
+		if err != nil {
+			return err
+		}
+		rec.ID = id
+		return e.register(rec, g)
+	})
 	if err != nil {
-		return Result{}, err
-	}
-	rec.ID = id
-	if err := e.register(rec); err != nil {
 		return Result{}, err
 	}
 	return Result{Kind: "insert", Name: rec.Name}, nil

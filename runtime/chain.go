@@ -105,13 +105,16 @@ type output struct {
 	keyCols   []int
 	keyBuf    []byte
 	tgt       []uint32 // per row of the batch being emitted: its target
+	// live is the producing task's: time blocked on a full queue is
+	// waiting, not working.
+	live *liveness
 }
 
 var _ terminal = (*output)(nil)
 
 func (o *output) Emit(b *Batch) error {
 	if o.partition != plan.Hash {
-		return o.targets[0].Send(o.ctx, Message{Kind: MsgData, Batch: b})
+		return o.live.send(o.ctx, o.targets[0], Message{Kind: MsgData, Batch: b})
 	}
 	// The group key is encoded once, here, and travels with the row. The
 	// batch is ours once emitted to us: its rows are keyed in place and,
@@ -126,7 +129,7 @@ func (o *output) Emit(b *Batch) error {
 		}
 	}
 	if n == 1 {
-		return o.targets[0].Send(o.ctx, Message{Kind: MsgData, Batch: b})
+		return o.live.send(o.ctx, o.targets[0], Message{Kind: MsgData, Batch: b})
 	}
 	// Several targets: the first keeps the input batch (its rows moved up in
 	// order), the others get batches of exactly their size.
@@ -156,7 +159,7 @@ func (o *output) Emit(b *Batch) error {
 	}
 	for t, p := range parts {
 		if p != nil {
-			if err := o.targets[t].Send(o.ctx, Message{Kind: MsgData, Batch: p}); err != nil {
+			if err := o.live.send(o.ctx, o.targets[t], Message{Kind: MsgData, Batch: p}); err != nil {
 				return err
 			}
 		}
@@ -166,7 +169,7 @@ func (o *output) Emit(b *Batch) error {
 
 func (o *output) broadcast(m Message) error {
 	for _, t := range o.targets {
-		if err := t.Send(o.ctx, m); err != nil {
+		if err := o.live.send(o.ctx, t, m); err != nil {
 			return err
 		}
 	}

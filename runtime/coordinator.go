@@ -116,6 +116,7 @@ func (j *Job) coordinate() {
 			}
 			return
 		case <-ticker.C:
+			j.checkStall(time.Now())
 			if inFlight && cur.CheckpointID != 0 && time.Since(started) > timeout {
 				err := fmt.Errorf("checkpoint %d timed out after %s", cur.CheckpointID, timeout)
 				j.recordEnd(cur.CheckpointID, "failed", err, bytes, align, offsets, started)
@@ -241,11 +242,18 @@ func (j *Job) stoppedErr() error {
 	return errors.New("query stopped")
 }
 
-// Stop stops every task and waits for them, without a checkpoint.
-func (j *Job) Stop() {
+// Stop stops every task, without a checkpoint, and waits for them up to
+// StopTimeout: a task busy in one message cannot be interrupted, so a job
+// that does not stop in time is left to end on its own (its context is
+// cancelled: it writes nothing more once it looks) and the error names
+// the tasks still working.
+func (j *Job) Stop() error { return j.StopWithin(StopTimeout) }
+
+// StopWithin is Stop waiting up to d.
+func (j *Job) StopWithin(d time.Duration) error {
 	j.setState(StateStopped, nil)
 	j.cancel()
-	j.wg.Wait()
+	return j.wait(d)
 }
 
 // StopWithCheckpoint takes a final checkpoint, then stops: a restart
@@ -309,6 +317,10 @@ type Status struct {
 	// RecentBad are the last few.
 	BadRecords int64
 	RecentBad  []BadRecord
+	// Lag is, for partitioned sources (Kafka), each partition's last
+	// stable offset as last looked up minus the query's position (nil:
+	// none).
+	Lag map[string]int64
 }
 
 // Status reports the job's state and counters.
@@ -360,6 +372,14 @@ func (j *Job) Status() Status {
 			// A source cannot read (no broker, no topic): the query waits
 			// and retries.
 			s.State, s.Err = StateRetrying, fmt.Errorf("source %s: %s", t, *p)
+		}
+		if l := src.lag.Load(); l != nil {
+			if s.Lag == nil {
+				s.Lag = map[string]int64{}
+			}
+			for k, n := range *l {
+				s.Lag[k] = n
+			}
 		}
 		if w, seen := s.SourceWatermarks[t]; !seen || src.published.Load() < w {
 			s.SourceWatermarks[t] = src.published.Load()

@@ -59,6 +59,10 @@ type StartOptions struct {
 	// SinkID names an external sink's progress records: unique to this
 	// query (and data directory), never reused.
 	SinkID string
+	// StallTimeout: a task that works on one message for longer, without
+	// waiting for input or output, fails the query as not answering
+	// (0: DefaultStallTimeout; negative: never).
+	StallTimeout time.Duration
 }
 
 // Job is one running continuous query: its tasks, its coordinator and its
@@ -89,6 +93,11 @@ type Job struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// stopped is closed once every goroutine in wg has returned.
+	stopped chan struct{}
+	// stallTimeout: a task working on one message for longer fails the
+	// job (liveness.go); 0: never.
+	stallTimeout time.Duration
 
 	rowsIn, rowsOut, lateRows, badRecords atomic.Int64
 	lastCheckpoint                        atomic.Uint64
@@ -158,7 +167,11 @@ type markerValue struct {
 // the offsets recorded at the checkpoint.
 func Start(g *plan.Graph, deps Deps, o StartOptions) (*Job, error) {
 	j := &Job{ID: o.QueryID, Name: o.Name, Graph: g, store: deps.Store, logger: deps.Logger, results: o.Results,
-		acks: make(chan ack, 1024), force: make(chan chan checkpointResult, 16), state: StateStarting}
+		acks: make(chan ack, 1024), force: make(chan chan checkpointResult, 16), state: StateStarting,
+		stopped: make(chan struct{}), stallTimeout: o.StallTimeout}
+	if j.stallTimeout == 0 {
+		j.stallTimeout = DefaultStallTimeout
+	}
 	if j.logger == nil {
 		j.logger = slog.Default()
 	}
@@ -177,6 +190,10 @@ func Start(g *plan.Graph, deps Deps, o StartOptions) (*Job, error) {
 	}
 	j.toRestore.Store(int64(len(j.sources) + len(j.tasks)))
 	j.wg.Add(1)
+	go func() {
+		j.wg.Wait()
+		close(j.stopped)
+	}()
 	go func() {
 		defer j.wg.Done()
 		if committed > 0 {
@@ -394,6 +411,7 @@ func (j *Job) build(deps Deps, o StartOptions, committed uint64) error {
 			if s, ok := ops[0].(*plan.Source); ok {
 				src, ops = s, ops[1:]
 			}
+			live := &liveness{}
 			var term terminal
 			if s, ok := lastSink(ops); ok {
 				ops = ops[:len(ops)-1]
@@ -429,7 +447,7 @@ func (j *Job) build(deps Deps, o StartOptions, committed uint64) error {
 				j.sinks = append(j.sinks, st)
 				term = st
 			} else {
-				out, err := j.output(v.ID, i, boxes, inputBase)
+				out, err := j.output(v.ID, i, boxes, inputBase, live)
 				if err != nil {
 					return err
 				}
@@ -446,7 +464,7 @@ func (j *Job) build(deps Deps, o StartOptions, committed uint64) error {
 				prefixes = append(prefixes, opPrefix(j.ID, v.ID, k))
 			}
 			base := taskBase{job: j, name: name, chain: newChain(built, term), counters: counters, env: env,
-				opPrefix: prefixes, subtask: i, parallel: v.Parallelism, stateRows: new(atomic.Int64)}
+				opPrefix: prefixes, subtask: i, parallel: v.Parallelism, stateRows: new(atomic.Int64), live: live}
 			j.ntasks++
 			if src != nil {
 				st, err := j.sourceTask(base, src, v.ID, i, deps, o, committed, tick)
@@ -561,13 +579,13 @@ func buildOperator(spec plan.Op, env *Env, c *Counters) (Operator, error) {
 	return nil, fmt.Errorf("no operator for %s", spec.OpName())
 }
 
-func (j *Job) output(vid, subtask int, boxes map[int][]*mailbox, inputBase map[[2]int]int) (*output, error) {
+func (j *Job) output(vid, subtask int, boxes map[int][]*mailbox, inputBase map[[2]int]int, live *liveness) (*output, error) {
 	for _, v := range j.Graph.Vertices {
 		for ei, e := range v.Inputs {
 			if e.From != vid {
 				continue
 			}
-			o := &output{ctx: j.ctx, partition: e.Partition, keyCols: e.KeyCols}
+			o := &output{ctx: j.ctx, partition: e.Partition, keyCols: e.KeyCols, live: live}
 			base := inputBase[[2]int{v.ID, ei}]
 			switch e.Partition {
 			case plan.Hash:

@@ -135,7 +135,7 @@ func runToEnd(t *testing.T, g *plan.Graph, qid uint64) (*Job, *Results) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(job.Stop)
+	t.Cleanup(func() { job.Stop() })
 	select {
 	case <-job.Done():
 	case <-time.After(60 * time.Second):

@@ -267,6 +267,24 @@ func (r *kafkaReader) Positions() map[int32]kafkaPartPos {
 	return out
 }
 
+// Lag is, per partition, its last stable offset as last looked up minus
+// the reader's position (never negative); partitions whose end is not
+// known yet are missing. No I/O.
+func (r *kafkaReader) Lag() map[int32]int64 {
+	le, ok := r.cons.(interface{ Ends() map[int32]int64 })
+	if !r.started || !ok {
+		return nil
+	}
+	ends := le.Ends()
+	out := make(map[int32]int64, len(ends))
+	for p, off := range r.cons.Position() {
+		if end, ok := ends[p]; ok {
+			out[p] = max(end-off, 0)
+		}
+	}
+	return out
+}
+
 // Offset is the sum of the partitions' positions (a progress figure; the
 // position itself is Positions).
 func (r *kafkaReader) Offset() int64 {
@@ -349,6 +367,9 @@ type (
 	flushReader interface{ FlushTarget(now int64) func() bool }
 	// problemReader cannot read now, and says why (query state retrying).
 	problemReader interface{ Problem() error }
+	// lagReader knows how far behind the end of its input it is, per
+	// partition.
+	lagReader interface{ Lag() map[int32]int64 }
 	// badReader skips records it cannot decode and counts them.
 	badReader interface {
 		TakeBad() (int64, []BadRecord)

@@ -45,6 +45,20 @@ func (in inbox) Send(ctx context.Context, msg Message) error {
 	return nil
 }
 
+// TrySend delivers msg if its queue has room, without blocking.
+func (in inbox) TrySend(msg Message) bool {
+	select {
+	case in.q <- msg:
+	default:
+		return false
+	}
+	select {
+	case in.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
 // Next returns the next message from an input that blocked does not
 // exclude, waiting for one. It returns ctx's error when ctx ends.
 func (m *mailbox) Next(ctx context.Context, blocked func(int) bool) (Message, int, error) {

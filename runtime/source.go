@@ -42,6 +42,8 @@ type sourceTask struct {
 	// why a reader cannot read now ("" when it can).
 	positions atomic.Pointer[map[string]int64]
 	problem   atomic.Pointer[string]
+	// lag is a lagReader's lag per partition ("table[p]").
+	lag atomic.Pointer[map[string]int64]
 }
 
 func (s *sourceTask) run(ctx context.Context) error {
@@ -68,8 +70,10 @@ func (s *sourceTask) run(ctx context.Context) error {
 			continue
 		default:
 		}
-		now := time.Now().UnixMilli()
-		n, err := s.poll(now)
+		now := time.Now()
+		s.live.begin(now)
+		n, err := s.poll(now.UnixMilli())
+		s.live.end()
 		if err != nil {
 			return err
 		}
@@ -85,7 +89,7 @@ func (s *sourceTask) run(ctx context.Context) error {
 				return nil
 			}
 		}
-		if err := s.idle(now); err != nil {
+		if err := s.idle(now.UnixMilli()); err != nil {
 			return err
 		}
 		select {
@@ -142,6 +146,15 @@ func (s *sourceTask) afterPoll() {
 			offs[PartitionKey(s.spec.Table, p)] = pos.Offset
 		}
 		s.positions.Store(&offs)
+	}
+	if lr, ok := s.reader.(lagReader); ok {
+		if l := lr.Lag(); l != nil {
+			lag := make(map[string]int64, len(l))
+			for p, n := range l {
+				lag[PartitionKey(s.spec.Table, p)] = n
+			}
+			s.lag.Store(&lag)
+		}
 	}
 }
 
@@ -236,6 +249,8 @@ func (s *sourceTask) idle(now int64) error {
 // row available now; then the position is recorded for a checkpoint and the
 // barrier goes down the chain.
 func (s *sourceTask) onBarrier(ctx context.Context, b Barrier) error {
+	s.live.begin(time.Now())
+	defer s.live.end()
 	if fr, ok := s.reader.(flushReader); ok && b.Flush {
 		// Rows arrive asynchronously: wait for them, up to a deadline.
 		done := fr.FlushTarget(time.Now().UnixMilli())

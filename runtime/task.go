@@ -57,6 +57,8 @@ type taskBase struct {
 	sinceCkpt counts
 	// stateRows is this task's operators' state size, read by Status.
 	stateRows *atomic.Int64
+	// live tells the coordinator whether the task answers (liveness.go).
+	live *liveness
 }
 
 // restore loads every operator's state as of checkpoint at, from the
@@ -130,7 +132,7 @@ func (t *taskBase) barrier(ctx context.Context, b Barrier, aligned time.Duration
 	if st, isSink := t.chain.term.(*sinkTerminal); isSink {
 		if w, ok := st.sink.(roomWaiter); ok {
 			start := time.Now()
-			err := w.awaitRoom(ctx, b)
+			err := t.live.wait(func() error { return w.awaitRoom(ctx, b) })
 			a.align += time.Since(start)
 			if err != nil {
 				return nil // only when the query stops
@@ -344,8 +346,10 @@ func (t *task) run(ctx context.Context) error {
 		}
 		now := time.Now()
 		t.env.ProcTime = now.UnixMilli()
+		t.live.begin(now)
 		switch msg.Kind {
 		case MsgData:
+			fault.PointIn("task.process", t.job.Name)
 			if t.two != nil {
 				t.chain.rows[0].Add(int64(msg.Batch.Len()))
 				err = t.two.ProcessSide(t.sides[in], msg.Batch, t.chain.links[0])
@@ -396,6 +400,7 @@ func (t *task) run(ctx context.Context) error {
 			}
 		}
 		t.publish()
+		t.live.end()
 		if err != nil {
 			return fmt.Errorf("%s: %w", t.name, err)
 		}

@@ -124,6 +124,15 @@ column, --max-streams 429 with Retry-After, --body-timeout 408,
 flags:
 `
 
+// stallOption maps --stall-timeout to queries.Config.StallTimeout: 0
+// there is the default, never is negative.
+func stallOption(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
+}
+
 func serve(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // a bad flag is reported once, by main
@@ -146,6 +155,7 @@ func serve(args []string) error {
 	idleTimeout := fs.Duration("idle-timeout", 2*time.Minute, "how long an idle keep-alive connection is kept open")
 	idem := fs.Duration("idempotency-window", 24*time.Hour, "how long an Idempotency-Key is remembered")
 	demo := fs.Bool("demo", false, "create throttled Nexmark tables and example views at the first start")
+	stall := fs.Duration("stall-timeout", queries.DefaultStallTimeout, "a query whose task works on one batch for longer, waiting for neither input nor output, is failed as not answering (0: never)")
 	diskReserve := fs.String("disk-reserve", "256MiB", "free space kept on the data directory's file system: ingest is refused (507) below it, checkpoints below half of it; 0 turns the check off")
 	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
 		fs.SetOutput(os.Stdout)
@@ -206,7 +216,7 @@ func serve(args []string) error {
 		return fmt.Errorf("--addr %s: listening on %s, which is not loopback: set --token", *addr, ln.Addr())
 	}
 	eng, err := queries.Open(queries.Config{DataDir: *data, CheckpointInterval: *ckpt, EmitInterval: *emit, IdempotencyWindow: *idem, DiskReserve: reserve, Logger: logger,
-		Limits: queries.Limits{MaxRowSize: int(min(maxRow.n, math.MaxInt32)), MaxDepth: *maxDepth}})
+		Limits: queries.Limits{MaxRowSize: int(min(maxRow.n, math.MaxInt32)), MaxDepth: *maxDepth}, StallTimeout: stallOption(*stall)})
 	if err != nil {
 		return err
 	}

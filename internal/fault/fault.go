@@ -19,6 +19,14 @@
 //	sink.after_progress      an exactly-once epoch's progress record is written in its open transaction (PostgreSQL: its rows not yet; Kafka: produced with them)
 //	sink.before_commit       an exactly-once sink's epoch is written in its transaction, not committed
 //	sink.after_commit        the epoch and its progress record are committed, the runtime not yet told
+//	task.process             a task is about to process a batch of rows (scope: the query's name; not in
+//	                         Points: a crash there is any crash under load, its use is STREAMSQL_SPIN)
+//
+// STREAMSQL_SPIN takes the same names but makes the goroutine that reaches
+// the point spin forever instead, as a runaway expression would: it never
+// returns and never yields but to the scheduler
+// (STREAMSQL_SPIN=task.process/myview: the first batch myview's tasks
+// process). Tests of a query that does not answer use it.
 //
 // The sink points are reached by every external sink; "NAME/ENGINE"
 // (sink.before_commit/postgres, sink.after_keylog/kafka) arms one for
@@ -34,16 +42,21 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 )
 
 var (
 	armed map[string]int // name -> hit on which to die
+	spin  map[string]int // name -> hit on which to spin forever
 	hits  sync.Map       // name -> *counter
 	mu    sync.Mutex
 )
 
-func init() { armed = parse(os.Getenv("STREAMSQL_FAULT")) }
+func init() {
+	armed = parse(os.Getenv("STREAMSQL_FAULT"))
+	spin = parse(os.Getenv("STREAMSQL_SPIN"))
+}
 
 func parse(spec string) map[string]int {
 	if spec == "" {
@@ -80,7 +93,7 @@ var SinkEngines = []string{"postgres", "kafka"}
 // PointIn is Point for a point reached in a scope (a sink's engine): it
 // fires when NAME or NAME/scope is armed for this hit.
 func PointIn(name, scope string) {
-	if armed == nil {
+	if armed == nil && spin == nil {
 		return
 	}
 	Point(name)
@@ -96,25 +109,38 @@ func Armed(name string) bool {
 }
 
 // Enabled reports whether any fault point is armed.
-func Enabled() bool { return armed != nil }
+func Enabled() bool { return armed != nil || spin != nil }
+
+// spins counts a spinning goroutine's laps (so the loop is not empty).
+var spins atomic.Int64
+
+// hit counts a hit of name and returns its number.
+func hit(name string) int {
+	mu.Lock()
+	defer mu.Unlock()
+	c, _ := hits.LoadOrStore(name, new(int))
+	n := c.(*int)
+	*n++
+	return *n
+}
 
 // Point is a named crash point: when armed for this hit, the process
 // kills itself with SIGKILL (no deferred functions, no flushing).
 func Point(name string) {
-	if armed == nil {
+	if armed == nil && spin == nil {
 		return
+	}
+	if n, ok := spin[name]; ok && hit("spin "+name) == n {
+		os.Stderr.WriteString("fault: spinning at " + name + "\n")
+		for {
+			spins.Add(1)
+		}
 	}
 	want, ok := armed[name]
 	if !ok {
 		return
 	}
-	mu.Lock()
-	c, _ := hits.LoadOrStore(name, new(int))
-	n := c.(*int)
-	*n++
-	fire := *n == want
-	mu.Unlock()
-	if fire {
+	if hit(name) == want {
 		os.Stderr.WriteString("fault: crashing at " + name + "\n")
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {} // the signal is on its way

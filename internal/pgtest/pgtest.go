@@ -213,3 +213,51 @@ func (s *Server) Log() string {
 	}
 	return string(b)
 }
+
+// Freeze stops the server and every one of its processes with SIGSTOP:
+// connections stay open and new ones are accepted by the kernel, but
+// nothing answers (a hung database, not a dead one). Thaw resumes them.
+func (s *Server) Freeze() error { return s.signalAll(syscall.SIGSTOP) }
+
+// Thaw resumes a frozen server (SIGCONT).
+func (s *Server) Thaw() error { return s.signalAll(syscall.SIGCONT) }
+
+// signalAll sends sig to the postmaster and its children (Linux: read
+// from /proc).
+func (s *Server) signalAll(sig syscall.Signal) error {
+	if s.cmd == nil {
+		return errors.New("pgtest: server not running")
+	}
+	pid := s.cmd.Process.Pid
+	pids := []int{pid}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return fmt.Errorf("pgtest: list processes: %w", err)
+	}
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so read after
+		// the last ')'.
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 {
+			continue
+		}
+		fields := strings.Fields(string(stat[i+1:]))
+		if len(fields) > 1 && fields[1] == strconv.Itoa(pid) {
+			pids = append(pids, child)
+		}
+	}
+	for _, p := range pids {
+		if err := syscall.Kill(p, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+			return fmt.Errorf("pgtest: signal %d: %w", p, err)
+		}
+	}
+	return nil
+}

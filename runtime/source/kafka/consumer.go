@@ -66,6 +66,10 @@ type Consumer struct {
 	started bool
 	known   map[int32]bool // the partitions Partitions last found (nil: not asked)
 	probs   problems
+	// ends are the partitions' last stable offsets as last looked up by
+	// refreshEnds (for the lag the API shows: no request waits for a
+	// broker).
+	ends map[int32]int64
 
 	// Owned by the polling goroutine.
 	pos  map[int32]int64
@@ -233,7 +237,48 @@ func (c *Consumer) Start(from map[int32]int64) error {
 	// metadata becomes the fetch position as is; kgo lists (and clamps)
 	// only for start/end/time offsets.
 	cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{c.cfg.Topic: offsets})
+	c.lookups.Add(1)
+	go c.refreshEnds()
 	return nil
+}
+
+// endsEvery is how often refreshEnds looks the last stable offsets up.
+const endsEvery = 2 * time.Second
+
+// refreshEnds looks the partitions' last stable offsets up now and every
+// endsEvery until the consumer closes; Ends reports the last answer.
+func (c *Consumer) refreshEnds() {
+	defer c.lookups.Done()
+	t := time.NewTicker(endsEvery)
+	defer t.Stop()
+	for {
+		ctx, cancel := context.WithTimeout(c.ctx, endsEvery)
+		ends, err := c.EndOffsets(ctx)
+		cancel()
+		if err == nil {
+			c.mu.Lock()
+			c.ends = ends
+			c.mu.Unlock()
+		}
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Ends is each partition's last stable offset as last looked up (every
+// endsEvery); partitions not looked up yet are missing. It is a copy and
+// does no I/O.
+func (c *Consumer) Ends() map[int32]int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[int32]int64, len(c.ends))
+	for p, e := range c.ends {
+		out[p] = e
+	}
+	return out
 }
 
 // event is what a partition did last in a Poll.
