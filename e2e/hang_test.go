@@ -79,7 +79,9 @@ func TestHungQueryAndSink(t *testing.T) {
 		{name: "CREATE TABLE", method: "POST", path: "/v1/sql", ct: "application/sql",
 			body: func(i int) []byte { return []byte(fmt.Sprintf("CREATE TABLE t%d (a BIGINT) ENGINE=http", i)) }, want: 200},
 		{name: "CREATE VIEW", method: "POST", path: "/v1/sql", ct: "application/sql",
-			body: func(i int) []byte { return []byte(fmt.Sprintf("CREATE VIEW v%d AS SELECT k, COUNT(*) AS n FROM other GROUP BY k", i)) }, want: 200},
+			body: func(i int) []byte {
+				return []byte(fmt.Sprintf("CREATE VIEW v%d AS SELECT k, COUNT(*) AS n FROM other GROUP BY k", i))
+			}, want: 200},
 		{name: "EXPLAIN", method: "POST", path: "/v1/sql", ct: "application/sql", body: fixed("EXPLAIN SELECT k, COUNT(*) FROM ev GROUP BY k"), want: 200},
 		{name: "another view's checkpoint", method: "POST", path: "/v1/checkpoints?query=ok", want: 200},
 		{name: "metrics", method: "GET", path: "/metrics", want: 200},
