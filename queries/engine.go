@@ -603,27 +603,8 @@ func (e *Engine) createView(s *parser.CreateView, st *parser.Statement, set []pa
 			return Result{}, stmtErr(422, st, "view %s cannot read itself", s.Name)
 		}
 	}
-	var old *View
 	// Planned before anything changes, so a bad query leaves the old one running.
-	err = e.planned("CREATE VIEW "+s.Name, rec, nil, func(g *plan.Graph) error {
-		if err := check(); err != nil {
-			return err
-		}
-		if err := e.startOffsets(g, &rec); err != nil {
-			return err
-		}
-		id, err := e.meta.NextSeq("query")
-		if err != nil {
-			return err
-		}
-		rec.ID = id
-		prev := e.views[s.Name]
-		if err := e.register(rec, g); err != nil {
-			return err
-		}
-		old = prev
-		return nil
-	})
+	old, err := e.create("CREATE VIEW "+s.Name, &rec, check, nil)
 	if err != nil {
 		return Result{}, err
 	}
@@ -631,6 +612,35 @@ func (e *Engine) createView(s *parser.CreateView, st *parser.Statement, set []pa
 		e.retire(old)
 	}
 	return Result{Kind: "create_view", Name: rec.Name}, nil
+}
+
+// create plans and starts a new query from rec (CREATE VIEW, INSERT
+// INTO): planned outside the lock, prepared (if prepare is not nil: a look
+// at an external system), then under it checked again (check), given its
+// start offsets and a new id, stored and started. It returns the query of
+// the same name it replaced, for the caller to retire.
+func (e *Engine) create(op string, rec *viewRecord, check func() error, prepare func(*plan.Graph) error) (*View, error) {
+	var old *View
+	err := e.planned(op, *rec, prepare, func(g *plan.Graph) error {
+		if err := check(); err != nil {
+			return err
+		}
+		if err := e.startOffsets(g, rec); err != nil {
+			return err
+		}
+		id, err := e.meta.NextSeq("query")
+		if err != nil {
+			return err
+		}
+		rec.ID = id
+		prev := e.views[rec.Name]
+		if err := e.register(*rec, g); err != nil {
+			return err
+		}
+		old = prev
+		return nil
+	})
+	return old, err
 }
 
 // register stores a new query's record (replacing one of the same name)

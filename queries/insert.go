@@ -47,21 +47,8 @@ func (e *Engine) insert(ctx context.Context, s *parser.Insert, st *parser.Statem
 		}
 		return nil
 	}
-	err = e.planned("INSERT INTO "+s.Table, rec, checkSink, func(g *plan.Graph) error {
-		if err := check(); err != nil {
-			return err
-		}
-		if err := e.startOffsets(g, &rec); err != nil {
-			return err
-		}
-		id, err := e.meta.NextSeq("query")
-		if err != nil {
-			return err
-		}
-		rec.ID = id
-		return e.register(rec, g)
-	})
-	if err != nil {
+	// No query writes the table (check): nothing is replaced.
+	if _, err := e.create("INSERT INTO "+s.Table, &rec, check, checkSink); err != nil {
 		return Result{}, err
 	}
 	return Result{Kind: "insert", Name: rec.Name}, nil
