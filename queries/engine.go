@@ -201,6 +201,9 @@ func (e *Engine) load() error {
 		// that sorts after it, and planning reads the other's SQL.
 		e.views[recs[i].Name] = &View{Record: recs[i]}
 	}
+	if err := e.checkStores(recs); err != nil {
+		return err
+	}
 	for _, rec := range recs {
 		var err error
 		var v *View
@@ -660,24 +663,21 @@ func (e *Engine) putView(rec viewRecord) error {
 	return e.meta.PutCatalog(viewPrefix+rec.Name, b)
 }
 
-// dropView stops a view and deletes its state and results (caller holds mu).
+// dropView stops a view and deletes its state and results (caller holds
+// mu), tombstoned until done: what a failure or a crash leaves is removed
+// at the next start (removeOrphans), unless the catalog names it again.
 func (e *Engine) dropView(v *View) {
 	if v.Job != nil {
 		v.Job.Stop()
 	}
-	if err := e.store.DropPrefix(runtime.QueryPrefix(v.Record.ID)); err != nil {
-		e.log.Error("drop view state", "view", v.Record.Name, "err", err)
+	id := v.Record.ID
+	if err := e.meta.MarkDropped(state.DroppedQuery, id); err != nil {
+		e.log.Error("drop view tombstone", "view", v.Record.Name, "err", err)
 	}
-	if v.Record.Sink != "" {
-		if kvs, err := e.meta.ListCatalog(runtime.SinkWALPrefix(v.Record.ID)); err == nil && len(kvs) > 0 {
-			keys := make([]string, len(kvs))
-			for i, kv := range kvs {
-				keys[i] = string(kv.Key)
-			}
-			if err := e.meta.DeleteCatalogKeys(keys); err != nil {
-				e.log.Error("drop sink write-ahead log", "query", v.Record.Name, "err", err)
-			}
-		}
+	if err := e.dropQueryData(id); err != nil {
+		e.log.Error("drop view state (retried at the next start)", "view", v.Record.Name, "err", err)
+	} else if err := e.meta.ClearDropped(state.DroppedQuery, id); err != nil {
+		e.log.Warn("drop view tombstone", "view", v.Record.Name, "err", err)
 	}
 	delete(e.views, v.Record.Name)
 }
@@ -730,24 +730,14 @@ func (e *Engine) drop(s *parser.Drop, st *parser.Statement) (Result, error) {
 	}
 	for _, name := range drop {
 		if s.View {
-			if err := e.meta.DeleteCatalog(viewPrefix + name); err != nil {
+			if err := e.unregisterQuery(e.views[name]); err != nil {
 				return Result{}, err
 			}
-			e.dropView(e.views[name])
 			continue
 		}
-		def := e.tables[name]
-		if err := e.meta.DeleteCatalog(tablePrefix + name); err != nil {
+		if err := e.unregisterTable(e.tables[name]); err != nil {
 			return Result{}, err
 		}
-		if def.Engine == "http" {
-			if l, err := e.meta.Log(def.ID); err == nil {
-				if err := l.Drop(); err != nil {
-					e.log.Error("drop table log", "table", name, "err", err)
-				}
-			}
-		}
-		delete(e.tables, name)
 	}
 	return Result{Kind: kind, Name: strings.Join(s.Names, ",")}, nil
 }
