@@ -178,9 +178,10 @@ func lostInfo(table string, rs []state.LostRange) []LostInfo {
 	return out
 }
 
-// queryLoss lists the lost ingest rows a query's results lack: the lost
-// ranges of the HTTP tables it reads that end after where it started
-// reading (caller holds mu).
+// queryLoss lists the lost ingest rows a query's results lack: of each
+// lost range of the HTTP tables it reads, the part above how far it had
+// read when the loss was found (noteLossReaders; a query created later
+// had read up to its start offset) (caller holds mu).
 func (e *Engine) queryLoss(v *View) []LostInfo {
 	var out []LostInfo
 	for name, def := range e.tables {
@@ -191,9 +192,18 @@ func (e *Engine) queryLoss(v *View) []LostInfo {
 		if err != nil {
 			continue
 		}
-		for _, li := range lostInfo(name, l.Lost()) {
-			if v.Record.StartOffsets[name] < li.To {
-				out = append(out, li)
+		lost := l.Lost()
+		if len(lost) == 0 {
+			continue
+		}
+		readers := e.lossReaders(def.ID)
+		for _, r := range lost {
+			read, ok := readers[lossReadKey(def.ID, r)][v.Record.ID]
+			if !ok {
+				read = v.Record.StartOffsets[name]
+			}
+			if r.From = max(r.From, read); r.From < r.To {
+				out = append(out, lostInfo(name, []state.LostRange{r})...)
 			}
 		}
 	}
@@ -312,8 +322,9 @@ type QueryInfo struct {
 	// Checkpointing sums up the checkpoints of this run of the query
 	// (while it runs; a restart starts over).
 	Checkpointing *CheckpointingInfo `json:"checkpointing,omitempty"`
-	// LostRows are rows its tables' ingest logs lost that this query
-	// had not read: its results lack them (TableInfo.Lost).
+	// LostRows are the rows its tables' ingest logs lost that this query
+	// had not read before the loss was found: its results lack them
+	// (TableInfo.Lost has the whole ranges).
 	LostRows []LostInfo `json:"lost_rows,omitempty"`
 }
 

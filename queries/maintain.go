@@ -2,6 +2,7 @@ package queries
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -183,6 +184,9 @@ func (e *Engine) checkLogs(recs []viewRecord) error {
 				return fmt.Errorf("table %s: %w", name, err)
 			}
 		}
+		if err := e.noteLossReaders(def, l.Lost(), recs); err != nil {
+			return fmt.Errorf("table %s: %w", name, err)
+		}
 		for _, r := range l.Lost() {
 			e.log.Error("ingest log lost acknowledged rows: their offsets are skipped, never reused; queries that had not read them lack them (DROP TABLE clears this state)",
 				"table", name, "from", r.From, "to", r.To, "rows", r.To-r.From, "detected", r.Detected, "cause", r.Cause)
@@ -248,6 +252,9 @@ func (e *Engine) removeOrphans(recs []viewRecord) {
 		switch {
 		case t.Kind == state.DroppedTable && !tables[t.ID]:
 			if err = e.meta.DropLog(t.ID); err == nil {
+				err = e.dropLossReaders(t.ID)
+			}
+			if err == nil {
 				e.log.Info("removed the ingest log of a table whose DROP TABLE did not finish", "table_id", t.ID)
 			}
 		case t.Kind == state.DroppedQuery && !queries[t.ID]:
@@ -312,7 +319,11 @@ func (e *Engine) unregisterTable(def *plan.TableDef) error {
 		return nil
 	}
 	fault.Point("catalog.after_drop")
-	if err := e.meta.DropLog(def.ID); err != nil {
+	err := e.meta.DropLog(def.ID)
+	if err == nil {
+		err = e.dropLossReaders(def.ID)
+	}
+	if err != nil {
 		e.log.Error("drop table log (retried at the next start)", "table", def.Name, "err", err)
 		return nil
 	}
@@ -335,4 +346,79 @@ func (e *Engine) unregisterQuery(v *View) error {
 	fault.Point("catalog.after_drop")
 	e.dropView(v)
 	return nil
+}
+
+// lossReadPrefix keys, per table id and lost range, how far each query
+// had read the table when the loss was found: what it already has of the
+// range ("lostread/<table id>/<from>-<to>" -> JSON {query id: offset}).
+const lossReadPrefix = "lostread/"
+
+func lossReadKey(tableID uint64, r state.LostRange) string {
+	return fmt.Sprintf("%s%d/%d-%d", lossReadPrefix, tableID, r.From, r.To)
+}
+
+// lossReaders returns the readers noted for each lost range of a table,
+// by lossReadKey.
+func (e *Engine) lossReaders(tableID uint64) map[string]map[uint64]int64 {
+	out := map[string]map[uint64]int64{}
+	kvs, err := e.meta.ListCatalog(fmt.Sprintf("%s%d/", lossReadPrefix, tableID))
+	if err != nil {
+		return out
+	}
+	for _, kv := range kvs {
+		var m map[uint64]int64
+		if json.Unmarshal(kv.Value, &m) == nil {
+			out[string(kv.Key)] = m
+		}
+	}
+	return out
+}
+
+// noteLossReaders records, for each lost range not noted yet (found at
+// this start, before any query read on), how far each query had read the
+// table: its checkpoint's offset, else where it started.
+func (e *Engine) noteLossReaders(def *plan.TableDef, lost []state.LostRange, recs []viewRecord) error {
+	if len(lost) == 0 {
+		return nil
+	}
+	noted := e.lossReaders(def.ID)
+	for _, r := range lost {
+		key := lossReadKey(def.ID, r)
+		if _, ok := noted[key]; ok {
+			continue
+		}
+		readers := map[uint64]int64{}
+		for _, rec := range recs {
+			off, ok := rec.StartOffsets[def.Name]
+			if c, has := runtime.LastCheckpointOf(e.store, rec.ID); has {
+				if o, reads := c.Offsets[def.Name]; reads {
+					off, ok = o, true
+				}
+			}
+			if ok {
+				readers[rec.ID] = off
+			}
+		}
+		b, err := json.Marshal(readers)
+		if err != nil {
+			return err
+		}
+		if err := e.meta.PutCatalog(key, b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dropLossReaders deletes what noteLossReaders recorded for a table.
+func (e *Engine) dropLossReaders(tableID uint64) error {
+	kvs, err := e.meta.ListCatalog(fmt.Sprintf("%s%d/", lossReadPrefix, tableID))
+	if err != nil || len(kvs) == 0 {
+		return err
+	}
+	keys := make([]string, len(kvs))
+	for i, kv := range kvs {
+		keys[i] = string(kv.Key)
+	}
+	return e.meta.DeleteCatalogKeys(keys)
 }

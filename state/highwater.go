@@ -162,15 +162,6 @@ func (mf *markFile) close() {
 	}
 }
 
-// remove closes and deletes the file.
-func (mf *markFile) remove() error {
-	mf.close()
-	if err := os.Remove(mf.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	return nil
-}
-
 // Names of the high-water files.
 func logMarkName(tableID uint64) string { return "log-" + strconv.FormatUint(tableID, 10) }
 func seqMarkName(name string) string {

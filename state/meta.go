@@ -238,24 +238,17 @@ func (m *Meta) RaiseSeq(name string, floor uint64) (bool, error) {
 // seqValue returns the sequence's last value (the larger of the DB's and
 // the high-water file's) and its file (caller holds seqMu).
 func (m *Meta) seqValue(name string) (uint64, *markFile, error) {
-	mf, ok := m.seqMarks[name]
-	var rec markRecord
-	if !ok {
-		var found bool
+	mf, opened := m.seqMarks[name]
+	if !opened {
 		var bad, err error
-		mf, rec, found, bad, err = openMark(filepath.Join(m.dir, highwaterDir, seqMarkName(name)))
+		mf, _, _, bad, err = openMark(filepath.Join(m.dir, highwaterDir, seqMarkName(name)))
 		if err != nil {
 			return 0, nil, fmt.Errorf("meta seq %q: %w", name, err)
 		}
 		if bad != nil {
 			slog.Error("sequence high-water file unreadable; the sequence continues from the meta store's value", "seq", name, "err", bad)
 		}
-		if !found {
-			rec = markRecord{}
-		}
 		m.seqMarks[name] = mf
-	} else {
-		rec = markRecord{acked: mf.last}
 	}
 	txn := m.db.NewTransaction(false)
 	defer txn.Discard()
@@ -263,11 +256,11 @@ func (m *Meta) seqValue(name string) (uint64, *markFile, error) {
 	if err != nil {
 		return 0, nil, fmt.Errorf("meta seq %q: %w", name, err)
 	}
-	if rec.acked > v {
-		if !ok {
-			slog.Error("sequence behind its high-water file: the meta store lost writes; continuing above the high-water mark, so no value repeats", "seq", name, "store", v, "high_water", rec.acked)
+	if mf.last > v {
+		if !opened {
+			slog.Error("sequence behind its high-water file: the meta store lost writes; continuing above the high-water mark, so no value repeats", "seq", name, "store", v, "high_water", mf.last)
 		}
-		v = rec.acked
+		v = mf.last
 	}
 	return v, mf, nil
 }
