@@ -269,10 +269,24 @@ func (e *Engine) removeOrphans(recs []viewRecord) {
 			e.log.Error("leftovers of an unfinished drop (retried at the next start)", "kind", t.Kind, "id", t.ID, "err", err)
 		}
 	}
+	tombed := func(kind string, id uint64) bool {
+		return slices.ContainsFunc(tombs, func(t state.Tombstone) bool { return t.Kind == kind && t.ID == id })
+	}
 	if ids, err := e.meta.LogIDs(); err == nil {
 		for _, id := range ids {
-			if !tables[id] && !slices.ContainsFunc(tombs, func(t state.Tombstone) bool { return t.Kind == state.DroppedTable && t.ID == id }) {
+			if !tables[id] && !tombed(state.DroppedTable, id) {
 				e.log.Error("an ingest log no table of the catalog names, and no drop was recorded for it: kept (its catalog entry may have been lost with the meta store's write-ahead log)", "table_id", id)
+			}
+		}
+	}
+	// Queries: one marker lookup per id handed out.
+	if last, err := e.meta.LastSeq("query"); err == nil {
+		for id := uint64(1); id <= last; id++ {
+			if queries[id] || tombed(state.DroppedQuery, id) {
+				continue
+			}
+			if c, ok := runtime.LastCheckpointOf(e.store, id); ok {
+				e.log.Error("a query has checkpointed state but no catalog entry, and no drop was recorded for it: kept (its catalog entry may have been lost with the meta store's write-ahead log)", "query_id", id, "checkpoint", c.ID)
 			}
 		}
 	}

@@ -235,6 +235,14 @@ func (m *Meta) RaiseSeq(name string, floor uint64) (bool, error) {
 	return err == nil, err
 }
 
+// LastSeq returns the named sequence's last value handed out (0: none).
+func (m *Meta) LastSeq(name string) (uint64, error) {
+	m.seqMu.Lock()
+	defer m.seqMu.Unlock()
+	v, _, err := m.seqValue(name)
+	return v, err
+}
+
 // seqValue returns the sequence's last value (the larger of the DB's and
 // the high-water file's) and its file (caller holds seqMu).
 func (m *Meta) seqValue(name string) (uint64, *markFile, error) {
