@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -80,9 +81,12 @@ type Meta struct {
 	seqMu    sync.Mutex           // serialises NextSeq's read-modify-write; guards seqMarks
 	seqMarks map[string]*markFile // high-water files of sequences, opened on first use
 
-	mu     sync.Mutex // guards logs and closed
+	mu     sync.Mutex // guards logs and the setting of closed
 	logs   map[uint64]*Log
-	closed bool
+	// closed is read without mu (isClosed): writers holding writeMu check
+	// it, and a log opening under mu writes (a lost range), so mu must not
+	// be taken under writeMu.
+	closed atomic.Bool
 }
 
 // OpenMeta opens (creating if needed) the meta DB in dir.
@@ -108,11 +112,10 @@ func OpenMeta(dir string, opts MetaOptions) (*Meta, error) {
 // Close closes every open Log, then the DB.
 func (m *Meta) Close() error {
 	m.mu.Lock()
-	if m.closed {
+	if m.closed.Swap(true) {
 		m.mu.Unlock()
 		return nil
 	}
-	m.closed = true
 	logs := m.logs
 	m.logs = nil
 	m.mu.Unlock()
@@ -132,11 +135,7 @@ func (m *Meta) Close() error {
 	return nil
 }
 
-func (m *Meta) isClosed() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.closed
-}
+func (m *Meta) isClosed() bool { return m.closed.Load() }
 
 // CollectGarbage reclaims value-log space held by deleted values
 // (truncated or dropped ingest rows, expired idempotency keys): while some
@@ -371,7 +370,7 @@ func (m *Meta) ListCatalog(prefix string) ([]KV, error) {
 func (m *Meta) Log(tableID uint64) (*Log, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.closed {
+	if m.closed.Load() {
 		return nil, fmt.Errorf("log %d open: %w", tableID, ErrClosed)
 	}
 	if l, ok := m.logs[tableID]; ok {
