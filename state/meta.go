@@ -81,8 +81,8 @@ type Meta struct {
 	seqMu    sync.Mutex           // serialises NextSeq's read-modify-write; guards seqMarks
 	seqMarks map[string]*markFile // high-water files of sequences, opened on first use
 
-	mu     sync.Mutex // guards logs and the setting of closed
-	logs   map[uint64]*Log
+	mu   sync.Mutex // guards logs and the setting of closed
+	logs map[uint64]*Log
 	// closed is read without mu (isClosed): writers holding writeMu check
 	// it, and a log opening under mu writes (a lost range), so mu must not
 	// be taken under writeMu.
