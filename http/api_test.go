@@ -801,11 +801,14 @@ func TestIngest(t *testing.T) {
 	if r.header.Get("Idempotent-Replayed") != "true" {
 		t.Errorf("repeat has no Idempotent-Replayed header")
 	}
-	// Even with another body, the same key appends nothing.
-	again = e.ingest("bids", `{"auction": 8, "price": 80, "ts": 1704067208000}`, "Idempotency-Key", "k1")
+	// The same rows in another form (a JSON array, other spacing, RFC 3339
+	// times) are the same request: the first answer.
+	again = e.ingest("bids", `[{"price": 60, "auction": 6, "ts": "2024-01-01T00:00:06.000Z"}, {"auction": 7, "price": 70, "ts": 1704067207000}]`, "Idempotency-Key", "k1")
 	if !reflect.DeepEqual(again, first) {
-		t.Errorf("repeat with another body answered %v, want %v", again, first)
+		t.Errorf("repeat of the same rows as a JSON array answered %v, want %v", again, first)
 	}
+	// Other rows with the same key: 422 naming the key, nothing appended.
+	e.problem(e.do("POST", "/v1/tables/bids/rows", "application/x-ndjson", `{"auction": 8, "price": 80, "ts": 1704067208000}`, "Idempotency-Key", "k1"), 422, `"k1"`, "other rows")
 	if endOffset() != 7 {
 		t.Errorf("end_offset after repeats %d, want 7", endOffset())
 	}

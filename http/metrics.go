@@ -26,6 +26,7 @@ type collector struct {
 	ckptAlign                 *prometheus.Desc
 	sinkPending, sinkLag      *prometheus.Desc
 	diskFree, diskReserve     *prometheus.Desc
+	tableCorrupt, lostRows    *prometheus.Desc
 }
 
 func newCollector(e *queries.Engine) *collector {
@@ -59,6 +60,10 @@ func newCollector(e *queries.Engine) *collector {
 		diskFree: prometheus.NewDesc("streamsql_disk_free_bytes",
 			"Free space on the data directory's file system: ingest is refused (507) below streamsql_disk_reserve_bytes, checkpoints below half of it.", nil, nil),
 		diskReserve: prometheus.NewDesc("streamsql_disk_reserve_bytes", "The free space kept on the data directory's file system (--disk-reserve).", nil, nil),
+		tableCorrupt: prometheus.NewDesc("streamsql_table_corrupt",
+			"1 when the table's ingest log lost acknowledged rows (GET /v1/tables/{table}: state corrupt, the ranges lost), else 0; stays until DROP TABLE.", []string{"table"}, nil),
+		lostRows: prometheus.NewDesc("streamsql_ingest_lost_rows",
+			"Offsets of the table's ingest log whose acknowledged rows were lost (found at a start; never reused).", []string{"table"}, nil),
 		sinkLag: prometheus.NewDesc("streamsql_sink_commit_lag_seconds",
 			"External sink: age of the oldest completed checkpoint not yet committed (exactly_once), of the batch being applied (at_least_once); 0 when caught up.", sink, nil),
 	}
@@ -66,7 +71,7 @@ func newCollector(e *queries.Engine) *collector {
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.rowsIn, c.rowsOut, c.late, c.checkpoint, c.state, c.bad, c.wmLag, c.opIn, c.opOut,
-		c.queueFill, c.stageState, c.ckptDur, c.ckptBytes, c.ckptF, c.ckptAlign, c.sinkPending, c.sinkLag, c.diskFree, c.diskReserve} {
+		c.queueFill, c.stageState, c.ckptDur, c.ckptBytes, c.ckptF, c.ckptAlign, c.sinkPending, c.sinkLag, c.diskFree, c.diskReserve, c.tableCorrupt, c.lostRows} {
 		ch <- d
 	}
 }
@@ -75,6 +80,17 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	if free, reserve := c.e.DiskSpace(); free >= 0 {
 		ch <- prometheus.MustNewConstMetric(c.diskFree, prometheus.GaugeValue, float64(free))
 		ch <- prometheus.MustNewConstMetric(c.diskReserve, prometheus.GaugeValue, float64(reserve))
+	}
+	for _, t := range c.e.Tables() {
+		if t.Engine != "http" {
+			continue
+		}
+		corrupt := 0.0
+		if t.State == queries.TableCorrupt {
+			corrupt = 1
+		}
+		ch <- prometheus.MustNewConstMetric(c.tableCorrupt, prometheus.GaugeValue, corrupt, t.Name)
+		ch <- prometheus.MustNewConstMetric(c.lostRows, prometheus.GaugeValue, float64(t.LostRows), t.Name)
 	}
 	for _, q := range c.e.Queries() {
 		ch <- prometheus.MustNewConstMetric(c.rowsIn, prometheus.CounterValue, float64(q.Counters["rows_in"]), q.Name)

@@ -123,6 +123,11 @@ func (e *Engine) Ingest(ctx context.Context, table, body, idemKey string) (state
 	if state.IsDiskFull(err) {
 		return res, diskFull(err, "table %s: none of the %d rows was appended", table, len(enc))
 	}
+	var conflict *state.IdempotencyConflictError
+	if errors.As(err, &conflict) {
+		return state.AppendResult{}, &Error{Status: 422, Title: "idempotency key reused with other rows", Statement: -1,
+			Detail: fmt.Sprintf("table %s: %s", table, conflict.Error()), Err: err}
+	}
 	return res, err
 }
 
@@ -137,6 +142,72 @@ type TableInfo struct {
 	EndOffset  *int64         `json:"end_offset,omitempty"`
 	Watermarks map[string]any `json:"watermarks,omitempty"`
 	SQL        string         `json:"sql"`
+	// State is "ok", or "corrupt" when its ingest log lost acknowledged
+	// rows (Lost says which offsets; the state stays until DROP TABLE).
+	State string `json:"state"`
+	// Lost are the ranges of offsets whose rows the ingest log lost.
+	Lost []LostInfo `json:"lost,omitempty"`
+	// LostRows is how many offsets the ranges of Lost cover.
+	LostRows int64 `json:"lost_rows,omitempty"`
+}
+
+// Table states (TableInfo.State).
+const (
+	TableOK      = "ok"
+	TableCorrupt = "corrupt"
+)
+
+// LostInfo is one range of ingest offsets whose rows were lost: From is
+// the first, To the one after the last. Detected is when it was found,
+// Cause how.
+type LostInfo struct {
+	Table    string    `json:"table,omitempty"`
+	From     int64     `json:"from"`
+	To       int64     `json:"to"`
+	Rows     int64     `json:"rows"`
+	Detected time.Time `json:"detected"`
+	Cause    string    `json:"cause"`
+}
+
+func lostInfo(table string, rs []state.LostRange) []LostInfo {
+	var out []LostInfo
+	for _, r := range rs {
+		out = append(out, LostInfo{Table: table, From: r.From, To: r.To, Rows: r.To - r.From, Detected: r.Detected, Cause: r.Cause})
+	}
+	return out
+}
+
+// queryLoss lists the lost ingest rows a query's results lack: of each
+// lost range of the HTTP tables it reads, the part above how far it had
+// read when the loss was found (noteLossReaders; a query created later
+// had read up to its start offset) (caller holds mu).
+func (e *Engine) queryLoss(v *View) []LostInfo {
+	var out []LostInfo
+	for name, def := range e.tables {
+		if def.Engine != "http" || !readsTable(v, name) {
+			continue
+		}
+		l, err := e.meta.Log(def.ID)
+		if err != nil {
+			continue
+		}
+		lost := l.Lost()
+		if len(lost) == 0 {
+			continue
+		}
+		readers := e.lossReaders(def.ID)
+		for _, r := range lost {
+			read, ok := readers[lossReadKey(def.ID, r)][v.Record.ID]
+			if !ok {
+				read = v.Record.StartOffsets[name]
+			}
+			if r.From = max(r.From, read); r.From < r.To {
+				out = append(out, lostInfo(name, []state.LostRange{r})...)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Table < out[j].Table })
+	return out
 }
 
 // ColumnInfo is one column for the API.
@@ -185,10 +256,14 @@ func (e *Engine) Table(name string) (TableInfo, error) {
 	for k, v := range def.Attrs {
 		ti.Attributes[k] = v
 	}
+	ti.State = TableOK
 	if def.Engine == "http" {
 		if l, err := e.meta.Log(def.ID); err == nil {
 			end := l.End()
 			ti.EndOffset = &end
+			if ti.Lost = lostInfo("", l.Lost()); len(ti.Lost) > 0 {
+				ti.State, ti.LostRows = TableCorrupt, l.LostRows()
+			}
 		}
 	}
 	ti.Watermarks = map[string]any{}
@@ -246,6 +321,10 @@ type QueryInfo struct {
 	// Checkpointing sums up the checkpoints of this run of the query
 	// (while it runs; a restart starts over).
 	Checkpointing *CheckpointingInfo `json:"checkpointing,omitempty"`
+	// LostRows are the rows its tables' ingest logs lost that this query
+	// had not read before the loss was found: its results lack them
+	// (TableInfo.Lost has the whole ranges).
+	LostRows []LostInfo `json:"lost_rows,omitempty"`
 }
 
 // CheckpointingInfo is a running query's checkpoints so far: how many
@@ -373,12 +452,16 @@ func (e *Engine) Queries() []QueryInfo {
 func (e *Engine) Query(name string) (QueryInfo, error) {
 	e.mu.RLock()
 	v, ok := e.views[name]
+	var loss []LostInfo
+	if ok {
+		loss = e.queryLoss(v)
+	}
 	e.mu.RUnlock()
 	if !ok {
 		return QueryInfo{}, notFound("query", name)
 	}
 	qi := QueryInfo{Name: name, SQL: v.Record.SQL, State: runtime.StateFailed, Created: v.Record.Created,
-		Offsets: map[string]int64{}, Counters: map[string]int64{}, RecentLateRows: []any{}, Sinks: map[string]any{}}
+		Offsets: map[string]int64{}, Counters: map[string]int64{}, RecentLateRows: []any{}, Sinks: map[string]any{}, LostRows: loss}
 	if v.Graph != nil {
 		qi.Plan = v.Explain()
 		o := v.Graph.Options
@@ -551,11 +634,10 @@ func (e *Engine) DropQuery(name string) error {
 		e.wunlock()
 		return notFound("query", name)
 	}
-	if err := e.meta.DeleteCatalog(viewPrefix + name); err != nil {
+	if err := e.unregisterQuery(v); err != nil {
 		e.wunlock()
 		return err
 	}
-	delete(e.views, name)
 	e.wunlock()
 	e.retire(v)
 	return nil

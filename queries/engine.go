@@ -234,6 +234,9 @@ func (e *Engine) load() error {
 		// that sorts after it, and planning reads the other's SQL.
 		e.views[recs[i].Name] = &View{Record: recs[i]}
 	}
+	if err := e.checkStores(recs); err != nil {
+		return err
+	}
 	for _, rec := range recs {
 		var err error
 		var v *View
@@ -634,7 +637,17 @@ func (e *Engine) create(op string, rec *viewRecord, check func() error, prepare 
 		}
 		rec.ID = id
 		prev := e.views[rec.Name]
+		if prev != nil {
+			// The replaced query's data goes once its job has stopped
+			// (retire), or at the next start after a crash.
+			if err := e.meta.MarkDropped(state.DroppedQuery, prev.Record.ID); err != nil {
+				return err
+			}
+		}
 		if err := e.register(*rec, g); err != nil {
+			if prev != nil {
+				e.meta.ClearDropped(state.DroppedQuery, prev.Record.ID)
+			}
 			return err
 		}
 		old = prev
@@ -739,21 +752,14 @@ func (e *Engine) retire(v *View) {
 }
 
 // dropState deletes a dropped query's state and results, and its sink's
-// write-ahead log.
+// write-ahead log, then its tombstone (unregisterQuery): what a failure
+// or a crash leaves is removed at the next start (removeOrphans).
 func (e *Engine) dropState(v *View) {
-	if err := e.store.DropPrefix(runtime.QueryPrefix(v.Record.ID)); err != nil {
-		e.log.Error("drop view state", "view", v.Record.Name, "err", err)
-	}
-	if v.Record.Sink != "" {
-		if kvs, err := e.meta.ListCatalog(runtime.SinkWALPrefix(v.Record.ID)); err == nil && len(kvs) > 0 {
-			keys := make([]string, len(kvs))
-			for i, kv := range kvs {
-				keys[i] = string(kv.Key)
-			}
-			if err := e.meta.DeleteCatalogKeys(keys); err != nil {
-				e.log.Error("drop sink write-ahead log", "query", v.Record.Name, "err", err)
-			}
-		}
+	id := v.Record.ID
+	if err := e.dropQueryData(id); err != nil {
+		e.log.Error("drop view state (retried at the next start)", "view", v.Record.Name, "err", err)
+	} else if err := e.meta.ClearDropped(state.DroppedQuery, id); err != nil {
+		e.log.Warn("drop view tombstone", "view", v.Record.Name, "err", err)
 	}
 }
 
@@ -772,14 +778,12 @@ func (e *Engine) retireAll(views []*View) {
 
 func (e *Engine) drop(s *parser.Drop, st *parser.Statement) (Result, error) {
 	var retired []*View
-	var logs []*state.Log
+	var tables []*plan.TableDef
 	defer func() {
 		// After the lock: stopping jobs and deleting rows take time.
 		e.retireAll(retired)
-		for _, l := range logs {
-			if err := l.Drop(); err != nil {
-				e.log.Error("drop table log", "table", l.ID(), "err", err)
-			}
+		for _, def := range tables {
+			e.dropTableData(def)
 		}
 	}()
 	e.wlock("DROP " + strings.Join(s.Names, ", "))
@@ -829,23 +833,18 @@ func (e *Engine) drop(s *parser.Drop, st *parser.Statement) (Result, error) {
 	}
 	for _, name := range drop {
 		if s.View {
-			if err := e.meta.DeleteCatalog(viewPrefix + name); err != nil {
+			v := e.views[name]
+			if err := e.unregisterQuery(v); err != nil {
 				return Result{}, err
 			}
-			retired = append(retired, e.views[name])
-			delete(e.views, name)
+			retired = append(retired, v)
 			continue
 		}
 		def := e.tables[name]
-		if err := e.meta.DeleteCatalog(tablePrefix + name); err != nil {
+		if err := e.unregisterTable(def); err != nil {
 			return Result{}, err
 		}
-		if def.Engine == "http" {
-			if l, err := e.meta.Log(def.ID); err == nil {
-				logs = append(logs, l)
-			}
-		}
-		delete(e.tables, name)
+		tables = append(tables, def)
 	}
 	return Result{Kind: kind, Name: strings.Join(s.Names, ",")}, nil
 }

@@ -39,11 +39,11 @@ func (e *Engine) Health() error {
 		time.Sleep(10 * time.Millisecond)
 	}
 	e.mu.RUnlock()
-	return e.checkStores()
+	return e.readStores()
 }
 
-// checkStores reads from both stores, waiting up to healthWait.
-func (e *Engine) checkStores() error {
+// readStores reads from both stores, waiting up to healthWait.
+func (e *Engine) readStores() error {
 	h := &e.health
 	h.mu.Lock()
 	if h.running == nil {

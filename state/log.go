@@ -4,9 +4,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
+	"os"
+	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,6 +44,69 @@ type AppendResult struct {
 	Duplicate bool // the idempotency key was seen: nothing was appended, this is the first answer
 }
 
+// IdempotencyConflictError is the answer to an Append whose idempotency key
+// was first used for other rows (a different digest of the encoded rows):
+// nothing was appended.
+type IdempotencyConflictError struct {
+	Key   string       // the Idempotency-Key as sent
+	First AppendResult // the first request's answer
+}
+
+func (e *IdempotencyConflictError) Error() string {
+	return fmt.Sprintf("Idempotency-Key %q was first used for a request with other rows (it appended %d rows at offsets %d to %d); nothing of this request was appended: send new rows with a new key",
+		e.Key, e.First.Accepted, e.First.First, e.First.Last)
+}
+
+// LostRange is a range of offsets whose rows the log lost: found missing
+// when the log was opened (or checked against a query's checkpoint),
+// never reused, skipped by Read.
+type LostRange struct {
+	From     int64     `json:"from"` // first lost offset
+	To       int64     `json:"to"`   // the offset after the last lost one
+	Detected time.Time `json:"detected"`
+	Cause    string    `json:"cause"`
+}
+
+// lossState is a log's lost ranges as recorded (one per detection) and
+// merged into sorted, disjoint gaps for Read.
+type lossState struct {
+	recs []LostRange
+	gaps [][2]int64
+}
+
+func newLossState(recs []LostRange) *lossState {
+	ls := &lossState{recs: recs}
+	for _, r := range recs {
+		ls.gaps = append(ls.gaps, [2]int64{r.From, r.To})
+	}
+	slices.SortFunc(ls.gaps, func(a, b [2]int64) int { return int(min(max(a[0]-b[0], -1), 1)) })
+	merged := ls.gaps[:0]
+	for _, g := range ls.gaps {
+		if n := len(merged); n > 0 && g[0] <= merged[n-1][1] {
+			merged[n-1][1] = max(merged[n-1][1], g[1])
+			continue
+		}
+		merged = append(merged, g)
+	}
+	ls.gaps = merged
+	return ls
+}
+
+// gapAt returns the end of the gap holding off (or off), and the start of
+// the next gap after off (math.MaxInt64 when none).
+func (ls *lossState) gapAt(off int64) (skipTo, nextGap int64) {
+	skipTo, nextGap = off, math.MaxInt64
+	for _, g := range ls.gaps {
+		switch {
+		case off >= g[0] && off < g[1]:
+			skipTo = g[1]
+		case g[0] > skipTo:
+			return skipTo, g[0]
+		}
+	}
+	return skipTo, nextGap
+}
+
 // Log is the durable append-only ingest log of one HTTP table, stored in the
 // meta DB. Rows get consecutive offsets from 0. One appender goroutine
 // group-commits concurrent Appends: their rows, idempotency keys and the new
@@ -50,6 +118,20 @@ type AppendResult struct {
 // After a failed commit of the end offset or a failed sync the log refuses
 // further appends (its on-disk state is no longer known); reopening the Meta
 // recovers from what is on disk.
+//
+// Offsets are never reused, even when the meta DB loses the tail of its
+// write-ahead log (Badger truncates a memtable's WAL at its first corrupt
+// entry when it opens, silently). Each group that appends rows also writes
+// the log's high-water file (highwater.go): "every row below first is
+// acknowledged, the group ends at next", fdatasync'ed concurrently with
+// Badger's commit and sync, and once both are done, before the callers are
+// answered, "acknowledged below next" (written, not synced: it survives a
+// process crash; after a power failure the synced record still bounds
+// what could have been acknowledged). At open, an end offset below the
+// acknowledged mark means acknowledged rows were lost: the range from the
+// end to the group's end is recorded as lost (durably, Lost), the end
+// moves past it, and Read skips it. CheckAcked does the same for an offset
+// a query's checkpoint proves was readable.
 //
 // Retention: each group commit that appends rows also records, with the end
 // offset, an append-time index entry (the millisecond of the commit -> the
@@ -66,6 +148,7 @@ type Log struct {
 	rowPrefix  []byte
 	idemPrefix []byte
 	timePrefix []byte
+	lostKey    []byte
 
 	reqs      chan *appendReq // buffered (maxGroup): the queue of requests handed over
 	quit      chan struct{}
@@ -84,6 +167,17 @@ type Log struct {
 	cleared   int64
 	indexFrom []byte
 
+	// groupMu is held by the appender for each group and by CheckAcked:
+	// a loss is declared between groups.
+	groupMu sync.Mutex
+	// mark is the log's high-water file; markRec its newest record at open.
+	mark    *markFile
+	markRec markRecord
+	loss    atomic.Pointer[lossState]
+	// openProblem is a high-water file that could not be read at open
+	// (reported by OpenProblem).
+	openProblem error
+
 	// readHook, when set (by tests, before any Read), runs in Read between
 	// its first check of Start and taking its snapshot.
 	readHook func()
@@ -97,6 +191,8 @@ type appendReq struct {
 	ctx     context.Context
 	rows    [][]byte
 	idemKey []byte // nil without an idempotency key
+	key     string // the idempotency key as given
+	digest  [sha256.Size]byte
 	done    chan appendResp
 }
 
@@ -118,6 +214,7 @@ func openLog(m *Meta, id uint64) (*Log, error) {
 		rowPrefix:  tableKey(metaRow, id),
 		idemPrefix: tableKey(metaIdem, id),
 		timePrefix: tableKey(metaTime, id),
+		lostKey:    tableKey(metaLost, id),
 		lastMs:     -1,
 		reqs:       make(chan *appendReq, maxGroup),
 		quit:       make(chan struct{}),
@@ -137,6 +234,11 @@ func openLog(m *Meta, id uint64) (*Log, error) {
 	if end > math.MaxInt64 || start > math.MaxInt64 {
 		return nil, fmt.Errorf("log %d open: start %d or end %d out of range", id, start, end)
 	}
+	lost, err := readLost(txn, l.lostKey)
+	if err != nil {
+		return nil, fmt.Errorf("log %d open: lost ranges: %w", id, err)
+	}
+	l.loss.Store(newLossState(lost))
 	l.end.Store(int64(end))
 	l.start.Store(min(int64(start), int64(end)))
 	// The newest append-time index entry.
@@ -152,8 +254,134 @@ func openLog(m *Meta, id uint64) (*Log, error) {
 		}
 	}
 	it.Close()
+	txn.Discard()
+	if err := l.openMark(); err != nil {
+		return nil, fmt.Errorf("log %d open: %w", id, err)
+	}
 	go l.appender()
 	return l, nil
+}
+
+// openMark opens the log's high-water file and compares it with the end
+// offset read from the DB (caller: openLog, holding m.mu).
+func (l *Log) openMark() error {
+	path := filepath.Join(l.m.dir, highwaterDir, logMarkName(l.id))
+	mf, rec, found, bad, err := openMark(path)
+	if err != nil {
+		return err
+	}
+	l.mark, l.openProblem = mf, bad
+	end := l.end.Load()
+	switch {
+	case found && int64(rec.acked) > end:
+		l.markRec = rec
+		cause := fmt.Sprintf("the meta store's ingest log ends at offset %d, but %s records rows acknowledged up to offset %d: the store lost the tail of its write-ahead log (Badger truncates a memtable's log at its first corrupt entry when it opens)", end, path, rec.acked)
+		return l.declareLoss(int64(rec.acked), cause, l.m.write)
+	case found:
+		l.markRec = rec
+		if end > int64(rec.inflight) {
+			return mf.write(markRecord{uint64(end), uint64(end)}, true)
+		}
+		return nil
+	default:
+		// A new log, or one written before high-water files existed (or
+		// whose file is unreadable): what the DB says is all there is.
+		l.markRec = markRecord{uint64(end), uint64(end)}
+		return mf.write(l.markRec, true)
+	}
+}
+
+// declareLoss records that the rows from End up to at least acked are
+// lost (up to the end of the group that was in flight, if later), moves
+// End past them, and records it in the high-water file first, so a crash
+// part way declares the same loss again.
+func (l *Log) declareLoss(acked int64, cause string, write func(func(*badger.Txn) error) error) error {
+	from := l.end.Load()
+	to := max(acked, int64(l.markRec.inflight))
+	if err := l.mark.write(markRecord{uint64(to), uint64(to)}, true); err != nil {
+		return err
+	}
+	r := LostRange{From: from, To: to, Detected: l.m.now().UTC().Truncate(time.Millisecond), Cause: cause}
+	recs := append(slices.Clone(l.loss.Load().recs), r)
+	b, err := json.Marshal(recs)
+	if err != nil {
+		return err
+	}
+	err = write(func(txn *badger.Txn) error {
+		if err := txn.Set(l.lostKey, b); err != nil {
+			return err
+		}
+		return txn.Set(l.endKey, binary.BigEndian.AppendUint64(nil, uint64(to)))
+	})
+	if err != nil {
+		return fmt.Errorf("record lost rows [%d, %d): %w", from, to, err)
+	}
+	l.markRec = markRecord{uint64(to), uint64(to)}
+	l.loss.Store(newLossState(recs))
+	l.advance(to)
+	return nil
+}
+
+// readLost reads a log's recorded lost ranges (none when absent).
+func readLost(txn *badger.Txn, key []byte) ([]LostRange, error) {
+	item, err := txn.Get(key)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var recs []LostRange
+	err = item.Value(func(v []byte) error { return json.Unmarshal(v, &recs) })
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range recs {
+		if r.From < 0 || r.To < r.From {
+			return nil, fmt.Errorf("corrupt lost range [%d, %d)", r.From, r.To)
+		}
+	}
+	return recs, nil
+}
+
+// LostRows is how many offsets the lost ranges cover (overlapping
+// detections counted once).
+func (l *Log) LostRows() int64 {
+	var n int64
+	for _, g := range l.loss.Load().gaps {
+		n += g[1] - g[0]
+	}
+	return n
+}
+
+// Lost returns the ranges of offsets this log lost, as recorded, oldest
+// first (nil when none).
+func (l *Log) Lost() []LostRange { return slices.Clone(l.loss.Load().recs) }
+
+// OpenProblem is the error met reading the log's high-water file at open
+// (nil when it was fine): without it a loss cannot be detected at that
+// open; the file was written again.
+func (l *Log) OpenProblem() error { return l.openProblem }
+
+// CheckAcked declares the rows in [End, acked) lost when acked > End:
+// something outside the meta DB (a query's checkpoint that read up to
+// acked) proves those offsets were readable, so acknowledged. cause says
+// what proved it. It reports whether it declared a loss. Call it before
+// rows are appended after the open (it is safe with appends, but a loss is
+// only meaningful against the end offset found at open).
+func (l *Log) CheckAcked(acked int64, cause string) (bool, error) {
+	l.groupMu.Lock()
+	defer l.groupMu.Unlock()
+	if acked <= l.end.Load() {
+		return false, nil
+	}
+	if l.closed.Load() {
+		return false, fmt.Errorf("log %d: %w", l.id, ErrClosed)
+	}
+	if err := l.declareLoss(acked, cause, l.m.update); err != nil {
+		return false, fmt.Errorf("log %d: %w", l.id, err)
+	}
+	return true, nil
 }
 
 // getBE8 reads a big-endian uint64 value; a missing key reads as 0.
@@ -215,6 +443,7 @@ func (l *Log) Append(ctx context.Context, rows [][]byte, idemKey string) (Append
 	if idemKey != "" {
 		h := sha256.Sum256([]byte(idemKey))
 		req.idemKey = append(append([]byte(nil), l.idemPrefix...), h[:]...)
+		req.key, req.digest = idemKey, rowsDigest(rows)
 	}
 	select {
 	case l.reqs <- req:
@@ -242,6 +471,23 @@ func (l *Log) Append(ctx context.Context, rows [][]byte, idemKey string) (Append
 	return resp.res, nil
 }
 
+// rowsDigest is the SHA-256 of rows, each preceded by its length: the
+// identity of a request's content for its idempotency key. It is taken
+// over the encoded rows, not the body, so the same rows sent again in
+// another form (gzip, NDJSON or a JSON array, other spacing or member
+// order, a timestamp as epoch milliseconds) are the same request.
+func rowsDigest(rows [][]byte) [sha256.Size]byte {
+	h := sha256.New()
+	var n [binary.MaxVarintLen64]byte
+	for _, r := range rows {
+		h.Write(n[:binary.PutUvarint(n[:], uint64(len(r)))])
+		h.Write(r)
+	}
+	var d [sha256.Size]byte
+	h.Sum(d[:0])
+	return d
+}
+
 // appender is the log's one writer goroutine.
 func (l *Log) appender() {
 	defer close(l.stopped)
@@ -267,6 +513,8 @@ func (l *Log) appender() {
 
 // commitGroup appends a group of requests with one sync and answers them.
 func (l *Log) commitGroup(group []*appendReq) {
+	l.groupMu.Lock()
+	defer l.groupMu.Unlock()
 	if l.failed != nil {
 		for _, r := range group {
 			r.done <- appendResp{err: fmt.Errorf("log failed earlier: %w", l.failed)}
@@ -302,7 +550,10 @@ func (l *Log) commitGroup(group []*appendReq) {
 				kinds[i], dupOf[i] = kindDupInGroup, j
 				continue
 			}
-			res, ok, err := lookupIdem(rtxn, r.idemKey)
+			res, digest, ok, err := lookupIdem(rtxn, r.idemKey)
+			if err == nil && ok && digest != nil && [sha256.Size]byte(digest) != r.digest {
+				err = &IdempotencyConflictError{Key: r.key, First: res}
+			}
 			if err != nil || ok {
 				kinds[i] = kindAnswered
 				r.done <- appendResp{res: res, err: err}
@@ -335,6 +586,12 @@ func (l *Log) commitGroup(group []*appendReq) {
 		// Room first: a refused group writes nothing (and the log goes on).
 		var release func()
 		release, err = l.m.space.claim(l.m.dir, groupBytes(group, writes), true)
+		var markDone chan error
+		if err == nil && next > first {
+			// The high-water file, synced while Badger commits and syncs.
+			markDone = make(chan error, 1)
+			go func() { markDone <- l.mark.write(markRecord{uint64(first), uint64(next)}, true) }()
+		}
 		if err == nil {
 			err = l.writeGroup(group, writes, results, next, idx)
 			release()
@@ -346,6 +603,18 @@ func (l *Log) commitGroup(group []*appendReq) {
 			fault.Point("ingest.after_write")
 			if err = l.m.sync(); err != nil {
 				err = fmt.Errorf("sync: %w", err)
+				l.failed = err
+			}
+		}
+		if markDone != nil {
+			if markErr := <-markDone; err == nil && markErr != nil {
+				err, l.failed = markErr, markErr
+			}
+		}
+		if err == nil && next > first {
+			// Acknowledged below next from now on: written before the
+			// answers, so a process crash after them cannot hide them.
+			if err = l.mark.write(markRecord{uint64(next), uint64(next)}, false); err != nil {
 				l.failed = err
 			}
 		}
@@ -361,6 +630,10 @@ func (l *Log) commitGroup(group []*appendReq) {
 		case kindDupInGroup:
 			res := results[dupOf[i]]
 			res.Duplicate = true
+			if err == nil && r.digest != group[dupOf[i]].digest {
+				r.done <- appendResp{err: &IdempotencyConflictError{Key: r.key, First: res}}
+				continue
+			}
 			r.done <- appendResp{res: res, err: err}
 		}
 	}
@@ -372,7 +645,7 @@ func groupBytes(group []*appendReq, writes []int) int64 {
 	n := int64(smallWrite)
 	for _, i := range writes {
 		r := group[i]
-		n += int64(len(r.idemKey)) + 24 + entryOverhead
+		n += int64(len(r.idemKey)) + idemBytes + sha256.Size + entryOverhead
 		for _, row := range r.rows {
 			n += int64(len(row)) + 17 + entryOverhead
 		}
@@ -380,18 +653,21 @@ func groupBytes(group []*appendReq, writes []int) int64 {
 	return n
 }
 
-// lookupIdem returns the stored first answer for an idempotency key.
-func lookupIdem(txn *badger.Txn, key []byte) (AppendResult, bool, error) {
+// lookupIdem returns the stored first answer for an idempotency key and
+// the digest of its rows (nil for a key stored before digests were kept:
+// its answer is given to any repeat, as it was then).
+func lookupIdem(txn *badger.Txn, key []byte) (AppendResult, []byte, bool, error) {
 	item, err := txn.Get(key)
 	if errors.Is(err, badger.ErrKeyNotFound) {
-		return AppendResult{}, false, nil
+		return AppendResult{}, nil, false, nil
 	}
 	if err != nil {
-		return AppendResult{}, false, fmt.Errorf("idempotency lookup: %w", err)
+		return AppendResult{}, nil, false, fmt.Errorf("idempotency lookup: %w", err)
 	}
 	var res AppendResult
+	var digest []byte
 	err = item.Value(func(v []byte) error {
-		if len(v) != 24 {
+		if len(v) != idemBytes && len(v) != idemBytes+sha256.Size {
 			return fmt.Errorf("corrupt idempotency record of %d bytes", len(v))
 		}
 		res = AppendResult{
@@ -400,13 +676,20 @@ func lookupIdem(txn *badger.Txn, key []byte) (AppendResult, bool, error) {
 			Last:      int64(binary.BigEndian.Uint64(v[16:])),
 			Duplicate: true,
 		}
+		if len(v) > idemBytes {
+			digest = slices.Clone(v[idemBytes:])
+		}
 		return nil
 	})
 	if err != nil {
-		return AppendResult{}, false, fmt.Errorf("idempotency lookup: %w", err)
+		return AppendResult{}, nil, false, fmt.Errorf("idempotency lookup: %w", err)
 	}
-	return res, true, nil
+	return res, digest, true, nil
 }
+
+// idemBytes is the answer part of an idempotency record (accepted, first,
+// last); the digest of the rows follows it.
+const idemBytes = 24
 
 // writeGroup commits the rows of the requests in writes, then their
 // idempotency keys and the append-time index entry idx (when not nil)
@@ -438,11 +721,12 @@ func (l *Log) writeGroup(group []*appendReq, writes []int, results []AppendResul
 			if r.idemKey == nil {
 				continue
 			}
-			v := make([]byte, 24)
+			v := make([]byte, idemBytes, idemBytes+sha256.Size)
 			res := results[i]
 			binary.BigEndian.PutUint64(v, uint64(res.Accepted))
 			binary.BigEndian.PutUint64(v[8:], uint64(res.First))
 			binary.BigEndian.PutUint64(v[16:], uint64(res.Last))
+			v = append(v, r.digest[:]...)
 			if err := yield(badger.NewEntry(r.idemKey, v).WithTTL(l.m.window)); err != nil {
 				return err
 			}
@@ -537,10 +821,6 @@ func (l *Log) Read(from int64, max int, fn func(off int64, row []byte) error) (i
 	if from >= end || max <= 0 {
 		return from, nil
 	}
-	limit := end
-	if int64(max) < end-from {
-		limit = from + int64(max)
-	}
 	if l.readHook != nil {
 		l.readHook()
 	}
@@ -552,6 +832,30 @@ func (l *Log) Read(from int64, max int, fn func(off int64, row []byte) error) (i
 	if start := l.Start(); from < start {
 		return from, fmt.Errorf("log %d read from %d: start is %d: %w", l.id, from, start, ErrTruncated)
 	}
+	// Lost ranges hold no rows: skipped, not counted against max.
+	loss := l.loss.Load()
+	off := from
+	for max > 0 && off < end {
+		skipTo, nextGap := loss.gapAt(off)
+		if off = skipTo; off >= end {
+			break
+		}
+		limit := min(end, nextGap, off+int64(max))
+		next, err := l.readRange(txn, off, limit, fn)
+		max -= int(next - off)
+		off = next
+		if err != nil {
+			return off, err
+		}
+	}
+	if skipTo, _ := loss.gapAt(off); skipTo <= end {
+		off = skipTo // never answer an offset inside a gap
+	}
+	return off, nil
+}
+
+// readRange calls fn for the rows [from, limit), which must all be there.
+func (l *Log) readRange(txn *badger.Txn, from, limit int64, fn func(off int64, row []byte) error) (int64, error) {
 	opts := badger.DefaultIteratorOptions
 	opts.Prefix = l.rowPrefix
 	opts.PrefetchSize = int(min(limit-from, 100))
@@ -597,13 +901,14 @@ func (l *Log) Close() {
 		l.mu.Lock()
 		close(l.changed)
 		l.mu.Unlock()
+		l.mark.close()
 		l.m.forget(l)
 	})
 }
 
 // Drop stops the appender and deletes the table's rows, end and start
-// offsets, append-time index and idempotency keys. The table id must not be
-// used again.
+// offsets, append-time index, idempotency keys, lost ranges and
+// high-water file. The table id must not be used again.
 func (l *Log) Drop() error {
 	// Room first (DropPrefix flushes the memtable): refused, the log stays
 	// open.
@@ -615,28 +920,35 @@ func (l *Log) Drop() error {
 	l.Close()
 	l.truncMu.Lock() // let a Truncate in progress finish; later ones see the log closed
 	defer l.truncMu.Unlock()
-	m := l.m
+	return l.m.dropLogData(l.id)
+}
+
+// dropLogData deletes everything of table id's log (its Log, if it was
+// open, is closed).
+func (m *Meta) dropLogData(id uint64) error {
 	m.writeMu.Lock()
 	defer m.writeMu.Unlock()
 	if m.isClosed() {
-		return fmt.Errorf("log %d drop: %w", l.id, ErrClosed)
+		return fmt.Errorf("log %d drop: %w", id, ErrClosed)
 	}
 	txn := m.db.NewTransaction(true)
 	defer txn.Discard()
-	if err := txn.Delete(l.endKey); err != nil {
-		return fmt.Errorf("log %d drop: %w", l.id, err)
-	}
-	if err := txn.Delete(l.startKey); err != nil {
-		return fmt.Errorf("log %d drop: %w", l.id, err)
+	for _, space := range []byte{metaEnd, metaStart, metaLost} {
+		if err := txn.Delete(tableKey(space, id)); err != nil {
+			return fmt.Errorf("log %d drop: %w", id, err)
+		}
 	}
 	if err := txn.Commit(); err != nil {
-		return fmt.Errorf("log %d drop: commit: %w", l.id, err)
+		return fmt.Errorf("log %d drop: commit: %w", id, err)
 	}
 	if err := m.sync(); err != nil {
-		return fmt.Errorf("log %d drop: sync: %w", l.id, err)
+		return fmt.Errorf("log %d drop: sync: %w", id, err)
 	}
-	if err := m.db.DropPrefix(l.rowPrefix, l.idemPrefix, l.timePrefix); err != nil {
-		return fmt.Errorf("log %d drop: %w", l.id, err)
+	if err := m.db.DropPrefix(tableKey(metaRow, id), tableKey(metaIdem, id), tableKey(metaTime, id)); err != nil {
+		return fmt.Errorf("log %d drop: %w", id, err)
+	}
+	if err := os.Remove(filepath.Join(m.dir, highwaterDir, logMarkName(id))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("log %d drop: %w", id, err)
 	}
 	return nil
 }

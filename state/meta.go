@@ -4,7 +4,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -19,6 +25,7 @@ const (
 	metaIdem    = 'i' // i<table BE8><sha256(idempotency key)> -> BE8 accepted, first, last (TTL)
 	metaStart   = 'b' // b<table BE8> -> BE8 first retained offset of the table's log (absent: 0)
 	metaTime    = 't' // t<table BE8><unix ms BE8> -> BE8 first offset appended in that millisecond (append-time index)
+	metaLost    = 'x' // x<table BE8> -> JSON [LostRange]: offsets whose rows the log lost (absent: none)
 )
 
 // metaValueThreshold sends values at least this long — ingest rows, in
@@ -71,11 +78,15 @@ type Meta struct {
 	// the read lock, DropPrefix the write lock.
 	writeMu sync.RWMutex
 
-	seqMu sync.Mutex // serialises NextSeq's read-modify-write
+	seqMu    sync.Mutex           // serialises NextSeq's read-modify-write; guards seqMarks
+	seqMarks map[string]*markFile // high-water files of sequences, opened on first use
 
-	mu     sync.Mutex // guards logs and closed
-	logs   map[uint64]*Log
-	closed bool
+	mu   sync.Mutex // guards logs and the setting of closed
+	logs map[uint64]*Log
+	// closed is read without mu (isClosed): writers holding writeMu check
+	// it, and a log opening under mu writes (a lost range), so mu must not
+	// be taken under writeMu.
+	closed atomic.Bool
 }
 
 // OpenMeta opens (creating if needed) the meta DB in dir.
@@ -87,7 +98,7 @@ func OpenMeta(dir string, opts MetaOptions) (*Meta, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open meta db %s: %w", dir, err)
 	}
-	m := &Meta{db: db, dir: dir, window: opts.IdempotencyWindow, space: opts.Space, now: time.Now, logs: make(map[uint64]*Log)}
+	m := &Meta{db: db, dir: dir, window: opts.IdempotencyWindow, space: opts.Space, now: time.Now, logs: make(map[uint64]*Log), seqMarks: map[string]*markFile{}}
 	if m.window <= 0 {
 		m.window = DefaultIdempotencyWindow
 	}
@@ -101,17 +112,21 @@ func OpenMeta(dir string, opts MetaOptions) (*Meta, error) {
 // Close closes every open Log, then the DB.
 func (m *Meta) Close() error {
 	m.mu.Lock()
-	if m.closed {
+	if m.closed.Swap(true) {
 		m.mu.Unlock()
 		return nil
 	}
-	m.closed = true
 	logs := m.logs
 	m.logs = nil
 	m.mu.Unlock()
 	for _, l := range logs {
 		l.Close()
 	}
+	m.seqMu.Lock()
+	for _, mf := range m.seqMarks {
+		mf.close()
+	}
+	m.seqMu.Unlock()
 	m.writeMu.Lock()
 	defer m.writeMu.Unlock()
 	if err := m.db.Close(); err != nil {
@@ -120,11 +135,7 @@ func (m *Meta) Close() error {
 	return nil
 }
 
-func (m *Meta) isClosed() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.closed
-}
+func (m *Meta) isClosed() bool { return m.closed.Load() }
 
 // CollectGarbage reclaims value-log space held by deleted values
 // (truncated or dropped ingest rows, expired idempotency keys): while some
@@ -167,6 +178,19 @@ func (m *Meta) update(fn func(txn *badger.Txn) error) error {
 	if m.isClosed() {
 		return ErrClosed
 	}
+	return m.writeLocked(fn)
+}
+
+// write is update for a caller holding m.mu (so m cannot close meanwhile).
+func (m *Meta) write(fn func(txn *badger.Txn) error) error {
+	m.writeMu.RLock()
+	defer m.writeMu.RUnlock()
+	return m.writeLocked(fn)
+}
+
+// writeLocked is update's transaction; the caller holds writeMu's read
+// side.
+func (m *Meta) writeLocked(fn func(txn *badger.Txn) error) error {
 	release, err := m.space.claim(m.dir, smallWrite, false)
 	if err != nil {
 		return err
@@ -188,37 +212,93 @@ func (m *Meta) update(fn func(txn *badger.Txn) error) error {
 
 // NextSeq returns the next value of the named sequence: 1 first, then
 // strictly increasing, durable before it returns, never repeated across
-// restarts.
+// restarts. The last value is also kept in a high-water file beside the
+// DB (written and synced first), so a DB that lost the tail of its
+// write-ahead log does not hand a value out again: the next value is
+// above the larger of the two.
 func (m *Meta) NextSeq(name string) (uint64, error) {
+	return m.raiseSeq(name, 0, true)
+}
+
+// RaiseSeq makes the named sequence's next value larger than floor (a
+// value handed out before, found elsewhere: a query id in the catalog). It
+// reports whether the sequence was below floor.
+func (m *Meta) RaiseSeq(name string, floor uint64) (bool, error) {
+	m.seqMu.Lock()
+	cur, _, err := m.seqValue(name)
+	m.seqMu.Unlock()
+	if err != nil || cur >= floor {
+		return false, err
+	}
+	_, err = m.raiseSeq(name, floor, false)
+	return err == nil, err
+}
+
+// LastSeq returns the named sequence's last value handed out (0: none).
+func (m *Meta) LastSeq(name string) (uint64, error) {
 	m.seqMu.Lock()
 	defer m.seqMu.Unlock()
-	key := append([]byte{metaSeq}, name...)
-	var next uint64
-	err := m.update(func(txn *badger.Txn) error {
-		next = 1
-		item, err := txn.Get(key)
-		switch {
-		case errors.Is(err, badger.ErrKeyNotFound):
-		case err != nil:
-			return err
-		default:
-			err := item.Value(func(v []byte) error {
-				if len(v) != 8 {
-					return fmt.Errorf("corrupt value of %d bytes", len(v))
-				}
-				next = binary.BigEndian.Uint64(v) + 1
-				return nil
-			})
-			if err != nil {
-				return err
-			}
+	v, _, err := m.seqValue(name)
+	return v, err
+}
+
+// seqValue returns the sequence's last value (the larger of the DB's and
+// the high-water file's) and its file (caller holds seqMu).
+func (m *Meta) seqValue(name string) (uint64, *markFile, error) {
+	mf, opened := m.seqMarks[name]
+	if !opened {
+		var bad, err error
+		mf, _, _, bad, err = openMark(filepath.Join(m.dir, highwaterDir, seqMarkName(name)))
+		if err != nil {
+			return 0, nil, fmt.Errorf("meta seq %q: %w", name, err)
 		}
-		return txn.Set(key, binary.BigEndian.AppendUint64(nil, next))
+		if bad != nil {
+			slog.Error("sequence high-water file unreadable; the sequence continues from the meta store's value", "seq", name, "err", bad)
+		}
+		m.seqMarks[name] = mf
+	}
+	txn := m.db.NewTransaction(false)
+	defer txn.Discard()
+	v, err := getBE8(txn, append([]byte{metaSeq}, name...))
+	if err != nil {
+		return 0, nil, fmt.Errorf("meta seq %q: %w", name, err)
+	}
+	if mf.last > v {
+		if !opened {
+			slog.Error("sequence behind its high-water file: the meta store lost writes; continuing above the high-water mark, so no value repeats", "seq", name, "store", v, "high_water", mf.last)
+		}
+		v = mf.last
+	}
+	return v, mf, nil
+}
+
+// raiseSeq stores max(last value + 1, floor) (next: +1) as the sequence's
+// value, the high-water file first, and returns it.
+func (m *Meta) raiseSeq(name string, floor uint64, next bool) (uint64, error) {
+	m.seqMu.Lock()
+	defer m.seqMu.Unlock()
+	if m.isClosed() {
+		return 0, fmt.Errorf("meta next seq %q: %w", name, ErrClosed)
+	}
+	v, mf, err := m.seqValue(name)
+	if err != nil {
+		return 0, err
+	}
+	if next {
+		v++
+	}
+	v = max(v, floor)
+	if err := mf.write(markRecord{v, v}, true); err != nil {
+		return 0, fmt.Errorf("meta next seq %q: %w", name, err)
+	}
+	mf.last = v
+	err = m.update(func(txn *badger.Txn) error {
+		return txn.Set(append([]byte{metaSeq}, name...), binary.BigEndian.AppendUint64(nil, v))
 	})
 	if err != nil {
 		return 0, fmt.Errorf("meta next seq %q: %w", name, err)
 	}
-	return next, nil
+	return v, nil
 }
 
 // PutCatalog stores a catalog entry, durably.
@@ -290,7 +370,7 @@ func (m *Meta) ListCatalog(prefix string) ([]KV, error) {
 func (m *Meta) Log(tableID uint64) (*Log, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.closed {
+	if m.closed.Load() {
 		return nil, fmt.Errorf("log %d open: %w", tableID, ErrClosed)
 	}
 	if l, ok := m.logs[tableID]; ok {
@@ -311,4 +391,131 @@ func (m *Meta) forget(l *Log) {
 	if m.logs[l.id] == l {
 		delete(m.logs, l.id)
 	}
+}
+
+// DropLog deletes table id's ingest log, open or not: rows, offsets,
+// index, idempotency keys, lost ranges and high-water file (the orphans
+// of a DROP TABLE that did not finish).
+func (m *Meta) DropLog(id uint64) error {
+	m.mu.Lock()
+	l, open := m.logs[id]
+	m.mu.Unlock()
+	if open {
+		return l.Drop()
+	}
+	release, err := m.space.claim(m.dir, memTableSize, false)
+	if err != nil {
+		return fmt.Errorf("log %d drop: %w", id, err)
+	}
+	defer release()
+	return m.dropLogData(id)
+}
+
+// LogIDs returns the table ids that have an ingest log: an end or start
+// offset in the DB, or a high-water file.
+func (m *Meta) LogIDs() ([]uint64, error) {
+	if m.isClosed() {
+		return nil, fmt.Errorf("meta log ids: %w", ErrClosed)
+	}
+	ids := map[uint64]bool{}
+	txn := m.db.NewTransaction(false)
+	defer txn.Discard()
+	for _, space := range []byte{metaEnd, metaStart} {
+		opts := badger.DefaultIteratorOptions
+		opts.Prefix = []byte{space}
+		opts.PrefetchValues = false
+		it := txn.NewIterator(opts)
+		for it.Rewind(); it.Valid(); it.Next() {
+			if k := it.Item().Key(); len(k) == 9 {
+				ids[binary.BigEndian.Uint64(k[1:])] = true
+			}
+		}
+		it.Close()
+	}
+	names, err := m.highwaterNames()
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range names {
+		if id, ok := parseIDName(n, "log-"); ok {
+			ids[id] = true
+		}
+	}
+	out := make([]uint64, 0, len(ids))
+	for id := range ids {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// highwaterNames lists the files of the high-water directory.
+func (m *Meta) highwaterNames() ([]string, error) {
+	ents, err := os.ReadDir(filepath.Join(m.dir, highwaterDir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("meta high-water files: %w", err)
+	}
+	names := make([]string, 0, len(ents))
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	return names, nil
+}
+
+// Tombstone is a DROP that was started (MarkDropped) and not finished
+// (ClearDropped): kind is DroppedTable or DroppedQuery.
+type Tombstone struct {
+	Kind string
+	ID   uint64
+}
+
+// MarkDropped records, durably and before anything of it is deleted, that
+// table or query id is being dropped, so that a crash part way leaves a
+// record of what to remove at the next start (Dropped). Deleting the
+// catalog entry alone would not say it: a catalog entry can also be lost
+// with the tail of the write-ahead log, and its data must then be kept.
+func (m *Meta) MarkDropped(kind string, id uint64) error {
+	dir := filepath.Join(m.dir, highwaterDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("mark %s %d dropped: %w", kind, id, err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, dropMarkName(kind, id)), os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("mark %s %d dropped: %w", kind, id, err)
+	}
+	f.Close()
+	if err := syncDir(dir); err != nil {
+		return fmt.Errorf("mark %s %d dropped: %w", kind, id, err)
+	}
+	return nil
+}
+
+// ClearDropped removes the tombstone of table or query id (the drop is
+// finished, or it was refused before anything was deleted).
+func (m *Meta) ClearDropped(kind string, id uint64) error {
+	dir := filepath.Join(m.dir, highwaterDir)
+	if err := os.Remove(filepath.Join(dir, dropMarkName(kind, id))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("clear %s %d tombstone: %w", kind, id, err)
+	}
+	return syncDir(dir)
+}
+
+// Dropped lists the tombstones left (by drops a crash interrupted).
+func (m *Meta) Dropped() ([]Tombstone, error) {
+	names, err := m.highwaterNames()
+	if err != nil {
+		return nil, err
+	}
+	var out []Tombstone
+	for _, n := range names {
+		for _, kind := range []string{DroppedTable, DroppedQuery} {
+			if id, ok := parseIDName(n, "drop-"+kind+"-"); ok {
+				out = append(out, Tombstone{Kind: kind, ID: id})
+			}
+		}
+	}
+	return out, nil
 }

@@ -28,6 +28,11 @@
 // (STREAMSQL_SPIN=task.process/myview: the first batch myview's tasks
 // process). Tests of a query that does not answer use it.
 //
+// Points reached only by a DDL statement (DropPoints; not in Points, whose
+// points the torture harness's workload reaches without DDL):
+//
+//	catalog.after_drop       DROP TABLE/VIEW or DELETE of a query: the catalog entry is deleted, its log or state not yet
+//
 // The sink points are reached by every external sink; "NAME/ENGINE"
 // (sink.before_commit/postgres, sink.after_keylog/kafka) arms one for
 // the sinks of that engine only, with hits counted apart.
@@ -86,6 +91,9 @@ var Points = []string{
 	"restore.during",
 	"sink.after_journal", "sink.after_keylog", "sink.after_progress", "sink.before_commit", "sink.after_commit",
 }
+
+// DropPoints are the points reached only while dropping a table or query.
+var DropPoints = []string{"catalog.after_drop"}
 
 // SinkEngines are the scopes of the sink points (PointIn).
 var SinkEngines = []string{"postgres", "kafka"}
