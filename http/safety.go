@@ -22,6 +22,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/streamsql/streamsql/planner"
 	"github.com/streamsql/streamsql/queries"
 )
 
@@ -106,14 +107,20 @@ func (s *server) notRouted(w http.ResponseWriter, r *http.Request) {
 	problem(w, &queries.Error{Status: 404, Title: "not found", Detail: "no such endpoint: " + r.Method + " " + r.URL.Path, Statement: -1})
 }
 
-// param is a path parameter, unescaped: chi routes on the escaped path
-// when it has escapes such as %2F, and leaves them in its parameters.
+// param is a table or view name from the path, unescaped exactly once
+// and normalised as SQL normalises it (planner.LookupName: lower-cased):
+// chi routes on r.URL.RawPath when the path has escapes that its decoded
+// form does not round-trip (such as %2F), and then leaves them in its
+// parameters; otherwise it routes on r.URL.Path, already unescaped, and
+// unescaping that again would turn /v1/tables/x%2541 into "xA".
 func param(r *http.Request, key string) string {
 	v := chi.URLParam(r, key)
-	if u, err := url.PathUnescape(v); err == nil {
-		return u
+	if r.URL.RawPath != "" {
+		if u, err := url.PathUnescape(v); err == nil {
+			v = u
+		}
 	}
-	return v
+	return planner.LookupName(v)
 }
 
 // checkContentType refuses (415) a body whose media type is not one of

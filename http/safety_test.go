@@ -320,8 +320,11 @@ func TestMaxStreams(t *testing.T) {
 	e.problem(e.get("/v1/queries/v/changes"), 429)
 }
 
-// TestEscapedNames: names in paths are unescaped: a table whose name a
-// client escapes (encodeURIComponent turns '+' into %2B) is found.
+// TestEscapedNames: names in paths are unescaped exactly once (a client
+// escaping '+' as %2B, as encodeURIComponent does, finds the table; %2541
+// is "%41", not "A") and looked up as SQL looks them up (lower-cased);
+// names that are not one (".", "..", leading spaces, bidi controls,
+// zero-width characters, not NFC) are refused at CREATE.
 func TestEscapedNames(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -336,4 +339,38 @@ func TestEscapedNames(t *testing.T) {
 	e.sqlErr("CREATE TABLE `a/b` (x BIGINT) ENGINE=http", 400, `table name "a/b" contains '/'`)
 	e.sqlErr("CREATE VIEW `v\x01` AS SELECT x FROM `a+b c`", 400, `view name "v\x01" contains the control character U+0001`)
 	e.sqlErr("CREATE VIEW w AS SELECT x AS `x\ny` FROM `a+b c`", 400, `column name "x\ny"`)
+
+	// One unescape: %25 is '%', and what follows it stays as it is.
+	e.sql("CREATE TABLE `x%41` (x BIGINT) ENGINE=http; CREATE TABLE xa (x BIGINT) ENGINE=http")
+	if m := e.ok(e.get("/v1/tables/x%2541")); m["name"] != "x%41" {
+		t.Errorf("/v1/tables/x%%2541 found %v, want the table x%%41", m["name"])
+	}
+	e.ok(e.do("POST", "/v1/tables/x%2541/rows", "application/x-ndjson", `{"x": 1}`))
+	if n := e.endOffset("xa"); n != 0 {
+		t.Errorf("a row posted to /v1/tables/x%%2541 went to xa (end_offset %d)", n)
+	}
+	// Case: SQL lower-cases table and view names, and so does a URL.
+	e.sql("CREATE TABLE Bids2 (x BIGINT) ENGINE=http; CREATE VIEW `V+2` AS SELECT x FROM bids2")
+	for _, p := range []string{"/v1/tables/Bids2", "/v1/tables/BIDS2", "/v1/tables/bids2"} {
+		if m := e.ok(e.get(p)); m["name"] != "bids2" {
+			t.Errorf("%s: %v", p, m["name"])
+		}
+	}
+	e.ok(e.do("POST", "/v1/tables/BIDS2/rows", "application/x-ndjson", `{"x": 1}`))
+	if m := e.ok(e.get("/v1/queries/V%2B2")); m["name"] != "v+2" {
+		t.Errorf("/v1/queries/V%%2B2: %v", m["name"])
+	}
+	e.ok(e.get("/v1/queries/V%2B2/results?consistency=latest"))
+	// Names that are not names are refused at CREATE, naming them.
+	for _, c := range []struct{ name, want string }{
+		{".", `table name "." is a path segment of its own`},
+		{"..", `table name ".." is a path segment of its own`},
+		{" t", `table name " t" starts with the space character U+0020`},
+		{"t\u202eab", `table name "t\u202eab" contains the invisible format character U+202E`},
+		{"t\u200b", `contains the invisible format character U+200B`},
+		{"cafe\u0301", `is not in Unicode normalization form NFC ("cafe\u0301"; write it as "caf\u00e9"`},
+	} {
+		e.sqlErr("CREATE TABLE `"+c.name+"` (x BIGINT) ENGINE=http", 400, c.want)
+		e.sqlErr("CREATE VIEW `"+c.name+"` AS SELECT x FROM bids2", 400, strings.Replace(c.want, "table", "view", 1))
+	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/streamsql/streamsql/planner"
 	"github.com/streamsql/streamsql/planner/plan"
 	"github.com/streamsql/streamsql/queries"
 )
@@ -456,7 +457,11 @@ func (s *server) checkpoints(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
-	cps, err := s.e.Checkpoint(ctx, r.URL.Query().Get("query"))
+	only := r.URL.Query().Get("query")
+	if only != "" {
+		only = planner.LookupName(only)
+	}
+	cps, err := s.e.Checkpoint(ctx, only)
 	var qe *queries.Error
 	if errors.As(err, &qe) {
 		problem(w, err)
