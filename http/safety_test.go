@@ -374,3 +374,69 @@ func TestEscapedNames(t *testing.T) {
 		e.sqlErr("CREATE VIEW `"+c.name+"` AS SELECT x FROM bids2", 400, strings.Replace(c.want, "table", "view", 1))
 	}
 }
+
+// TestRedactedConnections: the password of a sink's connection string
+// (in a URL, a key=value string, a query string) is in no answer of the
+// API: GET /v1/tables[/{t}], SHOW CREATE TABLE, errors quoting the
+// statement or the driver's parse error. The catalog keeps it, through a
+// restart (the sink connects with it); rows of results are not redacted.
+func TestRedactedConnections(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	e := start(t, config{dir: dir, checkpoint: time.Second})
+	secrets := []string{"url-S3cret-1", "kv-S3cret-2", "qs-S3cret-3", "bad-S3cret-4", "syn-S3cret-5", "sp ace-S3cret-6"}
+	ddl := map[string]string{
+		"pg_url": "postgres://alice:url-S3cret-1@127.0.0.1:1/db?sslmode=disable",
+		"pg_kv":  "host=127.0.0.1 port=1 user=bob password=kv-S3cret-2 dbname=db",
+		"pg_qs":  "postgres://127.0.0.1:1/db?user=carol&password=qs-S3cret-3&sslmode=disable",
+		"pg_sp":  "host=127.0.0.1 port=1 password=''sp ace-S3cret-6'' dbname=db",
+	}
+	var all []string
+	for name, conn := range ddl {
+		e.sql("CREATE TABLE " + name + " (a BIGINT, PRIMARY KEY (a)) ENGINE=postgres CONNECTION='" + conn + "'")
+		all = append(all, name)
+	}
+	e.sql("CREATE TABLE src (a BIGINT, s VARCHAR(255)) ENGINE=http; CREATE VIEW data AS SELECT s, COUNT(*) AS n FROM src GROUP BY s")
+	var bodies []resp
+	keep := func(r resp) resp { bodies = append(bodies, r); return r }
+	keep(e.get("/v1/tables"))
+	for _, name := range all {
+		m := e.ok(keep(e.get("/v1/tables/" + name)))
+		if !strings.Contains(m["sql"].(string), "CONNECTION='") || !strings.Contains(m["sql"].(string), "REDACTED") {
+			t.Errorf("GET /v1/tables/%s: sql %q", name, m["sql"])
+		}
+		keep(e.do("POST", "/v1/sql", "application/sql", "SHOW CREATE TABLE "+name))
+	}
+	// Errors quoting the statement (the parser's "near" text) or the
+	// driver's message about the connection string.
+	e.problem(keep(e.do("POST", "/v1/sql", "application/sql",
+		"CREATE TABLE t (a BIGINT, PRIMARY KEY (a)) ENGINE=postgres garbage CONNECTION='postgres://eve:syn-S3cret-5@h/db'")), 400, "REDACTED")
+	e.sql("CREATE TABLE pg_bad (a BIGINT, PRIMARY KEY (a)) ENGINE=postgres CONNECTION='postgres://dave:bad-S3cret-4@127.0.0.1:99999999/db'")
+	e.problem(keep(e.do("POST", "/v1/sql", "application/sql", "INSERT INTO pg_bad SELECT a FROM src GROUP BY a")), 422)
+	keep(e.get("/v1/queries"))
+	for _, r := range bodies {
+		for _, s := range secrets {
+			if strings.Contains(string(r.body), s) {
+				t.Errorf("an answer shows the password %q: %s", s, r.body)
+			}
+		}
+	}
+	// Rows are the user's data: not redacted.
+	e.ingest("src", `{"a": 1, "s": "password=hunter2 postgres://u:pw@h"}`)
+	e.checkpoint()
+	if r := e.sql("SELECT s FROM data"); !strings.Contains(fmt.Sprint(r[0]["rows"]), "password=hunter2 postgres://u:pw@h") {
+		t.Errorf("SELECT redacted a row: %v", r[0]["rows"])
+	}
+	if r := e.get("/v1/queries/data/results"); !strings.Contains(string(r.body), "password=hunter2 postgres://u:pw@h") {
+		t.Errorf("results redacted a row: %s", r.body)
+	}
+	// The catalog has the real thing, also after a restart.
+	e.close()
+	e = start(t, config{dir: dir, checkpoint: time.Second})
+	for name, conn := range ddl {
+		ti, err := e.eng.Table(name)
+		if err != nil || !strings.Contains(ti.SQL, "CONNECTION='"+conn+"'") {
+			t.Errorf("catalog after a restart: %s: %q, %v", name, ti.SQL, err)
+		}
+	}
+}

@@ -173,7 +173,9 @@ func problem(w http.ResponseWriter, err error) int {
 	default:
 		qe = &queries.Error{Status: 500, Title: "internal error", Detail: err.Error(), Statement: -1}
 	}
-	body := map[string]any{"status": qe.Status, "title": qe.Title, "detail": qe.Detail}
+	// A detail may quote a statement or a connection string (a syntax
+	// error's "near" text, a driver's message).
+	body := map[string]any{"status": qe.Status, "title": qe.Title, "detail": plan.RedactSecrets(qe.Detail)}
 	if qe.Title == "" {
 		body["title"] = http.StatusText(qe.Status)
 	}
@@ -189,10 +191,33 @@ func problem(w http.ResponseWriter, err error) int {
 	return qe.Status
 }
 
+// writeJSON writes v as JSON with the password of every connection
+// string in it redacted (plan.RedactSecrets): a table's CREATE statement,
+// a query's or a sink's error. Every answer but rows goes through here.
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		problem(w, err)
+		return
+	}
+	writeRaw(w, status, plan.RedactSecrets(string(b)))
+}
+
+// writeRows writes v, holding rows of results, as JSON as it is: values
+// are the user's data, never redacted.
+func writeRows(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		problem(w, err)
+		return
+	}
+	writeRaw(w, status, string(b))
+}
+
+func writeRaw(w http.ResponseWriter, status int, body string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v)
+	io.WriteString(w, body+"\n")
 }
 
 // readBody reads a request body up to the size limit (413 beyond; with
@@ -290,10 +315,21 @@ func (s *server) sql(w http.ResponseWriter, r *http.Request) {
 		problem(w, err)
 		return
 	}
-	if results == nil {
-		results = []queries.Result{}
+	// SHOW CREATE TABLE shows the statement with its connection string:
+	// every result but a SELECT's rows is redacted.
+	out := make([]json.RawMessage, len(results))
+	for i, res := range results {
+		b, err := json.Marshal(res)
+		if err != nil {
+			problem(w, err)
+			return
+		}
+		if res.Kind != "select" {
+			b = []byte(plan.RedactSecrets(string(b)))
+		}
+		out[i] = b
 	}
-	writeJSON(w, 200, map[string]any{"results": results})
+	writeRows(w, 200, map[string]any{"results": out})
 }
 
 func (s *server) ingest(w http.ResponseWriter, r *http.Request) {
@@ -419,7 +455,7 @@ func (s *server) results(w http.ResponseWriter, r *http.Request) {
 	}
 	switch format {
 	case "json":
-		writeJSON(w, 200, map[string]any{"columns": queries.ColumnNames(schema), "rows": queries.Objects(schema, rows)})
+		writeRows(w, 200, map[string]any{"columns": queries.ColumnNames(schema), "rows": queries.Objects(schema, rows)})
 	case "ndjson":
 		w.Header().Set("Content-Type", "application/x-ndjson")
 		enc := json.NewEncoder(w)
@@ -543,6 +579,9 @@ func (s *server) changes(w http.ResponseWriter, r *http.Request) {
 			recs = []queries.ChangeRecord{{Type: "heartbeat", JSON: []byte(`{"type":"heartbeat","time":"` + plan.FormatTime(time.Now().UnixMilli()) + `"}`)}}
 		}
 		for _, rec := range recs {
+			if rec.Type == "error" {
+				rec.JSON = []byte(plan.RedactSecrets(string(rec.JSON)))
+			}
 			if sse {
 				if rec.Seq != 0 {
 					fmt.Fprintf(bw, "id: %d\n", rec.Seq)

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	httpapi "github.com/streamsql/streamsql/http"
+	"github.com/streamsql/streamsql/planner/plan"
 	"github.com/streamsql/streamsql/queries"
 	"github.com/streamsql/streamsql/web"
 )
@@ -190,7 +191,7 @@ func serve(args []string) error {
 	if err := checkBind(*addr, *token != "", net.DefaultResolver.LookupIPAddr); err != nil {
 		return err
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	logger := slog.New(slog.NewTextHandler(redactWriter{os.Stderr}, nil))
 	if *token != "" && len(*token) < 16 {
 		logger.Warn("the --token is short: anyone who can reach the server may guess it; use 16 or more random characters")
 	}
@@ -246,6 +247,19 @@ func serve(args []string) error {
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return srv.Shutdown(sctx)
+}
+
+// redactWriter is the server log's writer: it redacts the password of
+// every connection string (plan.RedactSecrets) in what it writes (an
+// error quoting a statement or a driver's message). slog writes a record
+// in one Write, so a secret is never split between two.
+type redactWriter struct{ w io.Writer }
+
+func (r redactWriter) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(r.w, plan.RedactSecrets(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // checkToken refuses a token that cannot travel in an Authorization
