@@ -137,7 +137,7 @@ func redactKeys(s string) string {
 }
 
 // valueEnd is the end of the value starting at s[v]: a quoted value
-// ('...' as libpq writes it, ''...'' as it appears inside a SQL string,
+// ('...' as libpq writes it, ”...” as it appears inside a SQL string,
 // \'...\' with a backslash escape) up to its closing quote, else up to
 // whitespace, '&' (the next query parameter), a single quote (the end of
 // the SQL string around it), an unescaped '"' or an escape sequence of
