@@ -136,13 +136,13 @@ func redactKeys(s string) string {
 	return b.String()
 }
 
-// valueEnd is the end of the value starting at s[v]: a quoted value
-// ('...' as libpq writes it, ”...” as it appears inside a SQL string,
-// \'...\' with a backslash escape) up to its closing quote, else up to
-// whitespace, '&' (the next query parameter), a single quote (the end of
-// the SQL string around it), an unescaped '"' or an escape sequence of
-// JSON or a quoted log value that is not part of the value (\", \n, \t,
-// \r, \u).
+// valueEnd is the end of the value starting at s[v]. A quoted value ends
+// at its closing quote: a single quote as libpq writes it, two single
+// quotes inside a SQL string (where quotes are doubled), or a backslash
+// and a quote. Any other value ends at whitespace, '&' (the next query
+// parameter), a single quote (the end of the SQL string around it), an
+// unescaped '"', or an escape sequence of JSON or of a quoted log value
+// that is not part of the value (a backslash before '"', n, t, r or u).
 func valueEnd(s string, v int) int {
 	closing := func(q string, from int) int {
 		for i := from; i < len(s); i++ {
