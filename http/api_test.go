@@ -106,6 +106,10 @@ func (e *env) do(method, path, ctype, body string, hdr ...string) resp {
 		req.Header.Set("Authorization", "Bearer "+e.token)
 	}
 	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i] == "Host" {
+			req.Host = hdr[i+1] // net/http sends req.Host, not a Host header
+			continue
+		}
 		if hdr[i+1] == "" {
 			req.Header.Del(hdr[i])
 		} else {

@@ -13,10 +13,12 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -54,6 +56,81 @@ func (s *server) secure(next http.Handler) http.Handler {
 		h.Set("Referrer-Policy", "no-referrer")
 		next.ServeHTTP(w, r)
 	})
+}
+
+// checkHost refuses (421), on a server without a token, every request
+// whose Host is not loopback (localhost and *.localhost, 127.0.0.0/8,
+// [::1], with or without a port, in any case) and not one of
+// Options.AllowedHosts (--allowed-host): a web page whose name an
+// attacker re-resolves to 127.0.0.1 (DNS rebinding) is same-origin with
+// itself, so only the name it sends tells its requests apart. /healthz
+// and the console's files are refused too: nothing legitimate reaches a
+// loopback-only server under another name unless a flag says so, and a
+// page must not even learn that the server is there. With a token, the
+// token (which such a page does not have) protects every route but
+// those, and any Host is served.
+func (s *server) checkHost(next http.Handler) http.Handler {
+	if s.opts.Token != "" {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.hostAllowed(r.Host) {
+			w.Header().Set("Connection", "close")
+			problem(w, &queries.Error{Status: http.StatusMisdirectedRequest, Title: "host not allowed", Statement: -1,
+				Detail: fmt.Sprintf("Host %q is not loopback: without --token the server answers only requests to localhost, 127.0.0.1 or [::1] "+
+					"(a page on another name may be a DNS rebinding attack); name the host with --allowed-host, or set --token", r.Host)})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// hostAllowed reports whether a request's Host is loopback or allowed.
+func (s *server) hostAllowed(hostport string) bool {
+	host, port := splitHost(hostport)
+	switch {
+	case host == "":
+		return false
+	case host == "localhost" || strings.HasSuffix(host, ".localhost"):
+		return true
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return true
+	}
+	for _, a := range s.opts.AllowedHosts {
+		ah, ap := splitHost(a)
+		if ah == host && (ap == "" || ap == port) {
+			return true
+		}
+	}
+	return false
+}
+
+// splitHost splits a Host header (or an --allowed-host) into its host,
+// lower-cased, without brackets and without a trailing dot, and its port.
+func splitHost(hostport string) (host, port string) {
+	host = strings.ToLower(hostport)
+	if i := strings.LastIndexByte(host, ':'); i >= 0 && !strings.Contains(host[i:], "]") &&
+		(strings.HasPrefix(host, "[") || strings.Count(host, ":") == 1) {
+		host, port = host[:i], host[i+1:]
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	return strings.TrimSuffix(host, "."), port
+}
+
+// CheckAllowedHost validates an --allowed-host entry: a host name or IP
+// address, with an optional port.
+func CheckAllowedHost(h string) error {
+	host, port := splitHost(h)
+	if host == "" || strings.ContainsAny(host, " /\\@?#,") || strings.Contains(h, "://") {
+		return fmt.Errorf("--allowed-host %q is not a host name (give a name such as streamsql.internal, optionally with :port)", h)
+	}
+	if port != "" {
+		if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+			return fmt.Errorf("--allowed-host %q: bad port %q", h, port)
+		}
+	}
+	return nil
 }
 
 // consoleCSP is the console pages' Content-Security-Policy: scripts,

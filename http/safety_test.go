@@ -84,6 +84,70 @@ func TestCrossOrigin(t *testing.T) {
 	}
 }
 
+// TestHostCheck: without a token only loopback Host values (and
+// AllowedHosts) are answered; another name gets 421 naming the Host and
+// the flag on every route, even when the request is same-origin with that
+// name (DNS rebinding), and nothing happens. With a token any Host is
+// served (the token protects).
+func TestHostCheck(t *testing.T) {
+	t.Parallel()
+	e := start(t, config{checkpoint: time.Second, opts: Options{Web: consoleFiles, AllowedHosts: []string{"streamsql.internal", "Other.Example:8080"}}})
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(e.url, "http://"))
+	evil := "rebind.attacker.example:" + port
+	rebind := []string{"Host", evil, "Origin", "http://" + evil, "Sec-Fetch-Site", "same-origin"}
+	e.problem(e.do("POST", "/v1/sql", "application/sql", "CREATE TABLE pwn (a BIGINT) ENGINE=http", rebind...), 421,
+		`Host "`+evil+`" is not loopback`, "--allowed-host", "--token")
+	for _, p := range []string{"/healthz", "/", "/assets/app-1.js", "/v1/tables", "/debug/pprof/", "/debug/pprof/cmdline", "/metrics", "/nope"} {
+		e.problem(e.get(p, rebind...), 421, evil)
+	}
+	e.problem(e.do("POST", "/v1/login", "application/json", `{"token": ""}`, rebind...), 421)
+	for _, h := range []string{"evil.example", "127.0.0.1.evil.example", "localhost.evil.example:" + port, "[::2]:" + port, "10.0.0.1", "0.0.0.0:" + port,
+		"other.example:9090", "other.example", "streamsql.internal.evil"} {
+		e.problem(e.get("/healthz", "Host", h), 421)
+	}
+	// HTTP/1.0 without a Host.
+	conn, err := net.Dial("tcp", strings.TrimPrefix(e.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET /healthz HTTP/1.0\r\n\r\n")
+	if res, err := http.ReadResponse(bufio.NewReader(conn), nil); err != nil || res.StatusCode != 421 {
+		t.Errorf("HTTP/1.0 without Host: %v, %v", res, err)
+	}
+	if r := e.sql("SHOW TABLES")[0]; len(r["rows"].([]any)) != 0 {
+		t.Errorf("a refused request created a table: %v", r["rows"])
+	}
+	for _, h := range []string{"localhost", "localhost:" + port, "LOCALHOST:" + port, "localhost.:" + port, "console.localhost:" + port,
+		"127.0.0.1", "127.0.0.1:" + port, "127.1.2.3:" + port, "[::1]:" + port, "[::1]", "streamsql.internal", "StreamSQL.Internal:443",
+		"other.example:8080"} {
+		if r := e.get("/healthz", "Host", h); r.status != 200 {
+			t.Errorf("Host %q: %s", h, r)
+		}
+	}
+	e.ok(e.do("POST", "/v1/sql", "application/sql", "SHOW TABLES", "Host", "localhost:"+port, "Origin", "http://localhost:"+port, "Sec-Fetch-Site", "same-origin"))
+
+	// With a token, the token decides.
+	tok := start(t, config{checkpoint: time.Second, opts: Options{Token: "s3cret"}})
+	if r := tok.get("/v1/tables", "Host", "streamsql.example.com"); r.status != 200 {
+		t.Errorf("with a token and another Host: %s", r)
+	}
+	tok.problem(tok.get("/v1/tables", "Host", "streamsql.example.com", "Authorization", ""), 401)
+}
+
+func TestCheckAllowedHost(t *testing.T) {
+	for _, h := range []string{"streamsql.internal", "a.b:8080", "10.1.2.3", "[fd00::1]:80", "[fd00::1]"} {
+		if err := CheckAllowedHost(h); err != nil {
+			t.Errorf("%q: %v", h, err)
+		}
+	}
+	for _, h := range []string{"", "http://a.b", "a b", "a/b", "a:99999", "a:x", "u@a"} {
+		if err := CheckAllowedHost(h); err == nil {
+			t.Errorf("%q accepted", h)
+		}
+	}
+}
+
 // TestResponseHeaders: every response says nosniff and DENY for framing;
 // the console's pages carry a Content-Security-Policy; nothing opens CORS.
 func TestResponseHeaders(t *testing.T) {
@@ -265,7 +329,7 @@ func TestBodyTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	fmt.Fprintf(conn, "POST /v1/tables/bids/rows HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-ndjson\r\nContent-Length: 1000\r\n\r\n{\"auction\": 1,")
+	fmt.Fprintf(conn, "POST /v1/tables/bids/rows HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-ndjson\r\nContent-Length: 1000\r\n\r\n{\"auction\": 1,")
 	conn.SetReadDeadline(time.Now().Add(time.Minute)) // only against a hang
 	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {

@@ -30,6 +30,9 @@ import (
 // Options configure the API.
 type Options struct {
 	Token string
+	// AllowedHosts are the Host names (optionally host:port) a server
+	// without a token answers besides loopback ones (--allowed-host).
+	AllowedHosts []string
 	// MaxBody is the largest request body, as sent and decompressed
 	// (0: DefaultMaxBody).
 	MaxBody int64
@@ -82,7 +85,7 @@ func New(e *queries.Engine, opts Options) http.Handler {
 	s.reg.MustRegister(newCollector(e), s.ingestRows, s.ingestBytes, s.ingestSeconds, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	r := chi.NewRouter()
 	s.router = r
-	r.Use(s.recoverer, s.secure, s.crossOrigin)
+	r.Use(s.recoverer, s.secure, s.checkHost, s.crossOrigin)
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
 	r.Post("/v1/login", s.login)
 	r.Post("/v1/logout", s.logout)

@@ -115,7 +115,8 @@ func fmtSize(n int64) string {
 const serveUsage = `usage: streamsql serve [flags]
 
 Runs the server. It listens on loopback unless told otherwise; any other
-address needs --token. The limits below answer a request beyond them with
+address needs --token. Without --token it answers only requests whose
+Host is loopback or named by --allowed-host (421 otherwise). The limits below answer a request beyond them with
 an error (application/problem+json) and keep serving: --max-body 413,
 --max-row-size 413 naming the row, --max-json-depth 400 naming the row and
 column, --max-streams 429 with Retry-After, --body-timeout 408,
@@ -134,6 +135,16 @@ func serve(args []string) error {
 	ckpt := fs.Duration("checkpoint-interval", time.Second, "checkpoint interval; 0 turns checkpoints off (barriers still flow)")
 	emit := fs.Duration("emit-interval", 200*time.Millisecond, "barrier interval: how often changes are emitted")
 	token := fs.String("token", os.Getenv("STREAMSQL_TOKEN"), "bearer token required on every API request (default $STREAMSQL_TOKEN)")
+	var allowedHosts []string
+	fs.Func("allowed-host", "without --token, a `name[,name]` (optionally name:port) the server answers besides localhost, 127.0.0.1 and [::1]: requests with another Host get 421 (DNS rebinding); may be repeated", func(v string) error {
+		for _, h := range strings.Split(v, ",") {
+			if err := httpapi.CheckAllowedHost(strings.TrimSpace(h)); err != nil {
+				return err
+			}
+			allowedHosts = append(allowedHosts, strings.TrimSpace(h))
+		}
+		return nil
+	})
 	maxBody := &sizeFlag{httpapi.DefaultMaxBody}
 	fs.Var(maxBody, "max-body", "largest request body (a `size` such as 64MiB), as sent and, with Content-Encoding: gzip, decompressed (413 beyond)")
 	maxRow := &sizeFlag{queries.DefaultMaxRowSize}
@@ -227,7 +238,7 @@ func serve(args []string) error {
 	// No ReadTimeout or WriteTimeout: /changes streams for as long as its
 	// reader stays; bodies have --body-timeout instead.
 	srv := &http.Server{
-		Handler: httpapi.New(eng, httpapi.Options{Token: *token, MaxBody: maxBody.n, MaxStreams: *maxStreams, BodyTimeout: *bodyTimeout,
+		Handler: httpapi.New(eng, httpapi.Options{Token: *token, AllowedHosts: allowedHosts, MaxBody: maxBody.n, MaxStreams: *maxStreams, BodyTimeout: *bodyTimeout,
 			Logger: logger, Web: web.FS()}),
 		ReadHeaderTimeout: *headerTimeout,
 		IdleTimeout:       *idleTimeout,
