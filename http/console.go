@@ -30,7 +30,7 @@ func (s *server) session() string {
 // cookie (HttpOnly, SameSite=Strict) when the token is right, 401 when not.
 // Without a token configured it answers 200 and sets nothing.
 func (s *server) login(w http.ResponseWriter, r *http.Request) {
-	body, err := s.readBody(w, r)
+	body, err := s.readBody(w, r, loginLimit)
 	if err != nil {
 		problem(w, err)
 		return

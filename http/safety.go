@@ -264,20 +264,35 @@ func (c *capReader) Read(p []byte) (int, error) {
 	return k, err
 }
 
-// body returns r's body as it should be read: at most MaxBody bytes as
-// sent, and with Content-Encoding: gzip at most MaxBody bytes decompressed.
-// Another encoding is refused (415).
-func (s *server) body(w http.ResponseWriter, r *http.Request) (io.Reader, func(), error) {
-	sent := http.MaxBytesReader(w, r.Body, s.opts.MaxBody)
+// bodyLimit is the largest body a request may have, as sent and
+// decompressed, and the setting that says so (named in the 413).
+type bodyLimit struct {
+	n    int64
+	name string
+}
+
+// maxBody is the limit of bodies of authenticated requests (--max-body).
+func (s *server) maxBody() bodyLimit { return bodyLimit{s.opts.MaxBody, "--max-body"} }
+
+// loginLimit is the limit of a POST /v1/login body, read before the
+// client has proved anything: {"token": "..."} needs no more, and a
+// client without the token cannot make the server hold more than this.
+var loginLimit = bodyLimit{4 << 10, "the limit of /v1/login"}
+
+// body returns r's body as it should be read: at most lim bytes as sent,
+// and with Content-Encoding: gzip at most lim bytes decompressed. Another
+// encoding is refused (415).
+func (s *server) body(w http.ResponseWriter, r *http.Request, lim bodyLimit) (io.Reader, func(), error) {
+	sent := http.MaxBytesReader(w, r.Body, lim.n)
 	switch enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding"))); enc {
 	case "", "identity":
 		return sent, func() {}, nil
 	case "gzip", "x-gzip":
 		zr, err := gzip.NewReader(sent)
 		if err != nil {
-			return nil, nil, s.readError(err, true)
+			return nil, nil, s.readError(err, true, lim)
 		}
-		return &capReader{r: zr, n: s.opts.MaxBody}, func() { zr.Close() }, nil
+		return &capReader{r: zr, n: lim.n}, func() { zr.Close() }, nil
 	default:
 		return nil, nil, &queries.Error{Status: 415, Title: "unsupported media type", Statement: -1,
 			Detail: fmt.Sprintf("Content-Encoding %q is not supported (send the body as is, or gzip)", enc)}
@@ -285,13 +300,13 @@ func (s *server) body(w http.ResponseWriter, r *http.Request) (io.Reader, func()
 }
 
 // readError turns an error reading a body into its problem.
-func (s *server) readError(err error, gzipped bool) error {
+func (s *server) readError(err error, gzipped bool, lim bodyLimit) error {
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &mbe):
-		return &queries.Error{Status: 413, Title: "request too large", Detail: fmt.Sprintf("body is larger than the %d-byte limit (--max-body)", s.opts.MaxBody), Statement: -1}
+		return &queries.Error{Status: 413, Title: "request too large", Detail: fmt.Sprintf("body is larger than the %d-byte limit (%s)", lim.n, lim.name), Statement: -1}
 	case errors.Is(err, errTooLarge):
-		return &queries.Error{Status: 413, Title: "request too large", Detail: fmt.Sprintf("decompressed body is larger than the %d-byte limit (--max-body)", s.opts.MaxBody), Statement: -1}
+		return &queries.Error{Status: 413, Title: "request too large", Detail: fmt.Sprintf("decompressed body is larger than the %d-byte limit (%s)", lim.n, lim.name), Statement: -1}
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return &queries.Error{Status: 408, Title: "request timeout", Detail: fmt.Sprintf("the body did not arrive within %s (--body-timeout)", s.opts.BodyTimeout), Statement: -1}
 	case gzipped && (errors.Is(err, gzip.ErrHeader) || errors.Is(err, gzip.ErrChecksum) || errors.Is(err, io.ErrUnexpectedEOF)):

@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-chi/chi/v5"
+
 	"github.com/streamsql/streamsql/queries"
 )
 
@@ -502,5 +504,82 @@ func TestRedactedConnections(t *testing.T) {
 		if err != nil || !strings.Contains(ti.SQL, "CONNECTION='"+conn+"'") {
 			t.Errorf("catalog after a restart: %s: %q, %v", name, ti.SQL, err)
 		}
+	}
+}
+
+// TestUnauthenticatedBodies: with a token, a request without it gets 401
+// before the server reads a byte of its body, on every route behind the
+// token (seen with Expect: 100-continue: net/http sends "100 Continue"
+// only when a handler first reads the body); POST /v1/login, which reads
+// before it knows who is asking, reads at most 4 KiB, decompressed (413
+// beyond, however large --max-body is).
+func TestUnauthenticatedBodies(t *testing.T) {
+	t.Parallel()
+	e := start(t, config{checkpoint: time.Second, opts: Options{Token: "s3cret", Web: consoleFiles}})
+	addr := strings.TrimPrefix(e.url, "http://")
+	// first sends the headers of a 1 MB body and returns the first
+	// response: 100 when the server started reading the body.
+	first := func(method, path string, hdr ...string) int {
+		t.Helper()
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		fmt.Fprintf(conn, "%s %s HTTP/1.1\r\nHost: %s\r\nContent-Length: 1000000\r\nExpect: 100-continue\r\n", method, path, addr)
+		for i := 0; i+1 < len(hdr); i += 2 {
+			fmt.Fprintf(conn, "%s: %s\r\n", hdr[i], hdr[i+1])
+		}
+		fmt.Fprintf(conn, "\r\n")
+		conn.SetReadDeadline(time.Now().Add(time.Minute)) // only against a hang
+		line, err := bufio.NewReader(conn).ReadString('\n')
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		var code int
+		fmt.Sscanf(line, "HTTP/1.1 %d", &code)
+		return code
+	}
+	open := map[string]bool{"/healthz": true, "/v1/login": true, "/v1/logout": true, "/*": true}
+	n := 0
+	chi.Walk(e.h.(*chi.Mux), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		if open[route] {
+			return nil
+		}
+		path := strings.NewReplacer("{table}", "bids", "{name}", "v", "*", "").Replace(route)
+		for _, h := range [][]string{nil, {"Authorization", "Bearer wrong"}, {"Cookie", sessionCookie + "=forged"}} {
+			if code := first(method, path, h...); code != 401 {
+				t.Errorf("%s %s without the token (%v): first answer %d, want 401 before the body", method, path, h, code)
+			}
+		}
+		n++
+		return nil
+	})
+	if n < 15 {
+		t.Errorf("walked %d routes behind the token", n)
+	}
+	// With the token the body is read (the check above can fail).
+	if code := first("POST", "/v1/sql", "Authorization", "Bearer s3cret"); code != 100 {
+		t.Errorf("POST /v1/sql with the token: first answer %d, want 100", code)
+	}
+	// The login: a declared large body is refused unread, a larger one
+	// (as sent or decompressed) at 4 KiB.
+	if code := first("POST", "/v1/login"); code != 413 {
+		t.Errorf("POST /v1/login of 1 MB: first answer %d, want 413", code)
+	}
+	noAuth := []string{"Authorization", ""}
+	pad := `{"token": "wrong", "pad": "` + strings.Repeat("x", 5000) + `"}`
+	e.problem(e.do("POST", "/v1/login", "application/json", pad, noAuth...), 413, "body is larger than the 4096-byte limit (the limit of /v1/login)")
+	bomb := gz(t, append([]byte(`{"token": "wrong", "pad": "`), bytes.Repeat([]byte(" "), 2<<20)...))
+	if len(bomb) > 4096 {
+		t.Fatalf("the bomb is %d bytes compressed", len(bomb))
+	}
+	e.problem(e.do("POST", "/v1/login", "application/json", bomb, append(noAuth, "Content-Encoding", "gzip")...), 413,
+		"decompressed body is larger than the 4096-byte limit (the limit of /v1/login)")
+	// The issue's: 64 MiB in 65 KB of gzip.
+	bomb = gz(t, append([]byte(`{"token": "wrong", "pad": "`), bytes.Repeat([]byte(" "), 64<<20)...))
+	e.problem(e.do("POST", "/v1/login", "application/json", bomb, append(noAuth, "Content-Encoding", "gzip")...), 413, "the limit of /v1/login")
+	if r := e.do("POST", "/v1/login", "application/json", gz(t, []byte(`{"token": "s3cret"}`)), append(noAuth, "Content-Encoding", "gzip")...); r.status != 200 {
+		t.Errorf("gzip login: %s", r)
 	}
 }

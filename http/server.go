@@ -223,14 +223,15 @@ func writeRaw(w http.ResponseWriter, status int, body string) {
 	io.WriteString(w, body+"\n")
 }
 
-// readBody reads a request body up to the size limit (413 beyond; with
+// readBody reads a request body up to lim (413 beyond; with
 // Content-Encoding: gzip the limit is on the decompressed bytes too)
 // within the body timeout (408 beyond), as a string: ingest decodes
 // VARCHAR values as substrings of it and SQL is text, so a []byte would
 // only be copied again. A declared length of up to maxPresize is allocated
 // at once; beyond, memory follows the bytes that actually arrive, so a
-// client cannot reserve --max-body by claiming it.
-func (s *server) readBody(w http.ResponseWriter, r *http.Request) (string, error) {
+// client cannot reserve the limit by claiming it. Only handlers behind
+// the token read bodies, and /v1/login, with its own small limit.
+func (s *server) readBody(w http.ResponseWriter, r *http.Request, lim bodyLimit) (string, error) {
 	const maxPresize = 4 << 20
 	failed := false
 	if s.opts.BodyTimeout > 0 {
@@ -248,14 +249,20 @@ func (s *server) readBody(w http.ResponseWriter, r *http.Request) (string, error
 			}()
 		}
 	}
-	rd, done, err := s.body(w, r)
+	if r.ContentLength > lim.n {
+		// Declared too large: refused without reading a byte.
+		w.Header().Set("Connection", "close")
+		failed = true
+		return "", s.readError(&http.MaxBytesError{Limit: lim.n}, false, lim)
+	}
+	rd, done, err := s.body(w, r, lim)
 	if err != nil {
 		failed = true
 		return "", err
 	}
 	defer done()
 	var b strings.Builder
-	if n := r.ContentLength; n > 0 && n <= s.opts.MaxBody && r.Header.Get("Content-Encoding") == "" {
+	if n := r.ContentLength; n > 0 && n <= lim.n && r.Header.Get("Content-Encoding") == "" {
 		b.Grow(int(min(n, maxPresize)))
 	}
 	buf := copyBufs.Get().(*[]byte)
@@ -266,7 +273,7 @@ func (s *server) readBody(w http.ResponseWriter, r *http.Request) (string, error
 		// another request (and the server must not wait for that rest).
 		w.Header().Set("Connection", "close")
 		failed = true
-		return "", s.readError(err, r.Header.Get("Content-Encoding") != "")
+		return "", s.readError(err, r.Header.Get("Content-Encoding") != "", lim)
 	}
 	return b.String(), nil
 }
@@ -279,7 +286,7 @@ func (s *server) sql(w http.ResponseWriter, r *http.Request) {
 		problem(w, err)
 		return
 	}
-	body, err := s.readBody(w, r)
+	body, err := s.readBody(w, r, s.maxBody())
 	if err != nil {
 		problem(w, err)
 		return
@@ -343,7 +350,7 @@ func (s *server) ingest(w http.ResponseWriter, r *http.Request) {
 		code = problem(w, err)
 		return
 	}
-	body, err := s.readBody(w, r)
+	body, err := s.readBody(w, r, s.maxBody())
 	if err != nil {
 		code = problem(w, err)
 		return
