@@ -42,12 +42,17 @@ type Options struct {
 	MaxStreams int
 	// BodyTimeout bounds reading one request body (0: no bound).
 	BodyTimeout time.Duration
-	Logger      *slog.Logger
-	Web         fs.FS // the console's assets
+	// SessionTTL is how long a console session (POST /v1/login) lasts
+	// (0: DefaultSessionTTL).
+	SessionTTL time.Duration
+	Logger     *slog.Logger
+	Web        fs.FS // the console's assets
 
 	// streamDone, when set, is called after a stream gave its slot back
 	// (tests).
 	streamDone func()
+	// now is the sessions' clock (tests; nil: time.Now).
+	now func() time.Time
 }
 
 type server struct {
@@ -58,6 +63,8 @@ type server struct {
 	router *chi.Mux
 	// streams holds a token per open stream (Options.MaxStreams).
 	streams chan struct{}
+	// sessions are the console's logins.
+	sessions *sessions
 
 	ingestRows    *prometheus.CounterVec
 	ingestBytes   *prometheus.CounterVec
@@ -75,7 +82,14 @@ func New(e *queries.Engine, opts Options) http.Handler {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	s := &server{e: e, opts: opts, log: opts.Logger, reg: prometheus.NewRegistry(), streams: make(chan struct{}, opts.MaxStreams)}
+	if opts.SessionTTL <= 0 {
+		opts.SessionTTL = DefaultSessionTTL
+	}
+	if opts.now == nil {
+		opts.now = time.Now
+	}
+	s := &server{e: e, opts: opts, log: opts.Logger, reg: prometheus.NewRegistry(), streams: make(chan struct{}, opts.MaxStreams),
+		sessions: newSessions(opts.SessionTTL, opts.now)}
 	s.ingestRows = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamsql_ingest_rows_total",
 		Help: "Rows acknowledged (durable) by POST /v1/tables/{table}/rows."}, []string{"table"})
 	s.ingestBytes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamsql_ingest_bytes_total",
@@ -163,7 +177,7 @@ func (s *server) authorized(r *http.Request) bool {
 		return ok && strings.EqualFold(scheme, "Bearer") && tokenEqual(strings.TrimSpace(got), s.opts.Token)
 	}
 	c, err := r.Cookie(sessionCookie)
-	return err == nil && tokenEqual(c.Value, s.session())
+	return err == nil && s.sessions.valid(c.Value)
 }
 
 // problem writes an error as application/problem+json and returns its status.

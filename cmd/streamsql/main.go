@@ -157,6 +157,7 @@ func serve(args []string) error {
 	bodyTimeout := fs.Duration("body-timeout", httpapi.DefaultBodyTimeout, "time a client has to send a request's body (408 beyond)")
 	idleTimeout := fs.Duration("idle-timeout", 2*time.Minute, "how long an idle keep-alive connection is kept open")
 	idem := fs.Duration("idempotency-window", 24*time.Hour, "how long an Idempotency-Key is remembered")
+	sessionTTL := fs.Duration("session-ttl", httpapi.DefaultSessionTTL, "with --token, how long a console login lasts (logout and a restart end it sooner)")
 	demo := fs.Bool("demo", false, "create throttled Nexmark tables and example views at the first start")
 	diskReserve := fs.String("disk-reserve", "256MiB", "free space kept on the data directory's file system: ingest is refused (507) below it, checkpoints below half of it; 0 turns the check off")
 	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
@@ -175,7 +176,8 @@ func serve(args []string) error {
 		v    time.Duration
 		zero bool // 0 is allowed
 	}{{"checkpoint-interval", *ckpt, true}, {"emit-interval", *emit, false}, {"header-timeout", *headerTimeout, false},
-		{"body-timeout", *bodyTimeout, false}, {"idle-timeout", *idleTimeout, false}, {"idempotency-window", *idem, false}} {
+		{"body-timeout", *bodyTimeout, false}, {"idle-timeout", *idleTimeout, false}, {"idempotency-window", *idem, false},
+		{"session-ttl", *sessionTTL, false}} {
 		if d.v < 0 || d.v == 0 && !d.zero {
 			return fmt.Errorf("--%s must be a positive duration, not %s", d.name, d.v)
 		}
@@ -239,7 +241,7 @@ func serve(args []string) error {
 	// reader stays; bodies have --body-timeout instead.
 	srv := &http.Server{
 		Handler: httpapi.New(eng, httpapi.Options{Token: *token, AllowedHosts: allowedHosts, MaxBody: maxBody.n, MaxStreams: *maxStreams, BodyTimeout: *bodyTimeout,
-			Logger: logger, Web: web.FS()}),
+			SessionTTL: *sessionTTL, Logger: logger, Web: web.FS()}),
 		ReadHeaderTimeout: *headerTimeout,
 		IdleTimeout:       *idleTimeout,
 		MaxHeaderBytes:    int(maxHeader.n),
