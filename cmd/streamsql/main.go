@@ -136,7 +136,7 @@ func serve(args []string) error {
 	emit := fs.Duration("emit-interval", 200*time.Millisecond, "barrier interval: how often changes are emitted")
 	token := fs.String("token", os.Getenv("STREAMSQL_TOKEN"), "bearer token required on every API request (default $STREAMSQL_TOKEN)")
 	var allowedHosts []string
-	fs.Func("allowed-host", "without --token, a `name[,name]` (optionally name:port) the server answers besides localhost, 127.0.0.1 and [::1]: requests with another Host get 421 (DNS rebinding); may be repeated", func(v string) error {
+	fs.Func("allowed-host", "without --token, a `name[,name]` (optionally name:port) the server answers besides localhost, 127.0.0.1, [::1] and the host of --addr: requests with another Host get 421 (DNS rebinding); may be repeated", func(v string) error {
 		for _, h := range strings.Split(v, ",") {
 			if err := httpapi.CheckAllowedHost(strings.TrimSpace(h)); err != nil {
 				return err
@@ -203,6 +203,11 @@ func serve(args []string) error {
 	}
 	if err := checkBind(*addr, *token != "", net.DefaultResolver.LookupIPAddr); err != nil {
 		return err
+	}
+	if host, _, _ := net.SplitHostPort(*addr); host != "" && net.ParseIP(host) == nil {
+		// --addr names the server (checkBind saw it resolve to loopback
+		// without a token): requests to that name are meant for it.
+		allowedHosts = append(allowedHosts, host)
 	}
 	logger := slog.New(slog.NewTextHandler(redactWriter{os.Stderr}, nil))
 	if *token != "" && len(*token) < 16 {
