@@ -61,6 +61,14 @@
 //     with --token (TestBadRequests); bad flags, addresses beyond loopback
 //     without a token, unusable, locked data directories and a port in use
 //     (TestBadConfig). RELIABILITY.md lists them with their answers.
+//   - attack_http_test.go: attacks on the HTTP surface: DNS rebinding
+//     against a server without a token (a foreign Host is refused on every
+//     route, --allowed-host names are served), the passwords of sinks'
+//     connection strings searched in every output and the server log while
+//     a fake PostgreSQL server sees the sink send the real one (also after
+//     a restart), 24 concurrent gzip bombs against /v1/login with the
+//     server's VmHWM read from /proc, names in URLs (one unescape, case
+//     as SQL's) and at CREATE, console sessions (logout, restart, Max-Age).
 //   - crash_test.go: SIGKILL at random moments under load, every chunk
 //     posted with an Idempotency-Key and resent after a crash; committed
 //     results checked mid-stream against the log prefix their checkpoint

@@ -34,7 +34,8 @@ type env struct {
 	token string
 	dir   string
 	eng   *queries.Engine
-	close func() // closes the server, then the engine (idempotent)
+	h     http.Handler // New's
+	close func()       // closes the server, then the engine (idempotent)
 }
 
 type config struct {
@@ -61,9 +62,10 @@ func start(t *testing.T, c config) *env {
 	if c.opts.Logger == nil {
 		c.opts.Logger = quietLogger()
 	}
-	srv := httptest.NewServer(New(eng, c.opts)) // binds 127.0.0.1
+	h := New(eng, c.opts)
+	srv := httptest.NewServer(h) // binds 127.0.0.1
 	var once sync.Once
-	e := &env{t: t, url: srv.URL, token: c.opts.Token, dir: c.dir, eng: eng}
+	e := &env{t: t, url: srv.URL, token: c.opts.Token, dir: c.dir, eng: eng, h: h}
 	e.close = func() {
 		once.Do(func() {
 			srv.Close()
@@ -106,6 +108,10 @@ func (e *env) do(method, path, ctype, body string, hdr ...string) resp {
 		req.Header.Set("Authorization", "Bearer "+e.token)
 	}
 	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i] == "Host" {
+			req.Host = hdr[i+1] // net/http sends req.Host, not a Host header
+			continue
+		}
 		if hdr[i+1] == "" {
 			req.Header.Del(hdr[i])
 		} else {

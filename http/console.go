@@ -1,13 +1,15 @@
 package httpapi
 
 import (
-	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"io/fs"
 	"net/http"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/streamsql/streamsql/queries"
 )
@@ -17,20 +19,82 @@ import (
 // place of the Authorization header (EventSource cannot send headers).
 const sessionCookie = "streamsql_session"
 
-// session is the session cookie's value: an HMAC of a fixed label keyed
-// by the token. It proves the token was given without being the token,
-// survives restarts, and stops working when the token changes.
-func (s *server) session() string {
-	m := hmac.New(sha256.New, []byte(s.opts.Token))
-	m.Write([]byte("streamsql console session v1"))
-	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+// DefaultSessionTTL is how long a console session lasts (--session-ttl).
+const DefaultSessionTTL = 12 * time.Hour
+
+// maxSessions bounds the session table: a login beyond it ends the
+// session closest to its expiry.
+const maxSessions = 1024
+
+// sessions are the console's logins: a random id per login, kept by its
+// SHA-256 (a lookup's timing says nothing about the ids) with its expiry.
+// They live in memory only: logout ends one at once, and a restart (the
+// only way to change the token) ends them all, so the console logs in
+// again.
+type sessions struct {
+	ttl time.Duration
+	now func() time.Time
+
+	mu     sync.Mutex
+	expiry map[[sha256.Size]byte]time.Time
 }
 
-// login answers POST /v1/login {"token": "..."}: 200 with the session
-// cookie (HttpOnly, SameSite=Strict) when the token is right, 401 when not.
-// Without a token configured it answers 200 and sets nothing.
+func newSessions(ttl time.Duration, now func() time.Time) *sessions {
+	return &sessions{ttl: ttl, now: now, expiry: map[[sha256.Size]byte]time.Time{}}
+}
+
+// create starts a session: its id and its expiry.
+func (ss *sessions) create() (string, time.Time) {
+	var b [32]byte
+	rand.Read(b[:]) // never fails (crypto/rand)
+	id := base64.RawURLEncoding.EncodeToString(b[:])
+	now := ss.now()
+	exp := now.Add(ss.ttl)
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	var first [sha256.Size]byte // the session expiring first
+	var firstExp time.Time
+	for k, e := range ss.expiry {
+		switch {
+		case !now.Before(e):
+			delete(ss.expiry, k)
+		case firstExp.IsZero() || e.Before(firstExp):
+			first, firstExp = k, e
+		}
+	}
+	if len(ss.expiry) >= maxSessions {
+		delete(ss.expiry, first)
+	}
+	ss.expiry[sha256.Sum256([]byte(id))] = exp
+	return id, exp
+}
+
+// valid reports whether id is a session that has not expired or ended.
+func (ss *sessions) valid(id string) bool {
+	k := sha256.Sum256([]byte(id))
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	e, ok := ss.expiry[k]
+	if ok && !ss.now().Before(e) {
+		delete(ss.expiry, k)
+		return false
+	}
+	return ok
+}
+
+// end ends the session id (logout).
+func (ss *sessions) end(id string) {
+	ss.mu.Lock()
+	delete(ss.expiry, sha256.Sum256([]byte(id)))
+	ss.mu.Unlock()
+}
+
+// login answers POST /v1/login {"token": "..."}: 200 with a new session
+// cookie (HttpOnly, SameSite=Strict, expiring with the session) when the
+// token is right, 401 when not. Without a token configured it answers 200
+// and sets nothing. The body is read up to loginLimit only.
 func (s *server) login(w http.ResponseWriter, r *http.Request) {
-	body, err := s.readBody(w, r)
+	body, err := s.readBody(w, r, loginLimit)
 	if err != nil {
 		problem(w, err)
 		return
@@ -50,12 +114,17 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 		problem(w, &queries.Error{Status: 401, Title: "unauthorized", Detail: "wrong token", Statement: -1})
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: s.session(), Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
-	writeJSON(w, 200, map[string]any{"token_required": true})
+	id, exp := s.sessions.create()
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
+		MaxAge: int(s.sessions.ttl / time.Second), Expires: exp.UTC()})
+	writeJSON(w, 200, map[string]any{"token_required": true, "expires": exp.UTC().Format(time.RFC3339)})
 }
 
-// logout clears the session cookie.
-func (s *server) logout(w http.ResponseWriter, _ *http.Request) {
+// logout ends the session of the request's cookie, if any, and clears it.
+func (s *server) logout(w http.ResponseWriter, r *http.Request) {
+	if c, err := r.Cookie(sessionCookie); err == nil {
+		s.sessions.end(c.Value)
+	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	w.WriteHeader(http.StatusNoContent)
 }

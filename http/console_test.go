@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -19,9 +20,29 @@ var consoleFiles = fstest.MapFS{
 	"assets/app-1.css": {Data: []byte("body{}")},
 }
 
+// sessionOf is the session cookie a login answer sets, or nil.
+func sessionOf(r resp) *http.Cookie {
+	for _, c := range (&http.Response{Header: r.header}).Cookies() {
+		if c.Name == sessionCookie {
+			return c
+		}
+	}
+	return nil
+}
+
+// TestLoginCookie: a login with the token sets a session cookie (HttpOnly,
+// SameSite=Strict, Path=/, Max-Age and Expires of the session's TTL) that
+// stands in for the token until it expires, the console logs out, or the
+// server restarts (with the same token or another); each login is a
+// session of its own.
 func TestLoginCookie(t *testing.T) {
 	t.Parallel()
-	e := start(t, config{checkpoint: time.Second, opts: Options{Token: "s3cret", Web: consoleFiles}})
+	var mu sync.Mutex
+	now := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	dir := t.TempDir()
+	e := start(t, config{dir: dir, checkpoint: time.Second, opts: Options{Token: "s3cret", Web: consoleFiles, SessionTTL: time.Hour, now: clock}})
 	noAuth := []string{"Authorization", ""}
 	// The console's files need no token: it asks for one itself.
 	if r := e.get("/", noAuth...); r.status != 200 || !strings.Contains(string(r.body), "console") {
@@ -32,33 +53,35 @@ func TestLoginCookie(t *testing.T) {
 	e.problem(e.do("POST", "/v1/login", "application/json", `{"token": "wrong"}`, noAuth...), 401, "wrong token")
 	e.problem(e.do("POST", "/v1/login", "application/json", `{"token": "s3cret2"}`, noAuth...), 401)
 	e.problem(e.do("POST", "/v1/login", "application/json", `not json`, noAuth...), 400)
-	r := e.do("POST", "/v1/login", "application/json", `{"token": "s3cret"}`, noAuth...)
-	if r.status != 200 {
-		t.Fatalf("login with the token: %s", r)
-	}
-	res := &http.Response{Header: r.header}
-	var session *http.Cookie
-	for _, c := range res.Cookies() {
-		if c.Name == sessionCookie {
-			session = c
+	login := func() (*http.Cookie, string) {
+		t.Helper()
+		r := e.do("POST", "/v1/login", "application/json", `{"token": "s3cret"}`, noAuth...)
+		if r.status != 200 {
+			t.Fatalf("login with the token: %s", r)
 		}
+		session := sessionOf(r)
+		if session == nil || session.Value == "" {
+			t.Fatalf("login set no %s cookie: %v", sessionCookie, r.header["Set-Cookie"])
+		}
+		return session, sessionCookie + "=" + session.Value
 	}
-	if session == nil || session.Value == "" {
-		t.Fatalf("login set no %s cookie: %v", sessionCookie, r.header["Set-Cookie"])
-	}
+	session, cookie := login()
 	if !session.HttpOnly || session.SameSite != http.SameSiteStrictMode || session.Path != "/" {
-		t.Errorf("session cookie %q: want HttpOnly, SameSite=Strict, Path=/", r.header.Get("Set-Cookie"))
+		t.Errorf("session cookie %q: want HttpOnly, SameSite=Strict, Path=/", session.Raw)
 	}
-	if session.MaxAge != 0 || !session.Expires.IsZero() {
-		t.Errorf("session cookie %q outlives the browser session", r.header.Get("Set-Cookie"))
+	if session.MaxAge != 3600 || !session.Expires.Equal(clock().Add(time.Hour).Truncate(time.Second)) {
+		t.Errorf("session cookie %q: want Max-Age=3600 and Expires in an hour", session.Raw)
 	}
 	if strings.Contains(session.Value, "s3cret") {
 		t.Errorf("the session cookie holds the token: %q", session.Value)
 	}
-	cookie := sessionCookie + "=" + session.Value
+	authed := func(cookie string) int {
+		t.Helper()
+		return e.get("/v1/queries", "Authorization", "", "Cookie", cookie).status
+	}
 	// The cookie stands in for the header: GET, POST, the live endpoints.
-	if r := e.get("/v1/queries", "Authorization", "", "Cookie", cookie); r.status != 200 {
-		t.Errorf("/v1/queries with the session cookie: %s", r)
+	if s := authed(cookie); s != 200 {
+		t.Errorf("/v1/queries with the session cookie: %d", s)
 	}
 	if r := e.do("POST", "/v1/sql", "application/sql", "SHOW TABLES", "Authorization", "", "Cookie", cookie); r.status != 200 {
 		t.Errorf("POST /v1/sql with the session cookie: %s", r)
@@ -67,21 +90,75 @@ func TestLoginCookie(t *testing.T) {
 	e.problem(e.get("/v1/queries", "Authorization", "", "Cookie", sessionCookie+"=x"+session.Value), 401)
 	e.problem(e.get("/v1/queries", "Authorization", "", "Cookie", sessionCookie+"=s3cret"), 401)
 	e.problem(e.get("/v1/queries", "Authorization", "Bearer nope", "Cookie", cookie), 401)
-	// Another token gives another session: a cookie does not survive a
-	// change of --token.
-	other := start(t, config{checkpoint: time.Second, opts: Options{Token: "other"}})
-	other.problem(other.get("/v1/queries", "Authorization", "", "Cookie", cookie), 401)
 
-	r = e.do("POST", "/v1/logout", "", "", noAuth...)
+	// Each login is its own session; logout ends the one it is sent with.
+	_, cookie2 := login()
+	if cookie2 == cookie {
+		t.Errorf("two logins, one session: %s", cookie)
+	}
+	r := e.do("POST", "/v1/logout", "", "", "Authorization", "", "Cookie", cookie)
 	if r.status != 204 || !strings.Contains(r.header.Get("Set-Cookie"), "Max-Age=0") {
 		t.Errorf("logout: %d, Set-Cookie %q", r.status, r.header.Get("Set-Cookie"))
 	}
+	if s := authed(cookie); s != 401 {
+		t.Errorf("the cookie of a session logged out: %d, want 401", s)
+	}
+	if s := authed(cookie2); s != 200 {
+		t.Errorf("another session after a logout: %d", s)
+	}
+	// Sessions expire.
+	advance(time.Hour - time.Second)
+	if s := authed(cookie2); s != 200 {
+		t.Errorf("a session a second before it expires: %d", s)
+	}
+	advance(time.Second)
+	if s := authed(cookie2); s != 401 {
+		t.Errorf("an expired session: %d, want 401", s)
+	}
+	// A restart, with the same token or another, ends every session.
+	_, cookie3 := login()
+	if s := authed(cookie3); s != 200 {
+		t.Errorf("a new session: %d", s)
+	}
+	e.close()
+	e = start(t, config{dir: dir, checkpoint: time.Second, opts: Options{Token: "s3cret", now: clock}})
+	if s := authed(cookie3); s != 401 {
+		t.Errorf("a session after a restart: %d, want 401", s)
+	}
+	other := start(t, config{checkpoint: time.Second, opts: Options{Token: "other", now: clock}})
+	other.problem(other.get("/v1/queries", "Authorization", "", "Cookie", cookie3), 401)
 
 	// Without a token there is nothing to log in to.
 	open := start(t, config{checkpoint: time.Second})
 	r = open.do("POST", "/v1/login", "application/json", `{"token": ""}`)
 	if m := open.ok(r); m["token_required"] != false || r.header.Get("Set-Cookie") != "" {
 		t.Errorf("login without --token: %s (Set-Cookie %q)", r, r.header.Get("Set-Cookie"))
+	}
+}
+
+// TestSessionTable: the table of sessions stays bounded; a login beyond
+// it ends the session closest to its expiry, and expired ones go first.
+func TestSessionTable(t *testing.T) {
+	now := time.Unix(0, 0)
+	ss := newSessions(time.Hour, func() time.Time { return now })
+	first, _ := ss.create()
+	now = now.Add(time.Minute)
+	ids := []string{}
+	for range maxSessions - 1 {
+		id, _ := ss.create()
+		ids = append(ids, id)
+	}
+	if !ss.valid(first) || len(ss.expiry) != maxSessions {
+		t.Fatalf("%d sessions, first valid %v", len(ss.expiry), ss.valid(first))
+	}
+	last, _ := ss.create()
+	if ss.valid(first) || !ss.valid(last) || !ss.valid(ids[0]) || len(ss.expiry) != maxSessions {
+		t.Errorf("beyond the bound: first %v, last %v, second %v, %d sessions", ss.valid(first), ss.valid(last), ss.valid(ids[0]), len(ss.expiry))
+	}
+	now = now.Add(2 * time.Hour)
+	ss.create()
+	if len(ss.expiry) != 1 {
+		t.Errorf("%d sessions after all but one expired", len(ss.expiry))
 	}
 }
 

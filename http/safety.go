@@ -13,15 +13,18 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/streamsql/streamsql/planner"
 	"github.com/streamsql/streamsql/queries"
 )
 
@@ -53,6 +56,81 @@ func (s *server) secure(next http.Handler) http.Handler {
 		h.Set("Referrer-Policy", "no-referrer")
 		next.ServeHTTP(w, r)
 	})
+}
+
+// checkHost refuses (421), on a server without a token, every request
+// whose Host is not loopback (localhost and *.localhost, 127.0.0.0/8,
+// [::1], with or without a port, in any case) and not one of
+// Options.AllowedHosts (--allowed-host): a web page whose name an
+// attacker re-resolves to 127.0.0.1 (DNS rebinding) is same-origin with
+// itself, so only the name it sends tells its requests apart. /healthz
+// and the console's files are refused too: nothing legitimate reaches a
+// loopback-only server under another name unless a flag says so, and a
+// page must not even learn that the server is there. With a token, the
+// token (which such a page does not have) protects every route but
+// those, and any Host is served.
+func (s *server) checkHost(next http.Handler) http.Handler {
+	if s.opts.Token != "" {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.hostAllowed(r.Host) {
+			w.Header().Set("Connection", "close")
+			problem(w, &queries.Error{Status: http.StatusMisdirectedRequest, Title: "host not allowed", Statement: -1,
+				Detail: fmt.Sprintf("Host %q is not loopback: without --token the server answers only requests to localhost, 127.0.0.1 or [::1] "+
+					"(a page on another name may be a DNS rebinding attack); name the host with --allowed-host, or set --token", r.Host)})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// hostAllowed reports whether a request's Host is loopback or allowed.
+func (s *server) hostAllowed(hostport string) bool {
+	host, port := splitHost(hostport)
+	switch {
+	case host == "":
+		return false
+	case host == "localhost" || strings.HasSuffix(host, ".localhost"):
+		return true
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return true
+	}
+	for _, a := range s.opts.AllowedHosts {
+		ah, ap := splitHost(a)
+		if ah == host && (ap == "" || ap == port) {
+			return true
+		}
+	}
+	return false
+}
+
+// splitHost splits a Host header (or an --allowed-host) into its host,
+// lower-cased, without brackets and without a trailing dot, and its port.
+func splitHost(hostport string) (host, port string) {
+	host = strings.ToLower(hostport)
+	if i := strings.LastIndexByte(host, ':'); i >= 0 && !strings.Contains(host[i:], "]") &&
+		(strings.HasPrefix(host, "[") || strings.Count(host, ":") == 1) {
+		host, port = host[:i], host[i+1:]
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	return strings.TrimSuffix(host, "."), port
+}
+
+// CheckAllowedHost validates an --allowed-host entry: a host name or IP
+// address, with an optional port.
+func CheckAllowedHost(h string) error {
+	host, port := splitHost(h)
+	if host == "" || strings.ContainsAny(host, " /\\@?#,") || strings.Contains(h, "://") {
+		return fmt.Errorf("--allowed-host %q is not a host name (give a name such as streamsql.internal, optionally with :port)", h)
+	}
+	if port != "" {
+		if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+			return fmt.Errorf("--allowed-host %q: bad port %q", h, port)
+		}
+	}
+	return nil
 }
 
 // consoleCSP is the console pages' Content-Security-Policy: scripts,
@@ -106,14 +184,20 @@ func (s *server) notRouted(w http.ResponseWriter, r *http.Request) {
 	problem(w, &queries.Error{Status: 404, Title: "not found", Detail: "no such endpoint: " + r.Method + " " + r.URL.Path, Statement: -1})
 }
 
-// param is a path parameter, unescaped: chi routes on the escaped path
-// when it has escapes such as %2F, and leaves them in its parameters.
+// param is a table or view name from the path, unescaped exactly once
+// and normalised as SQL normalises it (planner.LookupName: lower-cased):
+// chi routes on r.URL.RawPath when the path has escapes that its decoded
+// form does not round-trip (such as %2F), and then leaves them in its
+// parameters; otherwise it routes on r.URL.Path, already unescaped, and
+// unescaping that again would turn /v1/tables/x%2541 into "xA".
 func param(r *http.Request, key string) string {
 	v := chi.URLParam(r, key)
-	if u, err := url.PathUnescape(v); err == nil {
-		return u
+	if r.URL.RawPath != "" {
+		if u, err := url.PathUnescape(v); err == nil {
+			v = u
+		}
 	}
-	return v
+	return planner.LookupName(v)
 }
 
 // checkContentType refuses (415) a body whose media type is not one of
@@ -180,20 +264,35 @@ func (c *capReader) Read(p []byte) (int, error) {
 	return k, err
 }
 
-// body returns r's body as it should be read: at most MaxBody bytes as
-// sent, and with Content-Encoding: gzip at most MaxBody bytes decompressed.
-// Another encoding is refused (415).
-func (s *server) body(w http.ResponseWriter, r *http.Request) (io.Reader, func(), error) {
-	sent := http.MaxBytesReader(w, r.Body, s.opts.MaxBody)
+// bodyLimit is the largest body a request may have, as sent and
+// decompressed, and the setting that says so (named in the 413).
+type bodyLimit struct {
+	n    int64
+	name string
+}
+
+// maxBody is the limit of bodies of authenticated requests (--max-body).
+func (s *server) maxBody() bodyLimit { return bodyLimit{s.opts.MaxBody, "--max-body"} }
+
+// loginLimit is the limit of a POST /v1/login body, read before the
+// client has proved anything: {"token": "..."} needs no more, and a
+// client without the token cannot make the server hold more than this.
+var loginLimit = bodyLimit{4 << 10, "the limit of /v1/login"}
+
+// body returns r's body as it should be read: at most lim bytes as sent,
+// and with Content-Encoding: gzip at most lim bytes decompressed. Another
+// encoding is refused (415).
+func (s *server) body(w http.ResponseWriter, r *http.Request, lim bodyLimit) (io.Reader, func(), error) {
+	sent := http.MaxBytesReader(w, r.Body, lim.n)
 	switch enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding"))); enc {
 	case "", "identity":
 		return sent, func() {}, nil
 	case "gzip", "x-gzip":
 		zr, err := gzip.NewReader(sent)
 		if err != nil {
-			return nil, nil, s.readError(err, true)
+			return nil, nil, s.readError(err, true, lim)
 		}
-		return &capReader{r: zr, n: s.opts.MaxBody}, func() { zr.Close() }, nil
+		return &capReader{r: zr, n: lim.n}, func() { zr.Close() }, nil
 	default:
 		return nil, nil, &queries.Error{Status: 415, Title: "unsupported media type", Statement: -1,
 			Detail: fmt.Sprintf("Content-Encoding %q is not supported (send the body as is, or gzip)", enc)}
@@ -201,13 +300,13 @@ func (s *server) body(w http.ResponseWriter, r *http.Request) (io.Reader, func()
 }
 
 // readError turns an error reading a body into its problem.
-func (s *server) readError(err error, gzipped bool) error {
+func (s *server) readError(err error, gzipped bool, lim bodyLimit) error {
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &mbe):
-		return &queries.Error{Status: 413, Title: "request too large", Detail: fmt.Sprintf("body is larger than the %d-byte limit (--max-body)", s.opts.MaxBody), Statement: -1}
+		return &queries.Error{Status: 413, Title: "request too large", Detail: fmt.Sprintf("body is larger than the %d-byte limit (%s)", lim.n, lim.name), Statement: -1}
 	case errors.Is(err, errTooLarge):
-		return &queries.Error{Status: 413, Title: "request too large", Detail: fmt.Sprintf("decompressed body is larger than the %d-byte limit (--max-body)", s.opts.MaxBody), Statement: -1}
+		return &queries.Error{Status: 413, Title: "request too large", Detail: fmt.Sprintf("decompressed body is larger than the %d-byte limit (%s)", lim.n, lim.name), Statement: -1}
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return &queries.Error{Status: 408, Title: "request timeout", Detail: fmt.Sprintf("the body did not arrive within %s (--body-timeout)", s.opts.BodyTimeout), Statement: -1}
 	case gzipped && (errors.Is(err, gzip.ErrHeader) || errors.Is(err, gzip.ErrChecksum) || errors.Is(err, io.ErrUnexpectedEOF)):

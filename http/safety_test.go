@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-chi/chi/v5"
+
 	"github.com/streamsql/streamsql/queries"
 )
 
@@ -80,6 +82,70 @@ func TestCrossOrigin(t *testing.T) {
 	for k := range r.header {
 		if strings.HasPrefix(k, "Access-Control-") {
 			t.Errorf("preflight answered with %s: %s", k, r.header.Get(k))
+		}
+	}
+}
+
+// TestHostCheck: without a token only loopback Host values (and
+// AllowedHosts) are answered; another name gets 421 naming the Host and
+// the flag on every route, even when the request is same-origin with that
+// name (DNS rebinding), and nothing happens. With a token any Host is
+// served (the token protects).
+func TestHostCheck(t *testing.T) {
+	t.Parallel()
+	e := start(t, config{checkpoint: time.Second, opts: Options{Web: consoleFiles, AllowedHosts: []string{"streamsql.internal", "Other.Example:8080"}}})
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(e.url, "http://"))
+	evil := "rebind.attacker.example:" + port
+	rebind := []string{"Host", evil, "Origin", "http://" + evil, "Sec-Fetch-Site", "same-origin"}
+	e.problem(e.do("POST", "/v1/sql", "application/sql", "CREATE TABLE pwn (a BIGINT) ENGINE=http", rebind...), 421,
+		`Host "`+evil+`" is not loopback`, "--allowed-host", "--token")
+	for _, p := range []string{"/healthz", "/", "/assets/app-1.js", "/v1/tables", "/debug/pprof/", "/debug/pprof/cmdline", "/metrics", "/nope"} {
+		e.problem(e.get(p, rebind...), 421, evil)
+	}
+	e.problem(e.do("POST", "/v1/login", "application/json", `{"token": ""}`, rebind...), 421)
+	for _, h := range []string{"evil.example", "127.0.0.1.evil.example", "localhost.evil.example:" + port, "[::2]:" + port, "10.0.0.1", "0.0.0.0:" + port,
+		"other.example:9090", "other.example", "streamsql.internal.evil"} {
+		e.problem(e.get("/healthz", "Host", h), 421)
+	}
+	// HTTP/1.0 without a Host.
+	conn, err := net.Dial("tcp", strings.TrimPrefix(e.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET /healthz HTTP/1.0\r\n\r\n")
+	if res, err := http.ReadResponse(bufio.NewReader(conn), nil); err != nil || res.StatusCode != 421 {
+		t.Errorf("HTTP/1.0 without Host: %v, %v", res, err)
+	}
+	if r := e.sql("SHOW TABLES")[0]; len(r["rows"].([]any)) != 0 {
+		t.Errorf("a refused request created a table: %v", r["rows"])
+	}
+	for _, h := range []string{"localhost", "localhost:" + port, "LOCALHOST:" + port, "localhost.:" + port, "console.localhost:" + port,
+		"127.0.0.1", "127.0.0.1:" + port, "127.1.2.3:" + port, "[::1]:" + port, "[::1]", "streamsql.internal", "StreamSQL.Internal:443",
+		"other.example:8080"} {
+		if r := e.get("/healthz", "Host", h); r.status != 200 {
+			t.Errorf("Host %q: %s", h, r)
+		}
+	}
+	e.ok(e.do("POST", "/v1/sql", "application/sql", "SHOW TABLES", "Host", "localhost:"+port, "Origin", "http://localhost:"+port, "Sec-Fetch-Site", "same-origin"))
+
+	// With a token, the token decides.
+	tok := start(t, config{checkpoint: time.Second, opts: Options{Token: "s3cret"}})
+	if r := tok.get("/v1/tables", "Host", "streamsql.example.com"); r.status != 200 {
+		t.Errorf("with a token and another Host: %s", r)
+	}
+	tok.problem(tok.get("/v1/tables", "Host", "streamsql.example.com", "Authorization", ""), 401)
+}
+
+func TestCheckAllowedHost(t *testing.T) {
+	for _, h := range []string{"streamsql.internal", "a.b:8080", "10.1.2.3", "[fd00::1]:80", "[fd00::1]"} {
+		if err := CheckAllowedHost(h); err != nil {
+			t.Errorf("%q: %v", h, err)
+		}
+	}
+	for _, h := range []string{"", "http://a.b", "a b", "a/b", "a:99999", "a:x", "u@a"} {
+		if err := CheckAllowedHost(h); err == nil {
+			t.Errorf("%q accepted", h)
 		}
 	}
 }
@@ -265,7 +331,7 @@ func TestBodyTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	fmt.Fprintf(conn, "POST /v1/tables/bids/rows HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-ndjson\r\nContent-Length: 1000\r\n\r\n{\"auction\": 1,")
+	fmt.Fprintf(conn, "POST /v1/tables/bids/rows HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-ndjson\r\nContent-Length: 1000\r\n\r\n{\"auction\": 1,")
 	conn.SetReadDeadline(time.Now().Add(time.Minute)) // only against a hang
 	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
@@ -320,8 +386,11 @@ func TestMaxStreams(t *testing.T) {
 	e.problem(e.get("/v1/queries/v/changes"), 429)
 }
 
-// TestEscapedNames: names in paths are unescaped: a table whose name a
-// client escapes (encodeURIComponent turns '+' into %2B) is found.
+// TestEscapedNames: names in paths are unescaped exactly once (a client
+// escaping '+' as %2B, as encodeURIComponent does, finds the table; %2541
+// is "%41", not "A") and looked up as SQL looks them up (lower-cased);
+// names that are not one (".", "..", leading spaces, bidi controls,
+// zero-width characters, not NFC) are refused at CREATE.
 func TestEscapedNames(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -336,4 +405,181 @@ func TestEscapedNames(t *testing.T) {
 	e.sqlErr("CREATE TABLE `a/b` (x BIGINT) ENGINE=http", 400, `table name "a/b" contains '/'`)
 	e.sqlErr("CREATE VIEW `v\x01` AS SELECT x FROM `a+b c`", 400, `view name "v\x01" contains the control character U+0001`)
 	e.sqlErr("CREATE VIEW w AS SELECT x AS `x\ny` FROM `a+b c`", 400, `column name "x\ny"`)
+
+	// One unescape: %25 is '%', and what follows it stays as it is.
+	e.sql("CREATE TABLE `x%41` (x BIGINT) ENGINE=http; CREATE TABLE xa (x BIGINT) ENGINE=http")
+	if m := e.ok(e.get("/v1/tables/x%2541")); m["name"] != "x%41" {
+		t.Errorf("/v1/tables/x%%2541 found %v, want the table x%%41", m["name"])
+	}
+	e.ok(e.do("POST", "/v1/tables/x%2541/rows", "application/x-ndjson", `{"x": 1}`))
+	if n := e.endOffset("xa"); n != 0 {
+		t.Errorf("a row posted to /v1/tables/x%%2541 went to xa (end_offset %d)", n)
+	}
+	// Case: SQL lower-cases table and view names, and so does a URL.
+	e.sql("CREATE TABLE Bids2 (x BIGINT) ENGINE=http; CREATE VIEW `V+2` AS SELECT x FROM bids2")
+	for _, p := range []string{"/v1/tables/Bids2", "/v1/tables/BIDS2", "/v1/tables/bids2"} {
+		if m := e.ok(e.get(p)); m["name"] != "bids2" {
+			t.Errorf("%s: %v", p, m["name"])
+		}
+	}
+	e.ok(e.do("POST", "/v1/tables/BIDS2/rows", "application/x-ndjson", `{"x": 1}`))
+	if m := e.ok(e.get("/v1/queries/V%2B2")); m["name"] != "v+2" {
+		t.Errorf("/v1/queries/V%%2B2: %v", m["name"])
+	}
+	e.ok(e.get("/v1/queries/V%2B2/results?consistency=latest"))
+	// Names that are not names are refused at CREATE, naming them.
+	for _, c := range []struct{ name, want string }{
+		{".", `table name "." is a path segment of its own`},
+		{"..", `table name ".." is a path segment of its own`},
+		{" t", `table name " t" starts with the space character U+0020`},
+		{"t\u202eab", `table name "t\u202eab" contains the invisible format character U+202E`},
+		{"t\u200b", `contains the invisible format character U+200B`},
+		{"cafe\u0301", `is not in Unicode normalization form NFC ("cafe\u0301"; write it as "caf\u00e9"`},
+	} {
+		e.sqlErr("CREATE TABLE `"+c.name+"` (x BIGINT) ENGINE=http", 400, c.want)
+		e.sqlErr("CREATE VIEW `"+c.name+"` AS SELECT x FROM bids2", 400, strings.Replace(c.want, "table", "view", 1))
+	}
+}
+
+// TestRedactedConnections: the password of a sink's connection string
+// (in a URL, a key=value string, a query string) is in no answer of the
+// API: GET /v1/tables[/{t}], SHOW CREATE TABLE, errors quoting the
+// statement or the driver's parse error. The catalog keeps it, through a
+// restart (the sink connects with it); rows of results are not redacted.
+func TestRedactedConnections(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	e := start(t, config{dir: dir, checkpoint: time.Second})
+	secrets := []string{"url-S3cret-1", "kv-S3cret-2", "qs-S3cret-3", "bad-S3cret-4", "syn-S3cret-5", "sp ace-S3cret-6"}
+	ddl := map[string]string{
+		"pg_url": "postgres://alice:url-S3cret-1@127.0.0.1:1/db?sslmode=disable",
+		"pg_kv":  "host=127.0.0.1 port=1 user=bob password=kv-S3cret-2 dbname=db",
+		"pg_qs":  "postgres://127.0.0.1:1/db?user=carol&password=qs-S3cret-3&sslmode=disable",
+		"pg_sp":  "host=127.0.0.1 port=1 password=''sp ace-S3cret-6'' dbname=db",
+	}
+	var all []string
+	for name, conn := range ddl {
+		e.sql("CREATE TABLE " + name + " (a BIGINT, PRIMARY KEY (a)) ENGINE=postgres CONNECTION='" + conn + "'")
+		all = append(all, name)
+	}
+	e.sql("CREATE TABLE src (a BIGINT, s VARCHAR(255)) ENGINE=http; CREATE VIEW data AS SELECT s, COUNT(*) AS n FROM src GROUP BY s")
+	var bodies []resp
+	keep := func(r resp) resp { bodies = append(bodies, r); return r }
+	keep(e.get("/v1/tables"))
+	for _, name := range all {
+		m := e.ok(keep(e.get("/v1/tables/" + name)))
+		if !strings.Contains(m["sql"].(string), "CONNECTION='") || !strings.Contains(m["sql"].(string), "REDACTED") {
+			t.Errorf("GET /v1/tables/%s: sql %q", name, m["sql"])
+		}
+		keep(e.do("POST", "/v1/sql", "application/sql", "SHOW CREATE TABLE "+name))
+	}
+	// Errors quoting the statement (the parser's "near" text) or the
+	// driver's message about the connection string.
+	e.problem(keep(e.do("POST", "/v1/sql", "application/sql",
+		"CREATE TABLE t (a BIGINT, PRIMARY KEY (a)) ENGINE=postgres garbage CONNECTION='postgres://eve:syn-S3cret-5@h/db'")), 400, "REDACTED")
+	e.sql("CREATE TABLE pg_bad (a BIGINT, PRIMARY KEY (a)) ENGINE=postgres CONNECTION='postgres://dave:bad-S3cret-4@127.0.0.1:99999999/db'")
+	e.problem(keep(e.do("POST", "/v1/sql", "application/sql", "INSERT INTO pg_bad SELECT a FROM src GROUP BY a")), 422)
+	keep(e.get("/v1/queries"))
+	for _, r := range bodies {
+		for _, s := range secrets {
+			if strings.Contains(string(r.body), s) {
+				t.Errorf("an answer shows the password %q: %s", s, r.body)
+			}
+		}
+	}
+	// Rows are the user's data: not redacted.
+	e.ingest("src", `{"a": 1, "s": "password=hunter2 postgres://u:pw@h"}`)
+	e.checkpoint()
+	if r := e.sql("SELECT s FROM data"); !strings.Contains(fmt.Sprint(r[0]["rows"]), "password=hunter2 postgres://u:pw@h") {
+		t.Errorf("SELECT redacted a row: %v", r[0]["rows"])
+	}
+	if r := e.get("/v1/queries/data/results"); !strings.Contains(string(r.body), "password=hunter2 postgres://u:pw@h") {
+		t.Errorf("results redacted a row: %s", r.body)
+	}
+	// The catalog has the real thing, also after a restart.
+	e.close()
+	e = start(t, config{dir: dir, checkpoint: time.Second})
+	for name, conn := range ddl {
+		ti, err := e.eng.Table(name)
+		if err != nil || !strings.Contains(ti.SQL, "CONNECTION='"+conn+"'") {
+			t.Errorf("catalog after a restart: %s: %q, %v", name, ti.SQL, err)
+		}
+	}
+}
+
+// TestUnauthenticatedBodies: with a token, a request without it gets 401
+// before the server reads a byte of its body, on every route behind the
+// token (seen with Expect: 100-continue: net/http sends "100 Continue"
+// only when a handler first reads the body); POST /v1/login, which reads
+// before it knows who is asking, reads at most 4 KiB, decompressed (413
+// beyond, however large --max-body is).
+func TestUnauthenticatedBodies(t *testing.T) {
+	t.Parallel()
+	e := start(t, config{checkpoint: time.Second, opts: Options{Token: "s3cret", Web: consoleFiles}})
+	addr := strings.TrimPrefix(e.url, "http://")
+	// first sends the headers of a 1 MB body and returns the first
+	// response: 100 when the server started reading the body.
+	first := func(method, path string, hdr ...string) int {
+		t.Helper()
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		fmt.Fprintf(conn, "%s %s HTTP/1.1\r\nHost: %s\r\nContent-Length: 1000000\r\nExpect: 100-continue\r\n", method, path, addr)
+		for i := 0; i+1 < len(hdr); i += 2 {
+			fmt.Fprintf(conn, "%s: %s\r\n", hdr[i], hdr[i+1])
+		}
+		fmt.Fprintf(conn, "\r\n")
+		conn.SetReadDeadline(time.Now().Add(time.Minute)) // only against a hang
+		line, err := bufio.NewReader(conn).ReadString('\n')
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		var code int
+		fmt.Sscanf(line, "HTTP/1.1 %d", &code)
+		return code
+	}
+	open := map[string]bool{"/healthz": true, "/v1/login": true, "/v1/logout": true, "/*": true}
+	n := 0
+	chi.Walk(e.h.(*chi.Mux), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		if open[route] {
+			return nil
+		}
+		path := strings.NewReplacer("{table}", "bids", "{name}", "v", "*", "").Replace(route)
+		for _, h := range [][]string{nil, {"Authorization", "Bearer wrong"}, {"Cookie", sessionCookie + "=forged"}} {
+			if code := first(method, path, h...); code != 401 {
+				t.Errorf("%s %s without the token (%v): first answer %d, want 401 before the body", method, path, h, code)
+			}
+		}
+		n++
+		return nil
+	})
+	if n < 15 {
+		t.Errorf("walked %d routes behind the token", n)
+	}
+	// With the token the body is read (the check above can fail).
+	if code := first("POST", "/v1/sql", "Authorization", "Bearer s3cret"); code != 100 {
+		t.Errorf("POST /v1/sql with the token: first answer %d, want 100", code)
+	}
+	// The login: a declared large body is refused unread, a larger one
+	// (as sent or decompressed) at 4 KiB.
+	if code := first("POST", "/v1/login"); code != 413 {
+		t.Errorf("POST /v1/login of 1 MB: first answer %d, want 413", code)
+	}
+	noAuth := []string{"Authorization", ""}
+	pad := `{"token": "wrong", "pad": "` + strings.Repeat("x", 5000) + `"}`
+	e.problem(e.do("POST", "/v1/login", "application/json", pad, noAuth...), 413, "body is larger than the 4096-byte limit (the limit of /v1/login)")
+	bomb := gz(t, append([]byte(`{"token": "wrong", "pad": "`), bytes.Repeat([]byte(" "), 2<<20)...))
+	if len(bomb) > 4096 {
+		t.Fatalf("the bomb is %d bytes compressed", len(bomb))
+	}
+	e.problem(e.do("POST", "/v1/login", "application/json", bomb, append(noAuth, "Content-Encoding", "gzip")...), 413,
+		"decompressed body is larger than the 4096-byte limit (the limit of /v1/login)")
+	// The issue's: 64 MiB in 65 KB of gzip.
+	bomb = gz(t, append([]byte(`{"token": "wrong", "pad": "`), bytes.Repeat([]byte(" "), 64<<20)...))
+	e.problem(e.do("POST", "/v1/login", "application/json", bomb, append(noAuth, "Content-Encoding", "gzip")...), 413, "the limit of /v1/login")
+	if r := e.do("POST", "/v1/login", "application/json", gz(t, []byte(`{"token": "s3cret"}`)), append(noAuth, "Content-Encoding", "gzip")...); r.status != 200 {
+		t.Errorf("gzip login: %s", r)
+	}
 }

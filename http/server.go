@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/streamsql/streamsql/planner"
 	"github.com/streamsql/streamsql/planner/plan"
 	"github.com/streamsql/streamsql/queries"
 )
@@ -29,6 +30,9 @@ import (
 // Options configure the API.
 type Options struct {
 	Token string
+	// AllowedHosts are the Host names (optionally host:port) a server
+	// without a token answers besides loopback ones (--allowed-host).
+	AllowedHosts []string
 	// MaxBody is the largest request body, as sent and decompressed
 	// (0: DefaultMaxBody).
 	MaxBody int64
@@ -38,12 +42,17 @@ type Options struct {
 	MaxStreams int
 	// BodyTimeout bounds reading one request body (0: no bound).
 	BodyTimeout time.Duration
-	Logger      *slog.Logger
-	Web         fs.FS // the console's assets
+	// SessionTTL is how long a console session (POST /v1/login) lasts
+	// (0: DefaultSessionTTL).
+	SessionTTL time.Duration
+	Logger     *slog.Logger
+	Web        fs.FS // the console's assets
 
 	// streamDone, when set, is called after a stream gave its slot back
 	// (tests).
 	streamDone func()
+	// now is the sessions' clock (tests; nil: time.Now).
+	now func() time.Time
 }
 
 type server struct {
@@ -54,6 +63,8 @@ type server struct {
 	router *chi.Mux
 	// streams holds a token per open stream (Options.MaxStreams).
 	streams chan struct{}
+	// sessions are the console's logins.
+	sessions *sessions
 
 	ingestRows    *prometheus.CounterVec
 	ingestBytes   *prometheus.CounterVec
@@ -71,7 +82,14 @@ func New(e *queries.Engine, opts Options) http.Handler {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	s := &server{e: e, opts: opts, log: opts.Logger, reg: prometheus.NewRegistry(), streams: make(chan struct{}, opts.MaxStreams)}
+	if opts.SessionTTL <= 0 {
+		opts.SessionTTL = DefaultSessionTTL
+	}
+	if opts.now == nil {
+		opts.now = time.Now
+	}
+	s := &server{e: e, opts: opts, log: opts.Logger, reg: prometheus.NewRegistry(), streams: make(chan struct{}, opts.MaxStreams),
+		sessions: newSessions(opts.SessionTTL, opts.now)}
 	s.ingestRows = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamsql_ingest_rows_total",
 		Help: "Rows acknowledged (durable) by POST /v1/tables/{table}/rows."}, []string{"table"})
 	s.ingestBytes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamsql_ingest_bytes_total",
@@ -81,7 +99,7 @@ func New(e *queries.Engine, opts Options) http.Handler {
 	s.reg.MustRegister(newCollector(e), s.ingestRows, s.ingestBytes, s.ingestSeconds, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	r := chi.NewRouter()
 	s.router = r
-	r.Use(s.recoverer, s.secure, s.crossOrigin)
+	r.Use(s.recoverer, s.secure, s.checkHost, s.crossOrigin)
 	r.Get("/healthz", s.healthz)
 	r.Post("/v1/login", s.login)
 	r.Post("/v1/logout", s.logout)
@@ -159,7 +177,7 @@ func (s *server) authorized(r *http.Request) bool {
 		return ok && strings.EqualFold(scheme, "Bearer") && tokenEqual(strings.TrimSpace(got), s.opts.Token)
 	}
 	c, err := r.Cookie(sessionCookie)
-	return err == nil && tokenEqual(c.Value, s.session())
+	return err == nil && s.sessions.valid(c.Value)
 }
 
 // problem writes an error as application/problem+json and returns its status.
@@ -172,7 +190,9 @@ func problem(w http.ResponseWriter, err error) int {
 	default:
 		qe = &queries.Error{Status: 500, Title: "internal error", Detail: err.Error(), Statement: -1}
 	}
-	body := map[string]any{"status": qe.Status, "title": qe.Title, "detail": qe.Detail}
+	// A detail may quote a statement or a connection string (a syntax
+	// error's "near" text, a driver's message).
+	body := map[string]any{"status": qe.Status, "title": qe.Title, "detail": plan.RedactSecrets(qe.Detail)}
 	if qe.Title == "" {
 		body["title"] = http.StatusText(qe.Status)
 	}
@@ -188,20 +208,44 @@ func problem(w http.ResponseWriter, err error) int {
 	return qe.Status
 }
 
+// writeJSON writes v as JSON with the password of every connection
+// string in it redacted (plan.RedactSecrets): a table's CREATE statement,
+// a query's or a sink's error. Every answer but rows goes through here.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v)
+	b, err := json.Marshal(v)
+	if err != nil {
+		problem(w, err)
+		return
+	}
+	writeRaw(w, status, plan.RedactSecrets(string(b)))
 }
 
-// readBody reads a request body up to the size limit (413 beyond; with
+// writeRows writes v, holding rows of results, as JSON as it is: values
+// are the user's data, never redacted.
+func writeRows(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		problem(w, err)
+		return
+	}
+	writeRaw(w, status, string(b))
+}
+
+func writeRaw(w http.ResponseWriter, status int, body string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	io.WriteString(w, body+"\n")
+}
+
+// readBody reads a request body up to lim (413 beyond; with
 // Content-Encoding: gzip the limit is on the decompressed bytes too)
 // within the body timeout (408 beyond), as a string: ingest decodes
 // VARCHAR values as substrings of it and SQL is text, so a []byte would
 // only be copied again. A declared length of up to maxPresize is allocated
 // at once; beyond, memory follows the bytes that actually arrive, so a
-// client cannot reserve --max-body by claiming it.
-func (s *server) readBody(w http.ResponseWriter, r *http.Request) (string, error) {
+// client cannot reserve the limit by claiming it. Only handlers behind
+// the token read bodies, and /v1/login, with its own small limit.
+func (s *server) readBody(w http.ResponseWriter, r *http.Request, lim bodyLimit) (string, error) {
 	const maxPresize = 4 << 20
 	failed := false
 	if s.opts.BodyTimeout > 0 {
@@ -219,14 +263,20 @@ func (s *server) readBody(w http.ResponseWriter, r *http.Request) (string, error
 			}()
 		}
 	}
-	rd, done, err := s.body(w, r)
+	if r.ContentLength > lim.n {
+		// Declared too large: refused without reading a byte.
+		w.Header().Set("Connection", "close")
+		failed = true
+		return "", s.readError(&http.MaxBytesError{Limit: lim.n}, false, lim)
+	}
+	rd, done, err := s.body(w, r, lim)
 	if err != nil {
 		failed = true
 		return "", err
 	}
 	defer done()
 	var b strings.Builder
-	if n := r.ContentLength; n > 0 && n <= s.opts.MaxBody && r.Header.Get("Content-Encoding") == "" {
+	if n := r.ContentLength; n > 0 && n <= lim.n && r.Header.Get("Content-Encoding") == "" {
 		b.Grow(int(min(n, maxPresize)))
 	}
 	buf := copyBufs.Get().(*[]byte)
@@ -237,7 +287,7 @@ func (s *server) readBody(w http.ResponseWriter, r *http.Request) (string, error
 		// another request (and the server must not wait for that rest).
 		w.Header().Set("Connection", "close")
 		failed = true
-		return "", s.readError(err, r.Header.Get("Content-Encoding") != "")
+		return "", s.readError(err, r.Header.Get("Content-Encoding") != "", lim)
 	}
 	return b.String(), nil
 }
@@ -250,7 +300,7 @@ func (s *server) sql(w http.ResponseWriter, r *http.Request) {
 		problem(w, err)
 		return
 	}
-	body, err := s.readBody(w, r)
+	body, err := s.readBody(w, r, s.maxBody())
 	if err != nil {
 		problem(w, err)
 		return
@@ -289,10 +339,21 @@ func (s *server) sql(w http.ResponseWriter, r *http.Request) {
 		problem(w, err)
 		return
 	}
-	if results == nil {
-		results = []queries.Result{}
+	// SHOW CREATE TABLE shows the statement with its connection string:
+	// every result but a SELECT's rows is redacted.
+	out := make([]json.RawMessage, len(results))
+	for i, res := range results {
+		b, err := json.Marshal(res)
+		if err != nil {
+			problem(w, err)
+			return
+		}
+		if res.Kind != "select" {
+			b = []byte(plan.RedactSecrets(string(b)))
+		}
+		out[i] = b
 	}
-	writeJSON(w, 200, map[string]any{"results": results})
+	writeRows(w, 200, map[string]any{"results": out})
 }
 
 func (s *server) ingest(w http.ResponseWriter, r *http.Request) {
@@ -303,7 +364,7 @@ func (s *server) ingest(w http.ResponseWriter, r *http.Request) {
 		code = problem(w, err)
 		return
 	}
-	body, err := s.readBody(w, r)
+	body, err := s.readBody(w, r, s.maxBody())
 	if err != nil {
 		code = problem(w, err)
 		return
@@ -418,7 +479,7 @@ func (s *server) results(w http.ResponseWriter, r *http.Request) {
 	}
 	switch format {
 	case "json":
-		writeJSON(w, 200, map[string]any{"columns": queries.ColumnNames(schema), "rows": queries.Objects(schema, rows)})
+		writeRows(w, 200, map[string]any{"columns": queries.ColumnNames(schema), "rows": queries.Objects(schema, rows)})
 	case "ndjson":
 		w.Header().Set("Content-Type", "application/x-ndjson")
 		enc := json.NewEncoder(w)
@@ -456,7 +517,11 @@ func (s *server) checkpoints(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
-	cps, err := s.e.Checkpoint(ctx, r.URL.Query().Get("query"))
+	only := r.URL.Query().Get("query")
+	if only != "" {
+		only = planner.LookupName(only)
+	}
+	cps, err := s.e.Checkpoint(ctx, only)
 	var qe *queries.Error
 	if errors.As(err, &qe) {
 		problem(w, err)
@@ -538,6 +603,9 @@ func (s *server) changes(w http.ResponseWriter, r *http.Request) {
 			recs = []queries.ChangeRecord{{Type: "heartbeat", JSON: []byte(`{"type":"heartbeat","time":"` + plan.FormatTime(time.Now().UnixMilli()) + `"}`)}}
 		}
 		for _, rec := range recs {
+			if rec.Type == "error" {
+				rec.JSON = []byte(plan.RedactSecrets(string(rec.JSON)))
+			}
 			if sse {
 				if rec.Seq != 0 {
 					fmt.Fprintf(bw, "id: %d\n", rec.Seq)

@@ -6,6 +6,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"golang.org/x/text/unicode/norm"
+
 	"github.com/streamsql/streamsql/parser"
 )
 
@@ -20,17 +22,31 @@ const maxPGName = 63
 
 // CheckName validates a name a statement creates, before it reaches the
 // catalog's keys, URL paths, sink ids or generated SQL. what says what it
-// names ("table", "view", "column", "alias"). A name is 1 to MaxNameLen
-// bytes of UTF-8 without control characters and without trailing spaces
-// (MySQL's rule); table and view names, which are URL path segments and
-// part of sink ids, also have no '/' or '\' (MySQL refuses those in
-// table names too). The error (400) names the identifier.
+// names ("table", "view", "column", "alias"). The rule, one for names in
+// SQL and in URLs (README "Limits and safety"): a name is 1 to MaxNameLen
+// bytes of UTF-8 in Unicode normalization form NFC, neither "." nor "..",
+// without whitespace at either end and without control, format (bidi
+// controls, zero-width characters) or line and paragraph separator
+// characters (Unicode categories Cc, Cf, Zl, Zp) anywhere: two names that
+// look the same are the same bytes. Table and view names, which are URL
+// path segments and part of sink ids, also have no '/' or '\' (MySQL
+// refuses those in table names too). The error (400) names the identifier.
+//
+// Names are checked where they are created only: a catalog written by an
+// older version loads as it is, and lookups (LookupName) take any string.
 func CheckName(what, name string) error {
 	if msg := nameProblem(name, what == "table" || what == "view"); msg != "" {
 		return badf(name, "%s name %s %s", what, quoteName(name), msg)
 	}
 	return nil
 }
+
+// LookupName is the catalog name a table or view is looked up by when the
+// name does not come from SQL (a URL path segment): lower-cased as the
+// parser lower-cases table and view identifiers (TiDB's CIStr.L), so
+// /v1/tables/Bids finds the table CREATE TABLE Bids made, as SELECT ...
+// FROM Bids does.
+func LookupName(name string) string { return strings.ToLower(name) }
 
 // nameProblem says what is wrong with name, or "".
 func nameProblem(name string, path bool) string {
@@ -41,16 +57,32 @@ func nameProblem(name string, path bool) string {
 		return fmt.Sprintf("is %d bytes long, over the limit of %d", len(name), MaxNameLen)
 	case !utf8.ValidString(name):
 		return "is not valid UTF-8"
-	case strings.HasSuffix(name, " "):
-		return "ends with a space"
+	case name == "." || name == "..":
+		return "is a path segment of its own (\".\" and \"..\" are not names)"
+	}
+	if r, _ := utf8.DecodeRuneInString(name); unicode.IsSpace(r) {
+		return fmt.Sprintf("starts with the space character %U", r)
+	}
+	if r, _ := utf8.DecodeLastRuneInString(name); unicode.IsSpace(r) {
+		if r == ' ' {
+			return "ends with a space"
+		}
+		return fmt.Sprintf("ends with the space character %U", r)
 	}
 	for _, r := range name {
-		if unicode.IsControl(r) {
+		switch {
+		case unicode.IsControl(r):
 			return fmt.Sprintf("contains the control character %U", r)
-		}
-		if path && (r == '/' || r == '\\') {
+		case unicode.Is(unicode.Cf, r):
+			return fmt.Sprintf("contains the invisible format character %U (a bidi control or zero-width character)", r)
+		case unicode.In(r, unicode.Zl, unicode.Zp):
+			return fmt.Sprintf("contains the line or paragraph separator %U", r)
+		case path && (r == '/' || r == '\\'):
 			return fmt.Sprintf("contains %q (names are URL path segments)", r)
 		}
+	}
+	if !norm.NFC.IsNormalString(name) {
+		return fmt.Sprintf("is not in Unicode normalization form NFC (%+q; write it as %+q, which looks the same)", name, norm.NFC.String(name))
 	}
 	return ""
 }

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	httpapi "github.com/streamsql/streamsql/http"
+	"github.com/streamsql/streamsql/planner/plan"
 	"github.com/streamsql/streamsql/queries"
 	"github.com/streamsql/streamsql/web"
 )
@@ -114,7 +115,8 @@ func fmtSize(n int64) string {
 const serveUsage = `usage: streamsql serve [flags]
 
 Runs the server. It listens on loopback unless told otherwise; any other
-address needs --token. The limits below answer a request beyond them with
+address needs --token. Without --token it answers only requests whose
+Host is loopback or named by --allowed-host (421 otherwise). The limits below answer a request beyond them with
 an error (application/problem+json) and keep serving: --max-body 413,
 --max-row-size 413 naming the row, --max-json-depth 400 naming the row and
 column, --max-streams 429 with Retry-After, --body-timeout 408,
@@ -142,6 +144,16 @@ func serve(args []string) error {
 	ckpt := fs.Duration("checkpoint-interval", time.Second, "checkpoint interval; 0 turns checkpoints off (barriers still flow)")
 	emit := fs.Duration("emit-interval", 200*time.Millisecond, "barrier interval: how often changes are emitted")
 	token := fs.String("token", os.Getenv("STREAMSQL_TOKEN"), "bearer token required on every API request (default $STREAMSQL_TOKEN)")
+	var allowedHosts []string
+	fs.Func("allowed-host", "without --token, a `name[,name]` (optionally name:port) the server answers besides localhost, 127.0.0.1, [::1] and the host of --addr: requests with another Host get 421 (DNS rebinding); may be repeated", func(v string) error {
+		for _, h := range strings.Split(v, ",") {
+			if err := httpapi.CheckAllowedHost(strings.TrimSpace(h)); err != nil {
+				return err
+			}
+			allowedHosts = append(allowedHosts, strings.TrimSpace(h))
+		}
+		return nil
+	})
 	maxBody := &sizeFlag{httpapi.DefaultMaxBody}
 	fs.Var(maxBody, "max-body", "largest request body (a `size` such as 64MiB), as sent and, with Content-Encoding: gzip, decompressed (413 beyond)")
 	maxRow := &sizeFlag{queries.DefaultMaxRowSize}
@@ -154,6 +166,7 @@ func serve(args []string) error {
 	bodyTimeout := fs.Duration("body-timeout", httpapi.DefaultBodyTimeout, "time a client has to send a request's body (408 beyond)")
 	idleTimeout := fs.Duration("idle-timeout", 2*time.Minute, "how long an idle keep-alive connection is kept open")
 	idem := fs.Duration("idempotency-window", 24*time.Hour, "how long an Idempotency-Key is remembered")
+	sessionTTL := fs.Duration("session-ttl", httpapi.DefaultSessionTTL, "with --token, how long a console login lasts (logout and a restart end it sooner)")
 	demo := fs.Bool("demo", false, "create throttled Nexmark tables and example views at the first start")
 	stall := fs.Duration("stall-timeout", queries.DefaultStallTimeout, "a query whose task works on one batch for longer, waiting for neither input nor output, is failed as not answering (0: never)")
 	diskReserve := fs.String("disk-reserve", "256MiB", "free space kept on the data directory's file system: ingest is refused (507) below it, checkpoints below half of it; 0 turns the check off")
@@ -173,7 +186,8 @@ func serve(args []string) error {
 		v    time.Duration
 		zero bool // 0 is allowed
 	}{{"checkpoint-interval", *ckpt, true}, {"emit-interval", *emit, false}, {"header-timeout", *headerTimeout, false},
-		{"body-timeout", *bodyTimeout, false}, {"idle-timeout", *idleTimeout, false}, {"idempotency-window", *idem, false}} {
+		{"body-timeout", *bodyTimeout, false}, {"idle-timeout", *idleTimeout, false}, {"idempotency-window", *idem, false},
+		{"session-ttl", *sessionTTL, false}} {
 		if d.v < 0 || d.v == 0 && !d.zero {
 			return fmt.Errorf("--%s must be a positive duration, not %s", d.name, d.v)
 		}
@@ -200,7 +214,12 @@ func serve(args []string) error {
 	if err := checkBind(*addr, *token != "", net.DefaultResolver.LookupIPAddr); err != nil {
 		return err
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	if host, _, _ := net.SplitHostPort(*addr); host != "" && net.ParseIP(host) == nil {
+		// --addr names the server (checkBind saw it resolve to loopback
+		// without a token): requests to that name are meant for it.
+		allowedHosts = append(allowedHosts, host)
+	}
+	logger := slog.New(slog.NewTextHandler(redactWriter{os.Stderr}, nil))
 	if *token != "" && len(*token) < 16 {
 		logger.Warn("the --token is short: anyone who can reach the server may guess it; use 16 or more random characters")
 	}
@@ -236,8 +255,8 @@ func serve(args []string) error {
 	// No ReadTimeout or WriteTimeout: /changes streams for as long as its
 	// reader stays; bodies have --body-timeout instead.
 	srv := &http.Server{
-		Handler: httpapi.New(eng, httpapi.Options{Token: *token, MaxBody: maxBody.n, MaxStreams: *maxStreams, BodyTimeout: *bodyTimeout,
-			Logger: logger, Web: web.FS()}),
+		Handler: httpapi.New(eng, httpapi.Options{Token: *token, AllowedHosts: allowedHosts, MaxBody: maxBody.n, MaxStreams: *maxStreams, BodyTimeout: *bodyTimeout,
+			SessionTTL: *sessionTTL, Logger: logger, Web: web.FS()}),
 		ReadHeaderTimeout: *headerTimeout,
 		IdleTimeout:       *idleTimeout,
 		MaxHeaderBytes:    int(maxHeader.n),
@@ -256,6 +275,19 @@ func serve(args []string) error {
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return srv.Shutdown(sctx)
+}
+
+// redactWriter is the server log's writer: it redacts the password of
+// every connection string (plan.RedactSecrets) in what it writes (an
+// error quoting a statement or a driver's message). slog writes a record
+// in one Write, so a secret is never split between two.
+type redactWriter struct{ w io.Writer }
+
+func (r redactWriter) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(r.w, plan.RedactSecrets(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // checkToken refuses a token that cannot travel in an Authorization

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"strings"
 	"testing"
@@ -83,5 +84,15 @@ func TestCheckToken(t *testing.T) {
 		if err := checkToken(tok); (err == nil) != ok {
 			t.Errorf("checkToken(%q): %v", tok, err)
 		}
+	}
+}
+
+// TestRedactWriter: the server log's lines lose their passwords, whole.
+func TestRedactWriter(t *testing.T) {
+	var b strings.Builder
+	logger := slog.New(slog.NewTextHandler(redactWriter{&b}, nil))
+	logger.Warn("sink unavailable", "err", errors.New("connect postgres://u:l0g-S3cret@h/db: host=h password='a b' refused"))
+	if strings.Contains(b.String(), "l0g-S3cret") || strings.Contains(b.String(), "a b") || !strings.Contains(b.String(), "REDACTED") {
+		t.Errorf("log line %q", b.String())
 	}
 }
