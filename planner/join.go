@@ -137,8 +137,8 @@ func pushable(c parser.Expr, merged *scope, left, right *stream, kind plan.JoinK
 	if _, err := merged.bind(c); err != nil {
 		return 0, nil
 	}
-	l, lerr := (&scope{cols: left.scope.cols, quals: left.scope.quals}).bind(c)
-	r, rerr := (&scope{cols: right.scope.cols, quals: right.scope.quals}).bind(c)
+	l, lerr := left.scope.plain().bind(c)
+	r, rerr := right.scope.plain().bind(c)
 	switch {
 	case lerr == nil && rerr != nil:
 		return 0, l
@@ -188,7 +188,7 @@ func (b *builder) joinCondition(c parser.Expr, merged *scope, nl int, left, righ
 			l, lok := c.L.(*parser.ColumnRef)
 			r, rok := c.R.(*parser.ColumnRef)
 			if lok && rok {
-				li, ri := merged.index(l), merged.index(r)
+				li, ri := merged.lookup(l), merged.lookup(r)
 				if li >= 0 && ri >= 0 && (li < nl) != (ri < nl) {
 					if li > ri {
 						li, ri = ri, li
@@ -222,7 +222,7 @@ func (b *builder) joinCondition(c parser.Expr, merged *scope, nl int, left, righ
 func timeOffset(e parser.Expr, merged *scope) (int, int64, bool) {
 	switch e := e.(type) {
 	case *parser.ColumnRef:
-		i := merged.index(e)
+		i := merged.lookup(e)
 		return i, 0, i >= 0
 	case *parser.Func:
 		if (e.Name != "date_add" && e.Name != "date_sub") || len(e.Args) != 2 {
@@ -238,7 +238,7 @@ func timeOffset(e parser.Expr, merged *scope) (int, int64, bool) {
 		if !ok || err != nil {
 			return -1, 0, false
 		}
-		i := merged.index(c)
+		i := merged.lookup(c)
 		if e.Name == "date_sub" {
 			n = -n
 		}

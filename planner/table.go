@@ -45,10 +45,19 @@ var KafkaMetaColumns = map[string]plan.Type{
 	"_partition": plan.TypeBigint, "_offset": plan.TypeBigint, "_key": plan.TypeVarchar, "_timestamp": plan.TypeTimestamp,
 }
 
+// MaxColumns is the most columns a table, and the output of a query, may
+// have (MySQL's limit; PostgreSQL's is 1,600). Every row is as wide as its
+// table, and planning and EXPLAIN are linear in it; the limit keeps one
+// CREATE TABLE from making every later row and plan that large.
+const MaxColumns = 4096
+
 // Table validates a CREATE TABLE and builds its definition (ID is left 0).
 func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 	if err := CheckName("table", ct.Name); err != nil {
 		return nil, err
+	}
+	if len(ct.Columns) > MaxColumns {
+		return nil, errf(ct.Name, "table %s has %d columns, over the limit of %d columns per table", ct.Name, len(ct.Columns), MaxColumns)
 	}
 	def := &plan.TableDef{Name: ct.Name, Engine: ct.Engine, Connection: ct.Connection, EventTime: -1, Retention: 24 * 3600 * 1000, SQL: text}
 	if def.Engine == "" {
@@ -110,8 +119,12 @@ func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 	if len(def.Columns) == 0 {
 		return nil, errf(ct.Name, "table %s has no columns", ct.Name)
 	}
+	byKey := make(map[string]bool, len(def.Columns)) // what Columns.Index finds, without a scan per key
+	for _, c := range def.Columns {
+		byKey[plan.NameKey(c.Name)] = true
+	}
 	for _, k := range ct.PrimaryKey {
-		if def.Columns.Index(k) < 0 {
+		if !byKey[plan.NameKey(k)] {
 			return nil, errf(k, "PRIMARY KEY column %s is not a column of %s", k, ct.Name)
 		}
 		def.PrimaryKey = append(def.PrimaryKey, k)

@@ -153,6 +153,30 @@ type rowDecoder struct {
 	j      jsonScan
 	row    plan.Row // the row being decoded; its capacity has room for the operation
 	maxRow int      // Limits.MaxRowSize
+	// byName finds columns by name as declared, byKey by plan.NameKey;
+	// built for the first member out of column order, so rows of many
+	// columns in any order decode in linear time (and a name as declared
+	// is found without allocating).
+	byName, byKey map[string]int
+}
+
+// column is def.Columns.Index(name), by a map.
+func (d *rowDecoder) column(name string) int {
+	if d.byName == nil {
+		cols := d.def.Columns
+		d.byName, d.byKey = make(map[string]int, len(cols)), make(map[string]int, len(cols))
+		for i := len(cols) - 1; i >= 0; i-- { // the first of equal keys wins, as in Index
+			d.byName[cols[i].Name] = i
+			d.byKey[plan.NameKey(cols[i].Name)] = i
+		}
+	}
+	if i, ok := d.byName[name]; ok { // CREATE TABLE refuses names equal but for case
+		return i
+	}
+	if i, ok := d.byKey[plan.NameKey(name)]; ok {
+		return i
+	}
+	return -1
 }
 
 // decodeRow decodes the row object n, at nesting depth depth, into d.row.
@@ -219,7 +243,7 @@ func (d *rowDecoder) decodeObject(n, depth int) *RowError {
 			if next < len(def.Columns) && def.Columns[next].Name == name {
 				i = next
 			} else {
-				i = def.Columns.Index(name)
+				i = d.column(name)
 			}
 			switch {
 			case i >= 0:

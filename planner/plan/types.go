@@ -163,6 +163,24 @@ func (s Schema) Index(name string) int {
 	return -1
 }
 
+// NameKey is the key names are matched by in Index: ASCII letters in lower
+// case. Two names are the same column name when their keys are equal, so a
+// map keyed by it finds what Index finds without a scan.
+func NameKey(name string) string {
+	for i := 0; i < len(name); i++ {
+		if 'A' <= name[i] && name[i] <= 'Z' {
+			b := []byte(name)
+			for j := i; j < len(b); j++ {
+				if 'A' <= b[j] && b[j] <= 'Z' {
+					b[j] += 'a' - 'A'
+				}
+			}
+			return string(b)
+		}
+	}
+	return name
+}
+
 func equalFold(a, b string) bool {
 	if len(a) != len(b) {
 		return false
