@@ -199,3 +199,37 @@ func BenchmarkPlanDeep(b *testing.B) {
 		_ = g.Explain()
 	}
 }
+
+// TestTimeRangeInPlans: durations longer than the TIMESTAMP range, join
+// bounds beyond it and a Nexmark base_time outside it are refused, naming
+// them (issue 15 item 5): they made window ends, watermarks and join
+// bounds overflow int64.
+func TestTimeRangeInPlans(t *testing.T) {
+	cat := testTables(t)
+	for _, c := range []struct{ sql, want string }{
+		{"SELECT auction, COUNT(*) FROM bids GROUP BY TUMBLE(ts, '106751991167d'), auction", `TUMBLE: invalid duration "106751991167d": longer than the TIMESTAMP range 0001-01-01T00:00:00.000Z to 9999-12-31T23:59:59.999Z (3652059d)`},
+		{"SELECT auction, COUNT(*) FROM bids GROUP BY HOP(ts, '1s', '3652060d'), auction", "longer than the TIMESTAMP range"},
+		{"SELECT b.price FROM bids b JOIN auctions a ON b.auction = a.id AND b.ts BETWEEN a.ts AND a.ts + INTERVAL 9223372036854775807 SECOND", "INTERVAL 9223372036854775807 SECOND is longer than the TIMESTAMP range"},
+		{"SELECT b.price FROM bids b JOIN auctions a ON b.auction = a.id AND b.ts BETWEEN a.ts - INTERVAL 3652060 DAY AND a.ts", "INTERVAL 3652060 DAY is longer than the TIMESTAMP range"},
+	} {
+		if _, err := planQuery(t, cat, c.sql); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.sql, err, c.want)
+		}
+	}
+	if _, err := planQuery(t, cat, "SELECT auction, COUNT(*) FROM bids GROUP BY TUMBLE(ts, '3652059d'), auction"); err != nil {
+		t.Errorf("a window as long as the range: %v", err)
+	}
+	for _, c := range []struct{ sql, want string }{
+		{`CREATE TABLE n (date_time TIMESTAMP(3)) ENGINE=nexmark ENGINE_ATTRIBUTE='{"kind": "bid", "base_time": 9223372036854775807}'`, `ENGINE_ATTRIBUTE base_time must be epoch milliseconds from 0 to 253402300799999 (9999-12-31T23:59:59.999Z), not "9.223372036854776e+18"`},
+		{`CREATE TABLE n (date_time TIMESTAMP(3)) ENGINE=nexmark ENGINE_ATTRIBUTE='{"kind": "bid", "base_time": "soon"}'`, "base_time must be epoch milliseconds"},
+		{`CREATE TABLE n (ts TIMESTAMP(3)) ENGINE=http ENGINE_ATTRIBUTE='{"event_time": "ts", "watermark_delay": "4000000d"}'`, "ENGINE_ATTRIBUTE watermark_delay of n: invalid duration \"4000000d\": longer than the TIMESTAMP range"},
+	} {
+		if _, err := createTable(t, c.sql); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.sql, err, c.want)
+		}
+	}
+	var opts plan.Options
+	if err := ApplyOptions(&opts, []parser.SetVar{{Name: "results_retention", Value: "106751991167d"}}, "SET"); err == nil || !strings.Contains(err.Error(), "longer than the TIMESTAMP range") {
+		t.Errorf("results_retention of 106751991167d: %v", err)
+	}
+}

@@ -299,7 +299,7 @@ func windowCall(e parser.Expr, st *stream) (*plan.WindowSpec, error) {
 		if !ok || l.Kind != parser.LitString {
 			return nil, errf(f.Name, "%s durations are strings such as '10s' or '500ms'", name)
 		}
-		d, err := window.ParseDuration(l.Str)
+		d, err := parseDuration(l.Str)
 		if err != nil {
 			return nil, errf(l.Str, "%s: %v", name, err)
 		}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/streamsql/streamsql/parser"
 	"github.com/streamsql/streamsql/planner/plan"
-	"github.com/streamsql/streamsql/window"
 )
 
 var columnTypes = map[string]plan.Type{
@@ -177,7 +176,7 @@ func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 			if s == "0" || s == "0s" {
 				return 0, nil
 			}
-			d, err := window.ParseDuration(s)
+			d, err := parseDuration(s)
 			if err != nil {
 				return 0, badf(k, "ENGINE_ATTRIBUTE %s of %s: %v", k, ct.Name, err)
 			}
@@ -223,7 +222,7 @@ func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 			}
 			def.Attrs[k] = s
 		case "transaction_timeout":
-			if _, err := window.ParseDuration(s); err != nil {
+			if _, err := parseDuration(s); err != nil {
 				return nil, badf(k, "ENGINE_ATTRIBUTE transaction_timeout of %s: %v", ct.Name, err)
 			}
 			def.Attrs[k] = s
@@ -235,6 +234,11 @@ func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 		case "table", "schema":
 			if len(s) > maxPGName || nameProblem(s, false) != "" {
 				return nil, badf(k, "ENGINE_ATTRIBUTE %s must be a PostgreSQL name of 1 to %d bytes without control characters, not %s", k, maxPGName, quoteName(s))
+			}
+			def.Attrs[k] = s
+		case "base_time":
+			if ms, err := strconv.ParseInt(s, 10, 64); err != nil || ms < 0 || ms > plan.MaxTime {
+				return nil, badf(k, "ENGINE_ATTRIBUTE base_time must be epoch milliseconds from 0 to %d (%s), not %q", plan.MaxTime, plan.FormatTime(plan.MaxTime), s)
 			}
 			def.Attrs[k] = s
 		case "start":

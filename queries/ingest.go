@@ -352,6 +352,9 @@ func (d *rowDecoder) value(t plan.Type, depth int) (v plan.Value, msg string, er
 			if !ok {
 				return plan.Null, fmt.Sprintf("expected a TIMESTAMP (RFC 3339 such as 2024-01-01T00:00:10.000Z, or epoch milliseconds), got %q", s), nil
 			}
+			if !plan.TimeInRange(ms) {
+				return plan.Null, fmt.Sprintf("%q is outside the TIMESTAMP range, %s", s, plan.TimeRange), nil
+			}
 			return plan.Time(ms), "", nil
 		}
 		return plan.Null, want("a string"), nil
@@ -377,6 +380,9 @@ func (d *rowDecoder) value(t plan.Type, depth int) (v plan.Value, msg string, er
 			i, ok := parseInt(lit)
 			if !ok {
 				return plan.Null, fmt.Sprintf("expected epoch milliseconds, got %s", lit), nil
+			}
+			if err := plan.CheckTime(i); err != nil {
+				return plan.Null, err.Error(), nil
 			}
 			return plan.Time(i), "", nil
 		}

@@ -3,6 +3,7 @@ package plan
 import (
 	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -32,5 +33,25 @@ func TestValueJSON(t *testing.T) {
 		if string(b) != c.want {
 			t.Errorf("%v: got %s, want %s", c.v, b, c.want)
 		}
+	}
+}
+
+func TestTimeRange(t *testing.T) {
+	if FormatTime(MinTime) != "0001-01-01T00:00:00.000Z" || FormatTime(MaxTime) != "9999-12-31T23:59:59.999Z" {
+		t.Fatalf("range %s to %s", FormatTime(MinTime), FormatTime(MaxTime))
+	}
+	for _, c := range []struct {
+		ms int64
+		ok bool
+	}{
+		{0, true}, {MinTime, true}, {MaxTime, true}, {MinTime - 1, false}, {MaxTime + 1, false},
+		{math.MaxInt64, false}, {math.MinInt64, false},
+	} {
+		if TimeInRange(c.ms) != c.ok || (CheckTime(c.ms) == nil) != c.ok {
+			t.Errorf("%d: in range %v, CheckTime %v; want %v", c.ms, TimeInRange(c.ms), CheckTime(c.ms), c.ok)
+		}
+	}
+	if err := CheckTime(math.MaxInt64); err == nil || !strings.Contains(err.Error(), TimeRange) {
+		t.Errorf("CheckTime(MaxInt64) = %v, want the range named", err)
 	}
 }
