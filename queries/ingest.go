@@ -356,6 +356,16 @@ func (d *rowDecoder) value(t plan.Type, depth int) (v plan.Value, msg string, er
 				return plan.Null, fmt.Sprintf("%q is outside the TIMESTAMP range, %s", s, plan.TimeRange), nil
 			}
 			return plan.Time(ms), "", nil
+		case plan.TypeDouble:
+			// The non-finite DOUBLEs as results write them (plan.JSONNaN...).
+			switch s {
+			case plan.JSONNaN:
+				return plan.Float(math.NaN()), "", nil
+			case plan.JSONInf:
+				return plan.Float(math.Inf(1)), "", nil
+			case plan.JSONNegInf:
+				return plan.Float(math.Inf(-1)), "", nil
+			}
 		}
 		return plan.Null, want("a string"), nil
 	case c == '-' || '0' <= c && c <= '9':

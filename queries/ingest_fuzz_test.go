@@ -315,6 +315,14 @@ func oracleValue(v any, t plan.Type) (plan.Value, string) {
 		}
 		return plan.Int(i), ""
 	case plan.TypeDouble:
+		switch v {
+		case "NaN":
+			return plan.Float(math.NaN()), ""
+		case "Infinity":
+			return plan.Float(math.Inf(1)), ""
+		case "-Infinity":
+			return plan.Float(math.Inf(-1)), ""
+		}
 		n, ok := v.(json.Number)
 		if !ok {
 			return plan.Null, want()

@@ -101,6 +101,11 @@ func TestDecodeRows(t *testing.T) {
 {"auction": 1, "ts": "0001-01-01T01:00:00+01:00"}`,
 			[]plan.Row{{plan.Int(1), plan.Null, plan.Null, plan.Null, plan.Time(plan.MinTime)}, {plan.Int(1), plan.Null, plan.Null, plan.Null, plan.Time(plan.MaxTime)},
 				{plan.Int(1), plan.Null, plan.Null, plan.Null, plan.Time(plan.MinTime)}}},
+		{"non-finite doubles", `{"auction": 1, "price": "NaN", "ts": 1}
+{"auction": 2, "price": "Infinity", "ts": 1}
+{"auction": 3, "price": "-Infinity", "ts": 1}`,
+			[]plan.Row{{plan.Int(1), plan.Float(math.NaN()), plan.Null, plan.Null, plan.Time(1)}, {plan.Int(2), plan.Float(math.Inf(1)), plan.Null, plan.Null, plan.Time(1)},
+				{plan.Int(3), plan.Float(math.Inf(-1)), plan.Null, plan.Null, plan.Time(1)}}},
 		{"escapes", `{"auction": 1, "ts": 1, "channel": "a\"b\\c\/d\b\f\n\r\t\u00e9\ud83d\ude00"}`,
 			[]plan.Row{{plan.Int(1), plan.Null, plan.Str("a\"b\\c/d\b\f\n\r\té😀"), plan.Null, plan.Time(1)}}},
 		{"bad surrogates and UTF-8", "{\"auction\": 1, \"ts\": 1, \"channel\": \"\\ud83d\\u0041 \\ude00 \xff é\"}",
@@ -127,6 +132,7 @@ func TestDecodeRows(t *testing.T) {
 		{"fraction", `{"auction": 1.5, "ts": 1}`, "row 0, column auction: expected BIGINT, got 1.5 (not an integer in range)"},
 		{"range", `{"auction": 9223372036854775808, "ts": 1}`, "row 0, column auction: expected BIGINT, got 9223372036854775808 (not an integer in range)"},
 		{"double range", `{"auction": 1, "price": 1e400, "ts": 1}`, "row 0, column price: expected DOUBLE, got 1e400"},
+		{"other text for a double", `{"auction": 1, "price": "nan", "ts": 1}`, "row 0, column price: expected DOUBLE, got a string"},
 		{"number for varchar", `{"auction": 1, "channel": 5, "ts": 1}`, "row 0, column channel: expected VARCHAR, got a number"},
 		{"bad time", `{"auction": 1, "ts": "yesterday"}`, `row 0, column ts: expected a TIMESTAMP (RFC 3339 such as 2024-01-01T00:00:10.000Z, or epoch milliseconds), got "yesterday"`},
 		{"bad date", `{"auction": 1, "ts": "2023-02-29T00:00:00.000Z"}`, `row 0, column ts: expected a TIMESTAMP`},

@@ -148,14 +148,25 @@ func floatToInt(f float64) int64 {
 }
 
 // Compare orders two non-NULL values: numbers numerically, strings
-// bytewise, a string against a number as numbers.
+// bytewise, a string against a number as numbers. NaN equals NaN and is
+// above every other number, as in PostgreSQL: a total order, so = and
+// GROUP BY agree (NaN = 1 is false, NaN = NaN true) and MIN, MAX and
+// ORDER BY do not depend on the order rows come in.
 func Compare(x, y plan.Value) int {
 	if x.K == plan.TypeVarchar && y.K == plan.TypeVarchar {
 		return strings.Compare(x.S, y.S)
 	}
 	if x.K == plan.TypeDouble || y.K == plan.TypeDouble || x.K == plan.TypeVarchar || y.K == plan.TypeVarchar {
 		a, b := toFloat(x), toFloat(y)
-		switch {
+		switch an, bn := math.IsNaN(a), math.IsNaN(b); {
+		case an || bn:
+			switch {
+			case an && bn:
+				return 0
+			case an:
+				return 1
+			}
+			return -1
 		case a < b:
 			return -1
 		case a > b:

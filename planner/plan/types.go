@@ -142,19 +142,34 @@ func CheckTime(ms int64) error {
 	return fmt.Errorf("epoch milliseconds %d are outside the TIMESTAMP range, %s (%d to %d)", ms, TimeRange, MinTime, MaxTime)
 }
 
+// Non-finite DOUBLEs in JSON, which has no literal for them: the strings
+// PostgreSQL's to_json writes. They stay distinct from NULL (null) and
+// from each other everywhere a value is written.
+const (
+	JSONNaN    = "NaN"
+	JSONInf    = "Infinity"
+	JSONNegInf = "-Infinity"
+)
+
 // JSON is v as the Go value encoding/json writes for it (SPEC section 3):
-// BIGINT an int64, DOUBLE a float64 (NaN and infinities, which JSON
-// cannot write, nil), VARCHAR a string, TIMESTAMP its FormatTime string,
-// BOOLEAN a bool, NULL nil. The HTTP API, the results and the Kafka sink's
-// records all write values through it.
+// BIGINT an int64, DOUBLE a float64 (NaN and the infinities, which JSON
+// cannot write as numbers, the strings "NaN", "Infinity" and
+// "-Infinity"), VARCHAR a string, TIMESTAMP its FormatTime string,
+// BOOLEAN a bool, NULL nil. The HTTP API, the results, /changes keys and
+// rows and the Kafka sink's records all write values through it.
 func (v Value) JSON() any {
 	switch v.K {
 	case TypeBigint:
 		return v.I
 	case TypeDouble:
 		f := v.F()
-		if math.IsNaN(f) || math.IsInf(f, 0) {
-			return nil
+		switch {
+		case math.IsNaN(f):
+			return JSONNaN
+		case math.IsInf(f, 1):
+			return JSONInf
+		case math.IsInf(f, -1):
+			return JSONNegInf
 		}
 		return f
 	case TypeVarchar:

@@ -17,9 +17,13 @@ func TestValueJSON(t *testing.T) {
 		{Int(math.MaxInt64), `9223372036854775807`},
 		{Float(1.5), `1.5`},
 		{Float(1e21), `1e+21`},
-		{Float(math.NaN()), `null`},
-		{Float(math.Inf(1)), `null`},
-		{Float(math.Inf(-1)), `null`},
+		// Non-finite DOUBLEs as PostgreSQL's to_json writes them, never
+		// null (which is NULL's): issue 15 item 11.
+		{Float(math.NaN()), `"NaN"`},
+		{Float(math.Float64frombits(0xfff8000000000001)), `"NaN"`},
+		{Float(math.Inf(1)), `"Infinity"`},
+		{Float(math.Inf(-1)), `"-Infinity"`},
+		{Float(math.Copysign(0, -1)), `-0`},
 		{Str(`a "b" é`), `"a \"b\" é"`},
 		{Time(1704067210000), `"2024-01-01T00:00:10.000Z"`},
 		{Time(-1), `"1969-12-31T23:59:59.999Z"`},
