@@ -303,7 +303,7 @@ CREATE VIEW lt_v AS SELECT k, COUNT(*) AS n FROM lt GROUP BY k`)
 		status    int
 		want      string
 	}{
-		{"statement over 1 MiB", wideDDL("lt_huge", 80000), http.StatusRequestEntityTooLarge, "statement 0 is 1.1 MiB"},
+		{"statement over 1 MiB", wideDDL("lt_huge", 80000), http.StatusRequestEntityTooLarge, "statement 0: the statement is 1.1 MiB"},
 		{"columns over 4096", wideDDL("lt_wide", 4096), http.StatusUnprocessableEntity, "table lt_wide has 4097 columns, over the limit of 4096 columns per table"},
 		{"nested WHERE", "CREATE VIEW lt_w AS SELECT k FROM lt WHERE " + strings.Repeat("(", 1001) + "k > 0" + strings.Repeat(")", 1001), http.StatusUnprocessableEntity, "nested more than 1000 levels deep in WHERE"},
 	} {

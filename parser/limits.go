@@ -38,7 +38,7 @@ func checkSizes(sql string) (int, *Error) {
 			if !empty && i-first > MaxStatementBytes {
 				line, col := lineCol(sql, first)
 				return first, &Error{Kind: TooLarge, Statement: index, Line: line, Column: col,
-					Msg: fmt.Sprintf("statement %d is %s long, over the limit of %s on one statement", index, byteSize(i-first), byteSize(MaxStatementBytes))}
+					Msg: fmt.Sprintf("the statement is %s long, over the limit of %s on one statement (nothing of it was parsed)", byteSize(i-first), byteSize(MaxStatementBytes))}
 			}
 			if !empty {
 				index++

@@ -25,7 +25,7 @@ func TestStatementSize(t *testing.T) {
 	sql := "SELECT a FROM t;\n  " + long + ";\nSELECT b FROM t"
 	pe, before := parseErr(t, sql)
 	if pe.Kind != TooLarge || pe.Kind.Status() != 413 || pe.Statement != 1 || pe.Line != 2 || pe.Column != 3 ||
-		!strings.Contains(pe.Msg, fmt.Sprintf("statement 1 is 1.0 MiB (%d bytes) long, over the limit of 1 MiB on one statement", len(long))) {
+		!strings.Contains(pe.Msg, fmt.Sprintf("the statement is 1.0 MiB (%d bytes) long, over the limit of 1 MiB on one statement", len(long))) {
 		t.Fatalf("error %+v, want 413 for statement 1 at line 2 column 3", pe)
 	}
 	if len(before) != 1 || before[0].Text != "SELECT a FROM t" {
