@@ -25,9 +25,23 @@ type ErrorKind int
 const (
 	// Syntax: malformed SQL, or a parser warning (400).
 	Syntax ErrorKind = iota
-	// Unsupported: valid SQL that streamsql does not run (422).
+	// Unsupported: valid SQL that streamsql does not run (422), also SQL
+	// nested deeper than MaxDepth.
 	Unsupported
+	// TooLarge: a statement longer than MaxStatementBytes (413).
+	TooLarge
 )
+
+// Status is the HTTP status of an error of kind k.
+func (k ErrorKind) Status() int {
+	switch k {
+	case Unsupported:
+		return 422
+	case TooLarge:
+		return 413
+	}
+	return 400
+}
 
 // Error is a parse error with the failing statement's index and a position.
 type Error struct {
@@ -51,6 +65,14 @@ var posRE = regexp.MustCompile(`line (\d+) column (\d+)`)
 // before the failing one (they are valid and may be executed, as SPEC says:
 // earlier statements stay applied) and an *Error naming the failing index.
 func Parse(sql string) ([]Statement, error) {
+	if off, err := checkSizes(sql); err != nil {
+		// Nothing of the long statement is parsed; those before it are.
+		before, perr := Parse(sql[:off])
+		if perr != nil {
+			return before, perr
+		}
+		return before, err
+	}
 	nodes, warns, err := parseSQL(sql)
 	if err != nil {
 		perr := &Error{Kind: Syntax, Msg: "syntax error: " + cleanMsg(err.Error())}
@@ -99,6 +121,7 @@ func parseSQL(sql string) (nodes []ast.StmtNode, warns []error, err error) {
 func convertAll(sql string, nodes []ast.StmtNode) ([]Statement, error) {
 	out := make([]Statement, 0, len(nodes))
 	from := 0
+	lines := lineCounter{s: sql, line: 1, col: 1}
 	for i, n := range nodes {
 		text := strings.TrimSpace(n.Text())
 		// Locate the statement in the request: statements are in order.
@@ -108,8 +131,16 @@ func convertAll(sql string, nodes []ast.StmtNode) ([]Statement, error) {
 			from = off + len(text)
 		}
 		st := Statement{Text: strings.TrimSpace(strings.TrimRight(text, ";"))}
-		line, col := lineCol(sql, off)
+		line, col := lines.at(off)
 		st.Pos = Pos{Index: i, Offset: off, Line: line, Column: col}
+		if msg, at, word, ok := checkDepth(n); !ok {
+			if at >= off && at < len(sql) {
+				line, col = lineCol(sql, at)
+			} else if l, c := LineColAt(text, word); l > 0 {
+				line, col = lineCol(sql, off+offsetOf(text, l, c))
+			}
+			return out, &Error{Kind: Unsupported, Statement: i, Line: line, Column: col, Msg: msg}
+		}
 		s, err := convertStmt(n)
 		if err != nil {
 			return out, &Error{Kind: Unsupported, Statement: i, Line: line, Column: col, Msg: err.Error()}
@@ -182,6 +213,28 @@ func cleanMsg(s string) string {
 		s = strings.TrimSpace(s[i+1:])
 	}
 	return s
+}
+
+// lineCounter is lineCol for ascending offsets, counting each byte once:
+// positioning every statement of a request is linear in its length.
+type lineCounter struct {
+	s              string
+	off, line, col int
+}
+
+func (c *lineCounter) at(off int) (int, int) {
+	if off < c.off {
+		c.off, c.line, c.col = 0, 1, 1
+	}
+	for ; c.off < off && c.off < len(c.s); c.off++ {
+		if c.s[c.off] == '\n' {
+			c.line++
+			c.col = 1
+		} else {
+			c.col++
+		}
+	}
+	return c.line, c.col
 }
 
 func lineCol(s string, off int) (int, int) {

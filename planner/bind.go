@@ -3,6 +3,8 @@ package planner
 import (
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/streamsql/streamsql/parser"
 	"github.com/streamsql/streamsql/planner/plan"
@@ -12,6 +14,10 @@ import (
 type scope struct {
 	cols  plan.Schema
 	quals []string // per column: the table name or alias it comes from
+	// names indexes cols and quals for resolve, built on first use and
+	// shared by the scopes plain makes: a reference is a map lookup, so
+	// binding a statement is linear in its columns, not quadratic.
+	names *nameIndex
 	// rewrite, when set, is consulted first: a whole expression that matches
 	// (e.g. a GROUP BY expression or an aggregate in the post-aggregation
 	// scope) binds to a column.
@@ -20,9 +26,31 @@ type scope struct {
 	noColumns string
 	// procTime allows PROCTIME().
 	procTime bool
+	// memo, when set, keeps what each expression node bound to, so binding
+	// a node again (and its subtree) is a lookup.
+	memo map[parser.Expr]bound
+}
+
+// bound is one memoized result of scope.bind.
+type bound struct {
+	x   plan.Expr
+	err error
 }
 
 func (s *scope) bind(e parser.Expr) (plan.Expr, error) {
+	if s.memo != nil {
+		if b, ok := s.memo[e]; ok {
+			return b.x, b.err
+		}
+		x, err := s.bindNode(e)
+		s.memo[e] = bound{x, err}
+		return x, err
+	}
+	return s.bindNode(e)
+}
+
+// bindNode binds e, its subexpressions through bind.
+func (s *scope) bindNode(e parser.Expr) (plan.Expr, error) {
 	if s.rewrite != nil {
 		if x, ok, err := s.rewrite(e); ok || err != nil {
 			return x, err
@@ -230,24 +258,76 @@ func newScope(qual string, cols plan.Schema) *scope {
 	return &scope{cols: cols, quals: quals}
 }
 
+// plain is a scope of the same columns without s's rewrite and
+// restrictions, sharing its name index.
+func (s *scope) plain() *scope {
+	return &scope{cols: s.cols, quals: s.quals, names: s.index()}
+}
+
+// nameIndex finds a scope's columns by name.
+type nameIndex struct {
+	cols  map[string][]int // foldKey(name) -> column positions, ascending
+	quals map[string]bool  // foldKey of every qualifier
+}
+
+func (s *scope) index() *nameIndex {
+	if s.names == nil {
+		n := &nameIndex{cols: make(map[string][]int, len(s.cols)), quals: map[string]bool{}}
+		for i, c := range s.cols {
+			k := foldKey(c.Name)
+			n.cols[k] = append(n.cols[k], i)
+		}
+		for _, q := range s.quals {
+			n.quals[foldKey(q)] = true
+		}
+		s.names = n
+	}
+	return s.names
+}
+
+// foldKey maps names that strings.EqualFold matches, and only those, to
+// the same key: every rune becomes the smallest rune of its case-folding
+// orbit (for ASCII letters, the upper case; K, k and the Kelvin sign all
+// become K).
+func foldKey(s string) string {
+	ascii := true
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		return strings.ToUpper(s)
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for _, r := range s {
+		m := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			m = min(m, f)
+		}
+		b.WriteRune(m)
+	}
+	return b.String()
+}
+
 // resolve finds the column a reference names: qualified, the column of
 // that table; unqualified, the one column of that name in any table.
 func (s *scope) resolve(e *parser.ColumnRef) (int, error) {
-	found, knownTable := -1, e.Table == ""
-	for i, c := range s.cols {
-		if e.Table != "" {
-			if !strings.EqualFold(s.quals[i], e.Table) {
+	names := s.index()
+	found := -1
+	knownTable := e.Table == "" || names.quals[foldKey(e.Table)]
+	if knownTable {
+		for _, i := range names.cols[foldKey(e.Name)] {
+			if e.Table != "" && !strings.EqualFold(s.quals[i], e.Table) {
 				continue
 			}
-			knownTable = true
+			if found >= 0 {
+				return -1, errf(e.Name, "column %s is ambiguous (%s.%s or %s.%s)", e.Name, s.quals[found], s.cols[found].Name, s.quals[i], s.cols[i].Name)
+			}
+			found = i
 		}
-		if !strings.EqualFold(c.Name, e.Name) {
-			continue
-		}
-		if found >= 0 {
-			return -1, errf(e.Name, "column %s is ambiguous (%s.%s or %s.%s)", e.Name, s.quals[found], s.cols[found].Name, s.quals[i], c.Name)
-		}
-		found = i
 	}
 	switch {
 	case !knownTable:
@@ -260,8 +340,8 @@ func (s *scope) resolve(e *parser.ColumnRef) (int, error) {
 	return found, nil
 }
 
-// index is resolve without the error, for probes.
-func (s *scope) index(e *parser.ColumnRef) int {
+// lookup is resolve without the error, for probes.
+func (s *scope) lookup(e *parser.ColumnRef) int {
 	i, err := s.resolve(e)
 	if err != nil {
 		return -1

@@ -28,7 +28,7 @@ func (c testCatalog) ViewSelect(name string) (*parser.Select, bool) {
 	return stmts[0].Stmt.(*parser.Select), true
 }
 
-func testTables(t *testing.T) testCatalog {
+func testTables(t testing.TB) testCatalog {
 	cat := testCatalog{}
 	for _, sql := range []string{
 		`CREATE TABLE bids (auction BIGINT NOT NULL, bidder BIGINT NOT NULL, price BIGINT NOT NULL, channel VARCHAR(32), ts TIMESTAMP(3) NOT NULL)

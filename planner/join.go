@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"cmp"
 	"math"
 	"strings"
 
@@ -137,8 +138,8 @@ func pushable(c parser.Expr, merged *scope, left, right *stream, kind plan.JoinK
 	if _, err := merged.bind(c); err != nil {
 		return 0, nil
 	}
-	l, lerr := (&scope{cols: left.scope.cols, quals: left.scope.quals}).bind(c)
-	r, rerr := (&scope{cols: right.scope.cols, quals: right.scope.quals}).bind(c)
+	l, lerr := left.scope.plain().bind(c)
+	r, rerr := right.scope.plain().bind(c)
 	switch {
 	case lerr == nil && rerr != nil:
 		return 0, l
@@ -188,7 +189,7 @@ func (b *builder) joinCondition(c parser.Expr, merged *scope, nl int, left, righ
 			l, lok := c.L.(*parser.ColumnRef)
 			r, rok := c.R.(*parser.ColumnRef)
 			if lok && rok {
-				li, ri := merged.index(l), merged.index(r)
+				li, ri := merged.lookup(l), merged.lookup(r)
 				if li >= 0 && ri >= 0 && (li < nl) != (ri < nl) {
 					if li > ri {
 						li, ri = ri, li
@@ -219,32 +220,37 @@ func (b *builder) joinCondition(c parser.Expr, merged *scope, nl int, left, righ
 
 // timeOffset recognises `col`, `col + INTERVAL n UNIT`, `col - INTERVAL n
 // UNIT` (and DATE_ADD/DATE_SUB): the column and the offset in ms.
-func timeOffset(e parser.Expr, merged *scope) (int, int64, bool) {
+// An offset is at most the span of the TIMESTAMP range, so bounds and
+// their sums never overflow.
+func timeOffset(e parser.Expr, merged *scope) (int, int64, bool, error) {
 	switch e := e.(type) {
 	case *parser.ColumnRef:
-		i := merged.index(e)
-		return i, 0, i >= 0
+		i := merged.lookup(e)
+		return i, 0, i >= 0, nil
 	case *parser.Func:
 		if (e.Name != "date_add" && e.Name != "date_sub") || len(e.Args) != 2 {
-			return -1, 0, false
+			return -1, 0, false, nil
 		}
 		c, ok := e.Args[0].(*parser.ColumnRef)
 		iv, ok2 := e.Args[1].(*parser.Interval)
 		if !ok || !ok2 {
-			return -1, 0, false
+			return -1, 0, false, nil
 		}
 		n, ok := intLiteral(iv.Value)
 		unit, err := intervalMillis(iv.Unit)
 		if !ok || err != nil {
-			return -1, 0, false
+			return -1, 0, false, nil
 		}
-		i := merged.index(c)
+		if span := plan.MaxTime - plan.MinTime; n > span/unit || n < -span/unit {
+			return -1, 0, false, errf("INTERVAL", "INTERVAL %d %s is longer than the TIMESTAMP range (%s)", n, strings.ToUpper(iv.Unit), plan.TimeRange)
+		}
+		i := merged.lookup(c)
 		if e.Name == "date_sub" {
 			n = -n
 		}
-		return i, n * unit, i >= 0
+		return i, n * unit, i >= 0, nil
 	}
-	return -1, 0, false
+	return -1, 0, false, nil
 }
 
 func intLiteral(e parser.Expr) (int64, bool) {
@@ -263,8 +269,11 @@ func intLiteral(e parser.Expr) (int64, bool) {
 // timeBound records `a op b` when a and b are (offset) event-time columns
 // of opposite sides: as a bound on left.time - right.time.
 func (b *builder) timeBound(a parser.Expr, op string, bx parser.Expr, merged *scope, nl int, left, right *stream, spec *plan.IntervalJoin) (bool, error) {
-	ai, ao, ok1 := timeOffset(a, merged)
-	bi, bo, ok2 := timeOffset(bx, merged)
+	ai, ao, ok1, err1 := timeOffset(a, merged)
+	bi, bo, ok2, err2 := timeOffset(bx, merged)
+	if err := cmp.Or(err1, err2); err != nil {
+		return false, err
+	}
 	if !ok1 || !ok2 || (ai < nl) == (bi < nl) {
 		return false, nil
 	}

@@ -153,11 +153,17 @@ func outputName(f parser.Field) string {
 
 // outSchema names and types the result columns of exprs bound over in.
 func outSchema(fields []parser.Field, exprs []plan.Expr, in plan.Schema) (plan.Schema, error) {
+	if len(fields) > MaxColumns {
+		return nil, errf("SELECT", "the select list has %d columns, over the limit of %d (the columns a table may have)", len(fields), MaxColumns)
+	}
 	out := make(plan.Schema, len(fields))
+	seen := make(map[string]bool, len(fields))
 	for i, f := range fields {
 		n := outputName(f)
-		if out[:i].Index(n) >= 0 {
+		if k := plan.NameKey(n); seen[k] {
 			return nil, errf(n, "duplicate output column %s; give it an alias with AS", n)
+		} else {
+			seen[k] = true
 		}
 		out[i] = plan.Column{Name: n, Type: exprs[i].Type(), NotNull: notNull(exprs[i], in)}
 		if out[i].Type == plan.TypeNull {
@@ -177,7 +183,7 @@ func (b *builder) appendOnly(s *stream, filter plan.Expr, fields []parser.Field,
 	}
 	exprs := make([]plan.Expr, len(fields))
 	for i, f := range fields {
-		if c, ok := f.Expr.(*parser.ColumnRef); ok && base.index(c) < 0 && (strings.EqualFold(c.Name, "window_start") || strings.EqualFold(c.Name, "window_end")) {
+		if c, ok := f.Expr.(*parser.ColumnRef); ok && base.lookup(c) < 0 && (strings.EqualFold(c.Name, "window_start") || strings.EqualFold(c.Name, "window_end")) {
 			return nil, errf(c.Name, "%s is only defined for a windowed aggregation (GROUP BY TUMBLE, HOP or SESSION_WINDOW)", c.Name)
 		}
 		e, err := base.bind(f.Expr)
@@ -293,7 +299,7 @@ func windowCall(e parser.Expr, st *stream) (*plan.WindowSpec, error) {
 		if !ok || l.Kind != parser.LitString {
 			return nil, errf(f.Name, "%s durations are strings such as '10s' or '500ms'", name)
 		}
-		d, err := window.ParseDuration(l.Str)
+		d, err := parseDuration(l.Str)
 		if err != nil {
 			return nil, errf(l.Str, "%s: %v", name, err)
 		}
@@ -322,7 +328,7 @@ const MaxHopWindows = 1000
 
 type aggKey struct {
 	fn  plan.AggFn
-	arg string
+	arg int // the argument's exprKeys number
 }
 
 func (b *builder) aggregation(sel *parser.Select, st *stream, filter plan.Expr, fields []parser.Field, sub bool) (*planned, error) {
@@ -330,7 +336,8 @@ func (b *builder) aggregation(sel *parser.Select, st *stream, filter plan.Expr, 
 	// GROUP BY: at most one window, then key expressions.
 	var win *plan.WindowSpec
 	var groups []plan.Expr
-	groupIdx := map[string]int{}
+	ekeys := newExprKeys()
+	groupIdx := map[int]int{} // group expressions by their exprKeys number
 	for _, g := range sel.GroupBy {
 		w, err := windowCall(g, st)
 		if err != nil {
@@ -346,21 +353,21 @@ func (b *builder) aggregation(sel *parser.Select, st *stream, filter plan.Expr, 
 		if containsAggregate(g) {
 			return nil, errf("GROUP", "aggregates are not allowed in GROUP BY")
 		}
-		if c, ok := g.(*parser.ColumnRef); ok && win != nil && base.index(c) < 0 && (strings.EqualFold(c.Name, "window_start") || strings.EqualFold(c.Name, "window_end")) {
+		if c, ok := g.(*parser.ColumnRef); ok && win != nil && base.lookup(c) < 0 && (strings.EqualFold(c.Name, "window_start") || strings.EqualFold(c.Name, "window_end")) {
 			continue // GROUP BY TUMBLE(...), window_start: already the key
 		}
 		x, err := base.bind(g)
 		if err != nil {
 			return nil, err
 		}
-		if _, dup := groupIdx[x.String()]; dup {
+		if _, dup := groupIdx[ekeys.id(x)]; dup {
 			continue
 		}
-		groupIdx[x.String()] = len(groups)
+		groupIdx[ekeys.id(x)] = len(groups)
 		groups = append(groups, x)
 	}
 	if win == nil {
-		win, groups, groupIdx = givenWindow(st, groups)
+		win, groups, groupIdx = givenWindow(st, groups, ekeys)
 	}
 	if win == nil && sub {
 		return nil, errf("GROUP", "a running aggregate (GROUP BY without a window) is an updating result: it can only feed a sink, not a join, another aggregation or another view")
@@ -375,7 +382,7 @@ func (b *builder) aggregation(sel *parser.Select, st *stream, filter plan.Expr, 
 	// Aggregates of SELECT and HAVING, deduplicated, with their arguments.
 	var aggs []plan.Agg
 	var args []plan.Expr
-	argIdx := map[string]int{}
+	argIdx := map[int]int{}
 	aggIdx := map[aggKey]int{}
 	// wOff: window columns of the post-aggregation row; inOff: window
 	// columns of the aggregation's input (its time column, or a cascading
@@ -394,7 +401,7 @@ func (b *builder) aggregation(sel *parser.Select, st *stream, filter plan.Expr, 
 			if !ok || !isAggregate(f.Name) || aggErr != nil {
 				return
 			}
-			a, key, err := bindAgg(f, base)
+			a, key, err := bindAgg(f, base, ekeys)
 			if err != nil {
 				aggErr = err
 				return
@@ -404,10 +411,10 @@ func (b *builder) aggregation(sel *parser.Select, st *stream, filter plan.Expr, 
 			}
 			if a.Fn != plan.AggCountStar {
 				arg, _ := base.bind(f.Args[0])
-				i, ok := argIdx[arg.String()]
+				i, ok := argIdx[ekeys.id(arg)]
 				if !ok {
 					i = len(args)
-					argIdx[arg.String()] = i
+					argIdx[ekeys.id(arg)] = i
 					args = append(args, arg)
 				}
 				a.Arg = inOff + len(groups) + i
@@ -437,12 +444,14 @@ func (b *builder) aggregation(sel *parser.Select, st *stream, filter plan.Expr, 
 		counts := a.Fn == plan.AggCountStar || a.Fn == plan.AggCount || a.Fn == plan.AggCountDistinct
 		post = append(post, plan.Column{Name: a.String(), Type: a.T, NotNull: counts})
 	}
-	postScope := &scope{cols: base.cols, quals: base.quals}
+	postScope := base.plain()
+	memo := base.plain()
+	memo.memo = map[parser.Expr]bound{}
 	postScope.rewrite = func(e parser.Expr) (plan.Expr, bool, error) {
 		switch e := e.(type) {
 		case *parser.Func:
 			if isAggregate(e.Name) {
-				_, key, err := bindAgg(e, base)
+				_, key, err := bindAgg(e, base, ekeys)
 				if err != nil {
 					return nil, true, err
 				}
@@ -451,14 +460,14 @@ func (b *builder) aggregation(sel *parser.Select, st *stream, filter plan.Expr, 
 			}
 		case *parser.ColumnRef:
 			if win != nil && win.Kind == plan.Given {
-				switch base.index(e) {
+				switch base.lookup(e) {
 				case win.TimeCol:
 					return &plan.ColRef{Index: 0, Name: "window_start", T: plan.TypeTimestamp}, true, nil
 				case win.EndCol:
 					return &plan.ColRef{Index: 1, Name: "window_end", T: plan.TypeTimestamp}, true, nil
 				}
 			}
-			if win != nil && base.index(e) < 0 {
+			if win != nil && base.lookup(e) < 0 {
 				switch strings.ToLower(e.Name) {
 				case "window_start":
 					return &plan.ColRef{Index: 0, Name: "window_start", T: plan.TypeTimestamp}, true, nil
@@ -467,17 +476,18 @@ func (b *builder) aggregation(sel *parser.Select, st *stream, filter plan.Expr, 
 				}
 			}
 		}
-		if containsAggregate(e) {
-			return nil, false, nil
-		}
-		x, err := base.bind(e)
+		// e over the input: a GROUP BY expression, or a column of one (an
+		// aggregate inside e makes this fail; it is bound below, by the
+		// rewrite). memo binds each node once, ekeys numbers it once: the
+		// rewrite is consulted at every level of e, so this stays linear.
+		x, err := memo.bind(e)
 		if err != nil {
 			if _, isCol := e.(*parser.ColumnRef); isCol {
 				return nil, true, err
 			}
 			return nil, false, nil
 		}
-		if i, ok := groupIdx[x.String()]; ok {
+		if i, ok := groupIdx[ekeys.id(x)]; ok {
 			return &plan.ColRef{Index: wOff + i, Name: exprName(x), T: x.Type()}, true, nil
 		}
 		if c, ok := e.(*parser.ColumnRef); ok {
@@ -579,7 +589,7 @@ func (b *builder) aggregation(sel *parser.Select, st *stream, filter plan.Expr, 
 // window_start and window_end (columns the stream carries from a windowed
 // subquery or view) is a windowed aggregation over those same windows. It
 // returns the window and the remaining group keys.
-func givenWindow(st *stream, groups []plan.Expr) (*plan.WindowSpec, []plan.Expr, map[string]int) {
+func givenWindow(st *stream, groups []plan.Expr, ekeys *exprKeys) (*plan.WindowSpec, []plan.Expr, map[int]int) {
 	hasStart, hasEnd := false, false
 	var rest []plan.Expr
 	for _, g := range groups {
@@ -593,21 +603,21 @@ func givenWindow(st *stream, groups []plan.Expr) (*plan.WindowSpec, []plan.Expr,
 			rest = append(rest, g)
 		}
 	}
-	idx := map[string]int{}
+	idx := map[int]int{}
 	if !hasStart || !hasEnd {
 		for i, g := range groups {
-			idx[g.String()] = i
+			idx[ekeys.id(g)] = i
 		}
 		return nil, groups, idx
 	}
 	for i, g := range rest {
-		idx[g.String()] = i
+		idx[ekeys.id(g)] = i
 	}
 	return &plan.WindowSpec{Kind: plan.Given, TimeCol: st.winStart, EndCol: st.winEnd}, rest, idx
 }
 
 // bindAgg binds one aggregate call; the key identifies duplicates.
-func bindAgg(f *parser.Func, base *scope) (plan.Agg, aggKey, error) {
+func bindAgg(f *parser.Func, base *scope, ekeys *exprKeys) (plan.Agg, aggKey, error) {
 	if f.Star {
 		return plan.Agg{Fn: plan.AggCountStar, Arg: -1, T: plan.TypeBigint}, aggKey{fn: plan.AggCountStar}, nil
 	}
@@ -653,7 +663,7 @@ func bindAgg(f *parser.Func, base *scope) (plan.Agg, aggKey, error) {
 			a.T = plan.TypeBigint
 		}
 	}
-	return a, aggKey{fn: a.Fn, arg: arg.String()}, nil
+	return a, aggKey{fn: a.Fn, arg: ekeys.id(arg)}, nil
 }
 
 // Pull plans SELECT ... FROM view [WHERE] [ORDER BY] [LIMIT] over a view's

@@ -9,7 +9,6 @@ import (
 
 	"github.com/streamsql/streamsql/parser"
 	"github.com/streamsql/streamsql/planner/plan"
-	"github.com/streamsql/streamsql/window"
 )
 
 var columnTypes = map[string]plan.Type{
@@ -45,10 +44,19 @@ var KafkaMetaColumns = map[string]plan.Type{
 	"_partition": plan.TypeBigint, "_offset": plan.TypeBigint, "_key": plan.TypeVarchar, "_timestamp": plan.TypeTimestamp,
 }
 
+// MaxColumns is the most columns a table, and the output of a query, may
+// have (MySQL's limit; PostgreSQL's is 1,600). Every row is as wide as its
+// table, and planning and EXPLAIN are linear in it; the limit keeps one
+// CREATE TABLE from making every later row and plan that large.
+const MaxColumns = 4096
+
 // Table validates a CREATE TABLE and builds its definition (ID is left 0).
 func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 	if err := CheckName("table", ct.Name); err != nil {
 		return nil, err
+	}
+	if len(ct.Columns) > MaxColumns {
+		return nil, errf(ct.Name, "table %s has %d columns, over the limit of %d columns per table", ct.Name, len(ct.Columns), MaxColumns)
 	}
 	def := &plan.TableDef{Name: ct.Name, Engine: ct.Engine, Connection: ct.Connection, EventTime: -1, Retention: 24 * 3600 * 1000, SQL: text}
 	if def.Engine == "" {
@@ -110,8 +118,12 @@ func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 	if len(def.Columns) == 0 {
 		return nil, errf(ct.Name, "table %s has no columns", ct.Name)
 	}
+	byKey := make(map[string]bool, len(def.Columns)) // what Columns.Index finds, without a scan per key
+	for _, c := range def.Columns {
+		byKey[plan.NameKey(c.Name)] = true
+	}
 	for _, k := range ct.PrimaryKey {
-		if def.Columns.Index(k) < 0 {
+		if !byKey[plan.NameKey(k)] {
 			return nil, errf(k, "PRIMARY KEY column %s is not a column of %s", k, ct.Name)
 		}
 		def.PrimaryKey = append(def.PrimaryKey, k)
@@ -164,7 +176,7 @@ func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 			if s == "0" || s == "0s" {
 				return 0, nil
 			}
-			d, err := window.ParseDuration(s)
+			d, err := parseDuration(s)
 			if err != nil {
 				return 0, badf(k, "ENGINE_ATTRIBUTE %s of %s: %v", k, ct.Name, err)
 			}
@@ -210,7 +222,7 @@ func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 			}
 			def.Attrs[k] = s
 		case "transaction_timeout":
-			if _, err := window.ParseDuration(s); err != nil {
+			if _, err := parseDuration(s); err != nil {
 				return nil, badf(k, "ENGINE_ATTRIBUTE transaction_timeout of %s: %v", ct.Name, err)
 			}
 			def.Attrs[k] = s
@@ -222,6 +234,11 @@ func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 		case "table", "schema":
 			if len(s) > maxPGName || nameProblem(s, false) != "" {
 				return nil, badf(k, "ENGINE_ATTRIBUTE %s must be a PostgreSQL name of 1 to %d bytes without control characters, not %s", k, maxPGName, quoteName(s))
+			}
+			def.Attrs[k] = s
+		case "base_time":
+			if ms, err := strconv.ParseInt(s, 10, 64); err != nil || ms < 0 || ms > plan.MaxTime {
+				return nil, badf(k, "ENGINE_ATTRIBUTE base_time must be epoch milliseconds from 0 to %d (%s), not %q", plan.MaxTime, plan.FormatTime(plan.MaxTime), s)
 			}
 			def.Attrs[k] = s
 		case "start":

@@ -31,7 +31,7 @@ func (b *builder) temporalJoin(j *parser.Join, extra []parser.Expr, left, right 
 		if !lok || !rok {
 			return false
 		}
-		li, ri := merged.index(l), merged.index(r)
+		li, ri := merged.lookup(l), merged.lookup(r)
 		if li < 0 || ri < 0 || (li < nl) == (ri < nl) {
 			return false
 		}
@@ -80,7 +80,7 @@ func (b *builder) temporalJoin(j *parser.Join, extra []parser.Expr, left, right 
 		c, ok := j.Right.AsOf.(*parser.ColumnRef)
 		li := -1
 		if ok {
-			li = merged.index(c)
+			li = merged.lookup(c)
 		}
 		if li < 0 || li >= nl || !left.eventTime[li] {
 			return nil, nil, errf("AS", "AS OF TIMESTAMP takes the stream's event-time column (e.g. AS OF TIMESTAMP b.ts)")

@@ -470,10 +470,7 @@ func (e *Engine) Exec(ctx context.Context, sql string) ([]Result, error) {
 	if perr != nil {
 		var pe *parser.Error
 		if errors.As(perr, &pe) {
-			status := 400
-			if pe.Kind == parser.Unsupported {
-				status = 422
-			}
+			status := pe.Kind.Status()
 			return results, &Error{Status: status, Title: statusTitle(status), Detail: pe.Msg, Statement: pe.Statement, Line: pe.Line, Column: pe.Column}
 		}
 		return results, &Error{Status: 400, Title: statusTitle(400), Detail: perr.Error(), Statement: len(stmts)}

@@ -153,6 +153,30 @@ type rowDecoder struct {
 	j      jsonScan
 	row    plan.Row // the row being decoded; its capacity has room for the operation
 	maxRow int      // Limits.MaxRowSize
+	// byName finds columns by name as declared, byKey by plan.NameKey;
+	// built for the first member out of column order, so rows of many
+	// columns in any order decode in linear time (and a name as declared
+	// is found without allocating).
+	byName, byKey map[string]int
+}
+
+// column is def.Columns.Index(name), by a map.
+func (d *rowDecoder) column(name string) int {
+	if d.byName == nil {
+		cols := d.def.Columns
+		d.byName, d.byKey = make(map[string]int, len(cols)), make(map[string]int, len(cols))
+		for i := len(cols) - 1; i >= 0; i-- { // the first of equal keys wins, as in Index
+			d.byName[cols[i].Name] = i
+			d.byKey[plan.NameKey(cols[i].Name)] = i
+		}
+	}
+	if i, ok := d.byName[name]; ok { // CREATE TABLE refuses names equal but for case
+		return i
+	}
+	if i, ok := d.byKey[plan.NameKey(name)]; ok {
+		return i
+	}
+	return -1
 }
 
 // decodeRow decodes the row object n, at nesting depth depth, into d.row.
@@ -219,7 +243,7 @@ func (d *rowDecoder) decodeObject(n, depth int) *RowError {
 			if next < len(def.Columns) && def.Columns[next].Name == name {
 				i = next
 			} else {
-				i = def.Columns.Index(name)
+				i = d.column(name)
 			}
 			switch {
 			case i >= 0:
@@ -328,7 +352,20 @@ func (d *rowDecoder) value(t plan.Type, depth int) (v plan.Value, msg string, er
 			if !ok {
 				return plan.Null, fmt.Sprintf("expected a TIMESTAMP (RFC 3339 such as 2024-01-01T00:00:10.000Z, or epoch milliseconds), got %q", s), nil
 			}
+			if !plan.TimeInRange(ms) {
+				return plan.Null, fmt.Sprintf("%q is outside the TIMESTAMP range, %s", s, plan.TimeRange), nil
+			}
 			return plan.Time(ms), "", nil
+		case plan.TypeDouble:
+			// The non-finite DOUBLEs as results write them (plan.JSONNaN...).
+			switch s {
+			case plan.JSONNaN:
+				return plan.Float(math.NaN()), "", nil
+			case plan.JSONInf:
+				return plan.Float(math.Inf(1)), "", nil
+			case plan.JSONNegInf:
+				return plan.Float(math.Inf(-1)), "", nil
+			}
 		}
 		return plan.Null, want("a string"), nil
 	case c == '-' || '0' <= c && c <= '9':
@@ -353,6 +390,9 @@ func (d *rowDecoder) value(t plan.Type, depth int) (v plan.Value, msg string, er
 			i, ok := parseInt(lit)
 			if !ok {
 				return plan.Null, fmt.Sprintf("expected epoch milliseconds, got %s", lit), nil
+			}
+			if err := plan.CheckTime(i); err != nil {
+				return plan.Null, err.Error(), nil
 			}
 			return plan.Time(i), "", nil
 		}

@@ -315,6 +315,14 @@ func oracleValue(v any, t plan.Type) (plan.Value, string) {
 		}
 		return plan.Int(i), ""
 	case plan.TypeDouble:
+		switch v {
+		case "NaN":
+			return plan.Float(math.NaN()), ""
+		case "Infinity":
+			return plan.Float(math.Inf(1)), ""
+		case "-Infinity":
+			return plan.Float(math.Inf(-1)), ""
+		}
 		n, ok := v.(json.Number)
 		if !ok {
 			return plan.Null, want()
@@ -343,11 +351,17 @@ func oracleValue(v any, t plan.Type) (plan.Value, string) {
 			if !ok {
 				return plan.Null, fmt.Sprintf("expected a TIMESTAMP (RFC 3339 such as 2024-01-01T00:00:10.000Z, or epoch milliseconds), got %q", x)
 			}
+			if ms < -62135596800000 || ms > 253402300799999 { // years 0001 to 9999
+				return plan.Null, fmt.Sprintf("%q is outside the TIMESTAMP range, 0001-01-01T00:00:00.000Z to 9999-12-31T23:59:59.999Z", x)
+			}
 			return plan.Time(ms), ""
 		case json.Number:
 			i, err := x.Int64()
 			if err != nil {
 				return plan.Null, fmt.Sprintf("expected epoch milliseconds, got %s", x)
+			}
+			if i < -62135596800000 || i > 253402300799999 {
+				return plan.Null, fmt.Sprintf("epoch milliseconds %d are outside the TIMESTAMP range, 0001-01-01T00:00:00.000Z to 9999-12-31T23:59:59.999Z (-62135596800000 to 253402300799999)", i)
 			}
 			return plan.Time(i), ""
 		}

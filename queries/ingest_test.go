@@ -92,10 +92,20 @@ func TestDecodeRows(t *testing.T) {
 {"auction": 1, "ts": -5}`,
 			[]plan.Row{{plan.Int(1), plan.Null, plan.Null, plan.Null, plan.Time(t1)}, {plan.Int(1), plan.Null, plan.Null, plan.Null, plan.Time(t1 + 500)},
 				{plan.Int(1), plan.Null, plan.Null, plan.Null, plan.Time(-1)}, {plan.Int(1), plan.Null, plan.Null, plan.Null, plan.Time(-5)}}},
-		{"numbers", `{"auction": -0, "price": 1e3, "ts": 9223372036854775807}
-{"auction": -9223372036854775808, "price": 0.5E-1, "ts": 0}`,
-			[]plan.Row{{plan.Int(0), plan.Float(1000), plan.Null, plan.Null, plan.Time(math.MaxInt64)},
-				{plan.Int(math.MinInt64), plan.Float(0.05), plan.Null, plan.Null, plan.Time(0)}}},
+		{"numbers", `{"auction": -0, "price": 1e3, "ts": 253402300799999}
+{"auction": -9223372036854775808, "price": 0.5E-1, "ts": -62135596800000}`,
+			[]plan.Row{{plan.Int(0), plan.Float(1000), plan.Null, plan.Null, plan.Time(plan.MaxTime)},
+				{plan.Int(math.MinInt64), plan.Float(0.05), plan.Null, plan.Null, plan.Time(plan.MinTime)}}},
+		{"range ends", `{"auction": 1, "ts": "0001-01-01T00:00:00.000Z"}
+{"auction": 1, "ts": "9999-12-31T23:59:59.999Z"}
+{"auction": 1, "ts": "0001-01-01T01:00:00+01:00"}`,
+			[]plan.Row{{plan.Int(1), plan.Null, plan.Null, plan.Null, plan.Time(plan.MinTime)}, {plan.Int(1), plan.Null, plan.Null, plan.Null, plan.Time(plan.MaxTime)},
+				{plan.Int(1), plan.Null, plan.Null, plan.Null, plan.Time(plan.MinTime)}}},
+		{"non-finite doubles", `{"auction": 1, "price": "NaN", "ts": 1}
+{"auction": 2, "price": "Infinity", "ts": 1}
+{"auction": 3, "price": "-Infinity", "ts": 1}`,
+			[]plan.Row{{plan.Int(1), plan.Float(math.NaN()), plan.Null, plan.Null, plan.Time(1)}, {plan.Int(2), plan.Float(math.Inf(1)), plan.Null, plan.Null, plan.Time(1)},
+				{plan.Int(3), plan.Float(math.Inf(-1)), plan.Null, plan.Null, plan.Time(1)}}},
 		{"escapes", `{"auction": 1, "ts": 1, "channel": "a\"b\\c\/d\b\f\n\r\t\u00e9\ud83d\ude00"}`,
 			[]plan.Row{{plan.Int(1), plan.Null, plan.Str("a\"b\\c/d\b\f\n\r\té😀"), plan.Null, plan.Time(1)}}},
 		{"bad surrogates and UTF-8", "{\"auction\": 1, \"ts\": 1, \"channel\": \"\\ud83d\\u0041 \\ude00 \xff é\"}",
@@ -122,10 +132,18 @@ func TestDecodeRows(t *testing.T) {
 		{"fraction", `{"auction": 1.5, "ts": 1}`, "row 0, column auction: expected BIGINT, got 1.5 (not an integer in range)"},
 		{"range", `{"auction": 9223372036854775808, "ts": 1}`, "row 0, column auction: expected BIGINT, got 9223372036854775808 (not an integer in range)"},
 		{"double range", `{"auction": 1, "price": 1e400, "ts": 1}`, "row 0, column price: expected DOUBLE, got 1e400"},
+		{"other text for a double", `{"auction": 1, "price": "nan", "ts": 1}`, "row 0, column price: expected DOUBLE, got a string"},
 		{"number for varchar", `{"auction": 1, "channel": 5, "ts": 1}`, "row 0, column channel: expected VARCHAR, got a number"},
 		{"bad time", `{"auction": 1, "ts": "yesterday"}`, `row 0, column ts: expected a TIMESTAMP (RFC 3339 such as 2024-01-01T00:00:10.000Z, or epoch milliseconds), got "yesterday"`},
 		{"bad date", `{"auction": 1, "ts": "2023-02-29T00:00:00.000Z"}`, `row 0, column ts: expected a TIMESTAMP`},
 		{"time fraction", `{"auction": 1, "ts": 1.5}`, "row 0, column ts: expected epoch milliseconds, got 1.5"},
+		// One TIMESTAMP range, years 0001 to 9999 (issue 15 item 5): int64's
+		// largest epoch milliseconds moved the watermark to year 292278994.
+		{"time past the range", "{\"auction\": 1, \"ts\": 1}\n{\"auction\": 1, \"ts\": 9223372036854775807}", "row 1, column ts: epoch milliseconds 9223372036854775807 are outside the TIMESTAMP range, 0001-01-01T00:00:00.000Z to 9999-12-31T23:59:59.999Z (-62135596800000 to 253402300799999)"},
+		{"time before the range", `{"auction": 1, "ts": -9223372036854775808}`, "row 0, column ts: epoch milliseconds -9223372036854775808 are outside the TIMESTAMP range"},
+		{"time just past the range", `{"auction": 1, "ts": 253402300800000}`, "row 0, column ts: epoch milliseconds 253402300800000 are outside the TIMESTAMP range"},
+		{"year 0", `{"auction": 1, "ts": "0000-12-31T23:59:59.999Z"}`, `row 0, column ts: "0000-12-31T23:59:59.999Z" is outside the TIMESTAMP range, 0001-01-01T00:00:00.000Z to 9999-12-31T23:59:59.999Z`},
+		{"year 10000 by its zone", `{"auction": 1, "ts": "9999-12-31T23:30:00-01:00"}`, `row 0, column ts: "9999-12-31T23:30:00-01:00" is outside the TIMESTAMP range`},
 		{"missing", `{"ts": 1}`, "row 0, column auction: missing value for NOT NULL column"},
 		{"null", `{"auction": null, "ts": 1}`, "row 0, column auction: missing value for NOT NULL column"},
 		{"no time", `{"auction": 1}`, "row 0, column ts: missing value for the event-time column"},
@@ -289,5 +307,24 @@ func TestDecodeLimits(t *testing.T) {
 	// A value at the depth limit is only the wrong type.
 	if _, err := EncodeRows(def, `{"auction": 1, "ts": 1, "price": `+deep(3)+`}`, lim); err == nil || !strings.HasSuffix(err.Error(), "expected DOUBLE, got an array") {
 		t.Fatalf("an array at the depth limit: %v", err)
+	}
+}
+
+// TestRecordDecoderTimestampRange: a Kafka record whose event time is
+// outside the TIMESTAMP range is a bad record naming the column and the
+// range (issue 15 item 5), as an ingest row is a 400.
+func TestRecordDecoderTimestampRange(t *testing.T) {
+	src := &plan.Source{Table: "k", Schema: plan.Schema{{Name: "v", Type: plan.TypeBigint}, {Name: "ts", Type: plan.TypeTimestamp, NotNull: true}}, EventTime: 1}
+	decode, err := RecordDecoder(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row, err := decode([]byte(`{"v": 1, "ts": "9999-12-31T23:59:59.999Z"}`)); err != nil || row[1] != plan.Time(plan.MaxTime) {
+		t.Fatalf("the last TIMESTAMP: %v, %v", row, err)
+	}
+	for _, v := range []string{`{"v": 1, "ts": 9223372036854775807}`, `{"v": 1, "ts": "0000-01-01T00:00:00Z"}`} {
+		if _, err := decode([]byte(v)); err == nil || !strings.HasPrefix(err.Error(), "column ts: ") || !strings.Contains(err.Error(), "outside the TIMESTAMP range, 0001-01-01T00:00:00.000Z to 9999-12-31T23:59:59.999Z") {
+			t.Errorf("%s: %v, want a bad record naming column ts and the range", v, err)
+		}
 	}
 }

@@ -11,7 +11,9 @@ import (
 // The row codec: per value a kind byte, then BIGINT/TIMESTAMP/BOOLEAN as a
 // zigzag varint, DOUBLE as 8 bytes, VARCHAR as a length-prefixed string.
 // It is used for the ingest log, results, state and group keys (equal
-// values encode to equal bytes: DOUBLE -0 is written as 0).
+// values encode to equal bytes: DOUBLE -0 is written as 0, and every NaN
+// as one NaN, so they group as PostgreSQL groups them: -0 with 0, NaN with
+// NaN, apart from NULL and the infinities).
 
 // AppendValue appends the encoding of v to buf.
 func AppendValue(buf []byte, v plan.Value) []byte {
@@ -20,8 +22,11 @@ func AppendValue(buf []byte, v plan.Value) []byte {
 	case plan.TypeNull:
 	case plan.TypeDouble:
 		f := v.F()
-		if f == 0 {
+		switch {
+		case f == 0:
 			f = 0 // -0 -> 0
+		case math.IsNaN(f):
+			f = math.NaN() // one NaN of the many bit patterns
 		}
 		buf = binary.BigEndian.AppendUint64(buf, math.Float64bits(f))
 	case plan.TypeVarchar:

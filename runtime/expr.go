@@ -120,26 +120,53 @@ func toFloat(v plan.Value) float64 {
 func toInt(v plan.Value) int64 {
 	switch v.K {
 	case plan.TypeDouble:
-		return int64(math.Round(v.F()))
+		return floatToInt(v.F())
 	case plan.TypeVarchar:
 		i, err := strconv.ParseInt(strings.TrimSpace(v.S), 10, 64)
 		if err != nil {
-			return int64(math.Round(toFloat(v)))
+			return floatToInt(toFloat(v))
 		}
 		return i
 	}
 	return v.I
 }
 
+// floatToInt rounds f to a BIGINT, clamped to its range (NaN is 0), as
+// MySQL's CAST(... AS SIGNED) does: a conversion of a float beyond the
+// range is not defined in Go.
+func floatToInt(f float64) int64 {
+	switch r := math.Round(f); {
+	case math.IsNaN(r):
+		return 0
+	case r >= 1<<63:
+		return math.MaxInt64
+	case r < -(1 << 63):
+		return math.MinInt64
+	default:
+		return int64(r)
+	}
+}
+
 // Compare orders two non-NULL values: numbers numerically, strings
-// bytewise, a string against a number as numbers.
+// bytewise, a string against a number as numbers. NaN equals NaN and is
+// above every other number, as in PostgreSQL: a total order, so = and
+// GROUP BY agree (NaN = 1 is false, NaN = NaN true) and MIN, MAX and
+// ORDER BY do not depend on the order rows come in.
 func Compare(x, y plan.Value) int {
 	if x.K == plan.TypeVarchar && y.K == plan.TypeVarchar {
 		return strings.Compare(x.S, y.S)
 	}
 	if x.K == plan.TypeDouble || y.K == plan.TypeDouble || x.K == plan.TypeVarchar || y.K == plan.TypeVarchar {
 		a, b := toFloat(x), toFloat(y)
-		switch {
+		switch an, bn := math.IsNaN(a), math.IsNaN(b); {
+		case an || bn:
+			switch {
+			case an && bn:
+				return 0
+			case an:
+				return 1
+			}
+			return -1
 		case a < b:
 			return -1
 		case a > b:
@@ -171,15 +198,57 @@ func Cast(v plan.Value, t plan.Type) plan.Value {
 	case plan.TypeBoolean:
 		return plan.Bool(v.True())
 	case plan.TypeTimestamp:
-		if v.K == plan.TypeVarchar {
-			if ms, ok := parseTimeText(v.S); ok {
-				return plan.Time(ms)
+		var ms int64
+		switch v.K {
+		case plan.TypeVarchar:
+			var ok bool
+			if ms, ok = parseTimeText(v.S); !ok {
+				return plan.Null
 			}
-			return plan.Null
+		case plan.TypeDouble:
+			f := math.Round(v.F())
+			if !(float64(plan.MinTime) <= f && f <= float64(plan.MaxTime)) { // NaN too
+				return plan.Null
+			}
+			ms = int64(f)
+		default:
+			ms = v.I
 		}
-		return plan.Time(toInt(v))
+		return timeValue(ms)
 	}
 	return plan.Null
+}
+
+// timeValue is ms as a TIMESTAMP, or NULL outside the TIMESTAMP range:
+// what a cast or time arithmetic gives beyond it (MySQL's DATE_ADD and
+// CAST answer NULL there too), never a wrapped value.
+func timeValue(ms int64) plan.Value {
+	if !plan.TimeInRange(ms) {
+		return plan.Null
+	}
+	return plan.Time(ms)
+}
+
+// addInt, subInt and mulInt are BIGINT arithmetic that reports overflow.
+func addInt(x, y int64) (int64, bool) {
+	s := x + y
+	return s, (s > x) == (y > 0)
+}
+
+func subInt(x, y int64) (int64, bool) {
+	d := x - y
+	return d, (d < x) == (y > 0)
+}
+
+func mulInt(x, y int64) (int64, bool) {
+	if x == 0 || y == 0 {
+		return 0, true
+	}
+	p := x * y
+	if p/y != x || (x == -1 && y == math.MinInt64) || (y == -1 && x == math.MinInt64) {
+		return 0, false
+	}
+	return p, true
 }
 
 func parseTimeText(s string) (int64, bool) {
@@ -201,7 +270,7 @@ func arith(t plan.Type, a, b Eval, ints func(x, y int64) (int64, bool), floats f
 			return plan.Null
 		}
 		if t == plan.TypeTimestamp {
-			return plan.Time(v)
+			return timeValue(v)
 		}
 		return plan.Int(v)
 	})
@@ -210,12 +279,14 @@ func arith(t plan.Type, a, b Eval, ints func(x, y int64) (int64, bool), floats f
 func compileCall(c *plan.Call, a []Eval, env *Env) (Eval, error) {
 	t := c.T
 	switch c.Fn {
+	// BIGINT arithmetic that overflows is NULL (as division by zero is),
+	// and so is TIMESTAMP arithmetic that leaves the TIMESTAMP range.
 	case "+":
-		return arith(t, a[0], a[1], func(x, y int64) (int64, bool) { return x + y, true }, func(x, y float64) float64 { return x + y }), nil
+		return arith(t, a[0], a[1], addInt, func(x, y float64) float64 { return x + y }), nil
 	case "-":
-		return arith(t, a[0], a[1], func(x, y int64) (int64, bool) { return x - y, true }, func(x, y float64) float64 { return x - y }), nil
+		return arith(t, a[0], a[1], subInt, func(x, y float64) float64 { return x - y }), nil
 	case "*":
-		return arith(t, a[0], a[1], func(x, y int64) (int64, bool) { return x * y, true }, func(x, y float64) float64 { return x * y }), nil
+		return arith(t, a[0], a[1], mulInt, func(x, y float64) float64 { return x * y }), nil
 	case "%":
 		return arith(t, a[0], a[1], func(x, y int64) (int64, bool) {
 			if y == 0 {
@@ -238,9 +309,9 @@ func compileCall(c *plan.Call, a []Eval, env *Env) (Eval, error) {
 				if d == 0 {
 					return plan.Null
 				}
-				return plan.Int(int64(math.Trunc(toFloat(x) / d)))
+				return plan.Int(floatToInt(math.Trunc(toFloat(x) / d)))
 			}
-			if toInt(y) == 0 {
+			if toInt(y) == 0 || toInt(x) == math.MinInt64 && toInt(y) == -1 {
 				return plan.Null
 			}
 			return plan.Int(toInt(x) / toInt(y))
@@ -249,6 +320,9 @@ func compileCall(c *plan.Call, a []Eval, env *Env) (Eval, error) {
 		return strict1(a[0], func(v plan.Value) plan.Value {
 			if t == plan.TypeDouble {
 				return plan.Float(-v.F())
+			}
+			if v.I == math.MinInt64 {
+				return plan.Null
 			}
 			return plan.Int(-v.I)
 		}), nil
@@ -548,7 +622,7 @@ func numberFuncs(fn string, t plan.Type, a []Eval) (Eval, bool) {
 			if t == plan.TypeDouble {
 				return plan.Float(f(v.F()))
 			}
-			return plan.Int(int64(f(float64(v.I))))
+			return plan.Int(v.I) // FLOOR, CEIL and ROUND of an integer
 		})
 	}
 	switch fn {
@@ -556,6 +630,9 @@ func numberFuncs(fn string, t plan.Type, a []Eval) (Eval, bool) {
 		return strict1(a[0], func(v plan.Value) plan.Value {
 			if t == plan.TypeDouble {
 				return plan.Float(math.Abs(v.F()))
+			}
+			if v.I == math.MinInt64 {
+				return plan.Null
 			}
 			if v.I < 0 {
 				return plan.Int(-v.I)
@@ -576,7 +653,7 @@ func numberFuncs(fn string, t plan.Type, a []Eval) (Eval, bool) {
 			if t == plan.TypeDouble {
 				return plan.Float(r)
 			}
-			return plan.Int(int64(r))
+			return plan.Int(floatToInt(r))
 		}), true
 	case "power":
 		return strict2(a[0], a[1], func(x, y plan.Value) plan.Value { return plan.Float(math.Pow(toFloat(x), toFloat(y))) }), true
@@ -639,9 +716,14 @@ func timeFuncs(c *plan.Call, a []Eval) (Eval, bool) {
 	case "unix_millis":
 		return tm(func(t time.Time) plan.Value { return plan.Int(t.UnixMilli()) }), true
 	case "from_unixtime":
-		return strict1(a[0], func(v plan.Value) plan.Value { return plan.Time(int64(math.Round(toFloat(v) * 1000))) }), true
+		return strict1(a[0], func(v plan.Value) plan.Value { return Cast(plan.Float(toFloat(v)*1000), plan.TypeTimestamp) }), true
 	case "from_unixmillis":
-		return strict1(a[0], func(v plan.Value) plan.Value { return plan.Time(toInt(v)) }), true
+		return strict1(a[0], func(v plan.Value) plan.Value {
+			if v.K == plan.TypeDouble {
+				return Cast(v, plan.TypeTimestamp)
+			}
+			return timeValue(toInt(v))
+		}), true
 	case "year":
 		return tm(func(t time.Time) plan.Value { return plan.Int(int64(t.Year())) }), true
 	case "month":
@@ -666,12 +748,23 @@ func timeFuncs(c *plan.Call, a []Eval) (Eval, bool) {
 			if x.IsNull() {
 				return x
 			}
-			return plan.Time(x.I + sign*toInt(d))
+			ms, ok := mulInt(sign, toInt(d))
+			if !ok {
+				return plan.Null
+			}
+			if ms, ok = addInt(x.I, ms); !ok {
+				return plan.Null
+			}
+			return timeValue(ms)
 		}), true
 	case "timestampdiff":
 		u := unitMillis(c.Args[0].(*plan.Const).V.S)
 		return strict2(a[1], a[2], func(x, y plan.Value) plan.Value {
-			return plan.Int((Cast(y, plan.TypeTimestamp).I - Cast(x, plan.TypeTimestamp).I) / u)
+			x, y = Cast(x, plan.TypeTimestamp), Cast(y, plan.TypeTimestamp)
+			if x.IsNull() || y.IsNull() {
+				return plan.Null
+			}
+			return plan.Int((y.I - x.I) / u) // both in range: no overflow
 		}), true
 	case "date_format":
 		return strict2(a[0], a[1], func(x, f plan.Value) plan.Value {

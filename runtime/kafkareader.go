@@ -211,6 +211,10 @@ func (r *kafkaReader) record(rec *kafkasrc.Record) (plan.Row, error) {
 		}
 	}
 	if r.tsCol >= 0 {
+		// A producer sets the timestamp: it must be a TIMESTAMP too.
+		if err := plan.CheckTime(rec.Timestamp); err != nil {
+			return nil, fmt.Errorf("column %s, the record's timestamp: %w", r.src.Schema[r.tsCol].Name, err)
+		}
 		row[r.tsCol] = plan.Time(rec.Timestamp)
 	}
 	return row, nil

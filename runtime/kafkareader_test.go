@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -192,5 +193,31 @@ func TestKafkaReaderRetries(t *testing.T) {
 	b := &Batch{}
 	if n, _ := r.Poll(1000, 10, b); n != 1 || b.Rows[0][0] != plan.Int(2) || r.Problem() != nil {
 		t.Fatalf("after the topic appeared: %d rows, problem %v", n, r.Problem())
+	}
+}
+
+// TestKafkaRecordTimestampRange: a record whose timestamp (the producer's
+// to set) is outside the TIMESTAMP range is a bad record, with the reason,
+// when the table has a _timestamp column (issue 15 item 5); the others
+// are read.
+func TestKafkaRecordTimestampRange(t *testing.T) {
+	src := kafkaTestSource()
+	src.Schema = append(src.Schema, plan.Column{Name: "_timestamp", Type: plan.TypeTimestamp})
+	decode := func(b []byte) (plan.Row, error) {
+		row, err := decodeTest(b)
+		return append(row, plan.Null), err
+	}
+	good, far := rec(0, 0, "1,1000"), rec(0, 1, "2,2000")
+	far.Timestamp = math.MaxInt64
+	fc := &fakeConsumer{parts: map[int32][]kafkasrc.Record{0: {good, far}}}
+	r := newKafkaReader(src, fc, decode, nil)
+	b := &Batch{}
+	if n, err := r.Poll(0, 100, b); err != nil || n != 1 || b.Rows[0][5] != plan.Time(5) {
+		t.Fatalf("poll: %d rows %v, %v", n, b.Rows, err)
+	}
+	n, samples := r.TakeBad()
+	if n != 1 || len(samples) != 1 || samples[0].Offset != 1 ||
+		samples[0].Error != "column _timestamp, the record's timestamp: epoch milliseconds 9223372036854775807 are outside the TIMESTAMP range, 0001-01-01T00:00:00.000Z to 9999-12-31T23:59:59.999Z (-62135596800000 to 253402300799999)" {
+		t.Fatalf("bad records: %d %+v", n, samples)
 	}
 }

@@ -92,6 +92,9 @@ type nexmarkReader struct {
 	limit uint64 // 0: unbounded
 	rate  int64  // events per second of wall time; 0: as fast as possible
 	start int64  // wall ms when the generator started (throttled)
+	// pastRange: event idx has a time past the TIMESTAMP range (a base_time
+	// near its end); the stream ends before it.
+	pastRange bool
 }
 
 var _ reader = (*nexmarkReader)(nil)
@@ -192,6 +195,9 @@ func (r *nexmarkReader) available(now int64) uint64 {
 }
 
 func (r *nexmarkReader) Poll(now int64, max int, b *Batch) (int, error) {
+	if r.pastRange {
+		return 0, nil
+	}
 	end := r.available(now)
 	want := int(min(uint64(max), end-min(r.idx, end)))
 	if want == 0 {
@@ -203,6 +209,12 @@ func (r *nexmarkReader) Poll(now int64, max int, b *Batch) (int, error) {
 	b.Rows, b.Meta = make([]plan.Row, 0, want), make([]RowMeta, 0, want)
 	for n := range want {
 		row := r.gen.Fill(r.kind, r.idx, r.cols, plan.Row(slab[n*w:(n+1)*w:(n+1)*w]))
+		for _, v := range row {
+			if v.K == plan.TypeTimestamp && !plan.TimeInRange(v.I) {
+				r.pastRange = true
+				return n, nil
+			}
+		}
 		b.Append(row, RowMeta{Offset: int64(r.idx)})
 		r.idx++
 	}
@@ -220,4 +232,4 @@ func (r *nexmarkReader) Available(now int64) int64 {
 	return int64(r.available(now))
 }
 func (r *nexmarkReader) Ready() <-chan struct{} { return nil }
-func (r *nexmarkReader) Done() bool             { return r.limit > 0 && r.idx >= r.limit }
+func (r *nexmarkReader) Done() bool             { return r.pastRange || r.limit > 0 && r.idx >= r.limit }

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/streamsql/streamsql/planner/plan"
@@ -30,5 +31,42 @@ func TestNexmarkResumesOnSchedule(t *testing.T) {
 	m, _ := r.Poll(now+1000, 10_000, &Batch{})
 	if m < 900 || m > 940 {
 		t.Fatalf("a second later: %d more bids, want about 920 at 1000 events/s", m)
+	}
+}
+
+// TestNexmarkEndsAtTheTimeRange: a generator whose event times would pass
+// the TIMESTAMP range (a base_time near its end) ends before the first
+// event that would, instead of producing it (issue 15 item 5).
+func TestNexmarkEndsAtTheTimeRange(t *testing.T) {
+	src := &plan.Source{Schema: nexmark.Columns(nexmark.Auction), EventTime: -1,
+		Attrs: map[string]string{"kind": "auction", "base_time": fmt.Sprint(plan.MaxTime - 60_000)}}
+	r, err := newNexmarkReader(src, 0, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := 0
+	for i := 0; i < 1000 && !r.Done(); i++ {
+		b := &Batch{}
+		n, err := r.Poll(0, 1000, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, row := range b.Rows {
+			for _, v := range row {
+				if v.K == plan.TypeTimestamp && !plan.TimeInRange(v.I) {
+					t.Fatalf("row %d: %v past the TIMESTAMP range", rows, row)
+				}
+			}
+			rows++
+		}
+		if n == 0 && !r.Done() {
+			t.Fatal("no rows and not done")
+		}
+	}
+	if !r.Done() || rows == 0 {
+		t.Fatalf("done %v after %d rows", r.Done(), rows)
+	}
+	if n, _ := r.Poll(0, 1000, &Batch{}); n != 0 {
+		t.Fatalf("%d rows after the end", n)
 	}
 }

@@ -229,3 +229,44 @@ func TestSaturatingArithmetic(t *testing.T) {
 		}
 	}
 }
+
+// TestNearTheTimeRange: windows, sessions, lateness and watermarks of
+// event times at the ends of the TIMESTAMP range (0001-01-01 to
+// 9999-12-31, what ingest accepts) with durations up to the range's span
+// (what the planner accepts) do not overflow: ends stay above starts and
+// past the times they contain.
+func TestNearTheTimeRange(t *testing.T) {
+	const (
+		minTime int64 = -62135596800000 // 0001-01-01T00:00:00.000Z
+		maxTime int64 = 253402300799999 // 9999-12-31T23:59:59.999Z
+		span          = maxTime - minTime + 1
+		day     int64 = 86400000
+	)
+	if w := Tumble(maxTime, day); w.Start != maxTime+1-day || w.End != maxTime+1 {
+		t.Errorf("TUMBLE(9999-12-31T23:59:59.999, 1d) = %v", w)
+	}
+	for _, ts := range []int64{minTime, minTime + 1, -1, 0, maxTime - 1, maxTime} {
+		for _, size := range []int64{1, day, span} {
+			if w := Tumble(ts, size); !w.Contains(ts) || w.End-w.Start != size {
+				t.Errorf("TUMBLE(%d, %d) = %v", ts, size, w)
+			}
+			for _, w := range Hop(ts, max(size/3, 1), size, nil) {
+				if !w.Contains(ts) || w.End-w.Start != size {
+					t.Errorf("HOP(%d, %d, %d) has %v", ts, max(size/3, 1), size, w)
+				}
+			}
+			_, s, _ := InsertSession(nil, ts, size)
+			if s.Start != ts || s.End != ts+size {
+				t.Errorf("session of %d, gap %d: %v", ts, size, s)
+			}
+			if Late(Window{ts, ts + size}, span, ts) || !Late(Window{ts - size, ts}, 0, ts) {
+				t.Errorf("lateness of windows at %d, size %d", ts, size)
+			}
+			tr := NewTracker(span)
+			tr.Observe(ts)
+			if wm := tr.Watermark(); wm != ts-span {
+				t.Errorf("watermark of %d with delay %d: %d", ts, span, wm)
+			}
+		}
+	}
+}

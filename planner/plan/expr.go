@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -37,20 +38,45 @@ func (c *ColRef) Type() Type { return c.T }
 func (c *Const) Type() Type  { return c.V.K }
 func (c *Call) Type() Type   { return c.T }
 
-func (c *ColRef) String() string { return fmt.Sprintf("%s#%d", c.Name, c.Index) }
+func (c *ColRef) String() string { return c.Name + "#" + strconv.Itoa(c.Index) }
 func (c *Const) String() string  { return c.V.String() }
+
+// String renders the call into one builder: linear in the size of the
+// expression however deep it is (the parser bounds the depth).
 func (c *Call) String() string {
-	args := make([]string, len(c.Args))
-	for i, a := range c.Args {
-		args[i] = a.String()
+	var b strings.Builder
+	writeExpr(&b, c)
+	return b.String()
+}
+
+func writeExpr(b *strings.Builder, e Expr) {
+	c, ok := e.(*Call)
+	if !ok {
+		b.WriteString(e.String())
+		return
 	}
 	switch c.Fn {
 	case "+", "-", "*", "/", "div", "%", "=", "<>", "<", "<=", ">", ">=", "<=>", "and", "or", "xor":
-		if len(args) == 2 {
-			return "(" + args[0] + " " + strings.ToUpper(c.Fn) + " " + args[1] + ")"
+		if len(c.Args) == 2 {
+			b.WriteByte('(')
+			writeExpr(b, c.Args[0])
+			b.WriteByte(' ')
+			b.WriteString(strings.ToUpper(c.Fn))
+			b.WriteByte(' ')
+			writeExpr(b, c.Args[1])
+			b.WriteByte(')')
+			return
 		}
 	}
-	return c.Fn + "(" + strings.Join(args, ", ") + ")"
+	b.WriteString(c.Fn)
+	b.WriteByte('(')
+	for i, a := range c.Args {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		writeExpr(b, a)
+	}
+	b.WriteByte(')')
 }
 
 // AggFn is an aggregate function.

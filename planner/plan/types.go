@@ -115,19 +115,61 @@ func FormatTime(ms int64) string {
 	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z")
 }
 
+// The TIMESTAMP range, in epoch milliseconds: 0001-01-01T00:00:00.000Z to
+// 9999-12-31T23:59:59.999Z, the years RFC 3339 text can write (and
+// MySQL's DATETIME holds). Values are checked against it where they enter
+// (ingest, Kafka records, the Nexmark generator's base time) and where
+// expressions make them (time arithmetic, casts: NULL outside it), so
+// watermarks and window bounds stay far from int64's limits. Only a
+// window's bounds may pass it (the last TUMBLE window of 9999 ends at
+// 10000-01-01T00:00:00.000Z).
+const (
+	MinTime int64 = -62135596800000 // 0001-01-01T00:00:00.000Z
+	MaxTime int64 = 253402300799999 // 9999-12-31T23:59:59.999Z
+)
+
+// TimeInRange reports whether ms is in the TIMESTAMP range.
+func TimeInRange(ms int64) bool { return MinTime <= ms && ms <= MaxTime }
+
+// TimeRange describes the TIMESTAMP range, for error messages.
+const TimeRange = "0001-01-01T00:00:00.000Z to 9999-12-31T23:59:59.999Z"
+
+// CheckTime returns an error naming the range when ms is outside it.
+func CheckTime(ms int64) error {
+	if TimeInRange(ms) {
+		return nil
+	}
+	return fmt.Errorf("epoch milliseconds %d are outside the TIMESTAMP range, %s (%d to %d)", ms, TimeRange, MinTime, MaxTime)
+}
+
+// Non-finite DOUBLEs in JSON, which has no literal for them: the strings
+// PostgreSQL's to_json writes. They stay distinct from NULL (null) and
+// from each other everywhere a value is written.
+const (
+	JSONNaN    = "NaN"
+	JSONInf    = "Infinity"
+	JSONNegInf = "-Infinity"
+)
+
 // JSON is v as the Go value encoding/json writes for it (SPEC section 3):
-// BIGINT an int64, DOUBLE a float64 (NaN and infinities, which JSON
-// cannot write, nil), VARCHAR a string, TIMESTAMP its FormatTime string,
-// BOOLEAN a bool, NULL nil. The HTTP API, the results and the Kafka sink's
-// records all write values through it.
+// BIGINT an int64, DOUBLE a float64 (NaN and the infinities, which JSON
+// cannot write as numbers, the strings "NaN", "Infinity" and
+// "-Infinity"), VARCHAR a string, TIMESTAMP its FormatTime string,
+// BOOLEAN a bool, NULL nil. The HTTP API, the results, /changes keys and
+// rows and the Kafka sink's records all write values through it.
 func (v Value) JSON() any {
 	switch v.K {
 	case TypeBigint:
 		return v.I
 	case TypeDouble:
 		f := v.F()
-		if math.IsNaN(f) || math.IsInf(f, 0) {
-			return nil
+		switch {
+		case math.IsNaN(f):
+			return JSONNaN
+		case math.IsInf(f, 1):
+			return JSONInf
+		case math.IsInf(f, -1):
+			return JSONNegInf
 		}
 		return f
 	case TypeVarchar:
@@ -161,6 +203,24 @@ func (s Schema) Index(name string) int {
 		}
 	}
 	return -1
+}
+
+// NameKey is the key names are matched by in Index: ASCII letters in lower
+// case. Two names are the same column name when their keys are equal, so a
+// map keyed by it finds what Index finds without a scan.
+func NameKey(name string) string {
+	for i := 0; i < len(name); i++ {
+		if 'A' <= name[i] && name[i] <= 'Z' {
+			b := []byte(name)
+			for j := i; j < len(b); j++ {
+				if 'A' <= b[j] && b[j] <= 'Z' {
+					b[j] += 'a' - 'A'
+				}
+			}
+			return string(b)
+		}
+	}
+	return name
 }
 
 func equalFold(a, b string) bool {

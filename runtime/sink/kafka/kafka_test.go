@@ -113,9 +113,10 @@ func TestRecordBytes(t *testing.T) {
 	}
 	want := []struct{ key, value string }{
 		{`{"c":-9,"a":"q \"<&>\" é"}`, `{"a":"q \"<&>\" é","b":"2024-01-01T00:00:10.000Z","c":-9,"d\"x":0.1,"e":true}`},
-		{`{"c":9223372036854775807,"a":""}`, `{"a":"","b":null,"c":9223372036854775807,"d\"x":null,"e":null}`},
+		// Non-finite DOUBLEs as strings, distinct from NULL (issue 15 item 11).
+		{`{"c":9223372036854775807,"a":""}`, `{"a":"","b":null,"c":9223372036854775807,"d\"x":"NaN","e":null}`},
 		{`{"c":5,"a":"gone"}`, ""},
-		{`{"c":0,"a":"x"}`, `{"a":"x","b":"1969-12-31T23:59:59.999Z","c":0,"d\"x":null,"e":false}`},
+		{`{"c":0,"a":"x"}`, `{"a":"x","b":"1969-12-31T23:59:59.999Z","c":0,"d\"x":"-Infinity","e":false}`},
 		{`{"c":1,"a":"y"}`, `{"a":"y","b":"1970-01-01T00:00:00.000Z","c":1,"d\"x":1e+21,"e":null}`},
 	}
 	if len(recs) != len(want) {

@@ -202,8 +202,13 @@ func latest(recs []rec) map[string]string {
 // jsonRow is the value of a row of testColumns as the sink writes it.
 func jsonRow(id int64, name string, price float64, ts int64, ok bool, qty int64) string {
 	p := fmt.Sprint(price)
-	if math.IsNaN(price) || math.IsInf(price, 0) {
-		p = "null"
+	switch {
+	case math.IsNaN(price):
+		p = `"NaN"`
+	case math.IsInf(price, 1):
+		p = `"Infinity"`
+	case math.IsInf(price, -1):
+		p = `"-Infinity"`
 	}
 	return fmt.Sprintf(`{"id":%d,"name":%q,"price":%s,"ts":%q,"ok":%v,"qty":%d}`, id, name, p, plan.FormatTime(ts), ok, qty)
 }

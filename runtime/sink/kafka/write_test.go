@@ -93,7 +93,7 @@ func TestCommitEpochs(t *testing.T) {
 	all := []string{
 		kv(1, "a", 1.5, 1704067210000, true, 10),
 		kv(2, `b "quoted" <tag>`, -0.25, 0, false, -3),
-		jsonKey(3) + ` => {"id":3,"name":null,"price":null,"ts":null,"ok":null,"qty":null}`,
+		jsonKey(3) + ` => {"id":3,"name":null,"price":"NaN","ts":null,"ok":null,"qty":null}`,
 		kv(1, "a2", 2.5, 1704067211000, false, 11),
 		tomb(2),
 		kv(4, "d", math.Inf(1), 1704067212345, true, 0),
@@ -117,7 +117,7 @@ func TestCommitEpochs(t *testing.T) {
 	}
 	wantFinal := map[string]string{
 		jsonKey(1): jsonRow(1, "a2", 2.5, 1704067211000, false, 11),
-		jsonKey(3): `{"id":3,"name":null,"price":null,"ts":null,"ok":null,"qty":null}`,
+		jsonKey(3): `{"id":3,"name":null,"price":"NaN","ts":null,"ok":null,"qty":null}`,
 		jsonKey(4): jsonRow(4, "d", math.Inf(1), 1704067212345, true, 0),
 	}
 	if l := latest(got); !reflect.DeepEqual(l, wantFinal) {
