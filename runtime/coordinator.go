@@ -45,6 +45,7 @@ func (j *Job) coordinate() {
 		started  time.Time
 		waiting  []chan checkpointResult // asked before the barrier in flight
 		queued   []chan checkpointResult // asked while it was in flight
+		early    []ack                   // acks read while injecting
 		lastCkpt = time.Now()
 		totals   = counts{j.marker.RowsIn, j.marker.RowsOut, j.marker.Late, j.marker.Bad}
 	)
@@ -59,10 +60,19 @@ func (j *Job) coordinate() {
 		inFlight, acked, failed, bytes, align, offsets, started = true, 0, nil, 0, 0, map[string]int64{}, time.Now()
 		waiting, queued = queued, nil
 		for _, s := range j.sources {
-			select {
-			case s.inject <- cur:
-			case <-j.ctx.Done():
-				return
+			// A source may be slow to take the barrier (one that timed
+			// out is still in its way): the acks that come meanwhile are
+			// kept for the loop, so no task waits on a full ack queue
+			// while the source waits on that task.
+			for sent := false; !sent; {
+				select {
+				case s.inject <- cur:
+					sent = true
+				case a := <-j.acks:
+					early = append(early, a)
+				case <-j.ctx.Done():
+					return
+				}
 			}
 		}
 	}
@@ -108,7 +118,38 @@ func (j *Job) coordinate() {
 		}
 		finish(res)
 	}
+	onAck := func(a ack) {
+		if a.ckpt != 0 {
+			// Every checkpoint's counts add up, even one that failed or
+			// timed out: its state writes are in the store, and a later
+			// marker covers them.
+			totals.add(a.deltas)
+		}
+		if !inFlight || a.epoch != cur.Epoch {
+			return
+		}
+		acked++
+		bytes += int64(a.bytes)
+		align = max(align, a.align)
+		for t, off := range a.offsets {
+			// A table read twice (a self-join) resumes from the lower.
+			if cur, seen := offsets[t]; !seen || off < cur {
+				offsets[t] = off
+			}
+		}
+		if a.err != nil && failed == nil {
+			failed = a.err
+		}
+		if acked == j.ntasks {
+			complete()
+		}
+	}
 	for {
+		for len(early) > 0 {
+			a := early[0]
+			early = early[1:]
+			onAck(a)
+		}
 		select {
 		case <-j.ctx.Done():
 			for _, w := range append(waiting, queued...) {
@@ -130,30 +171,7 @@ func (j *Job) coordinate() {
 				inject(true)
 			}
 		case a := <-j.acks:
-			if a.ckpt != 0 {
-				// Every checkpoint's counts add up, even one that failed or
-				// timed out: its state writes are in the store, and a later
-				// marker covers them.
-				totals.add(a.deltas)
-			}
-			if !inFlight || a.epoch != cur.Epoch {
-				continue
-			}
-			acked++
-			bytes += int64(a.bytes)
-			align = max(align, a.align)
-			for t, off := range a.offsets {
-				// A table read twice (a self-join) resumes from the lower.
-				if cur, seen := offsets[t]; !seen || off < cur {
-					offsets[t] = off
-				}
-			}
-			if a.err != nil && failed == nil {
-				failed = a.err
-			}
-			if acked == j.ntasks {
-				complete()
-			}
+			onAck(a)
 		}
 	}
 }
