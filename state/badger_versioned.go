@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -586,6 +587,15 @@ func (v *BadgerVersioned) CollectGarbage() error {
 	}
 	v.readersMu.Unlock()
 	below := v.blobs.next.Load()
+	ids, err := v.blobs.list()
+	if err != nil {
+		return fmt.Errorf("state blob gc: %w", err)
+	}
+	if !slices.ContainsFunc(ids, func(id uint64) bool { return id < below }) {
+		// No file to collect (small states, whose values stay in the
+		// tree): no scan of every version under the write lock.
+		return nil
+	}
 	live := map[uint64]bool{}
 	txn := v.db.NewTransactionAt(math.MaxUint64, false)
 	defer txn.Discard()
