@@ -20,7 +20,10 @@ const CheckpointTimeout = 30 * time.Second
 // coordinate is the checkpoint coordinator: it injects a barrier at every
 // source each emit interval (a checkpoint when the checkpoint interval has
 // come, or on request), collects every task's ack, and completes the
-// checkpoint by committing its marker. One barrier is in flight at a time,
+// checkpoint by committing its marker. An emit barrier is sent only when
+// some source sent something since the last barrier: operators emit only
+// what their input changed, so after nothing it would emit nothing (many
+// quiet queries then cost no barrier rounds between checkpoints). One barrier is in flight at a time,
 // unless a checkpoint times out: then it is recorded as failed and the
 // next barrier follows it down the same channels.
 func (j *Job) coordinate() {
@@ -46,6 +49,7 @@ func (j *Job) coordinate() {
 		waiting  []chan checkpointResult // asked before the barrier in flight
 		queued   []chan checkpointResult // asked while it was in flight
 		early    []ack                   // acks read while injecting
+		moved    uint64                  // the sources' moved counts at the last barrier
 		lastCkpt = time.Now()
 		totals   = counts{j.marker.RowsIn, j.marker.RowsOut, j.marker.Late, j.marker.Bad}
 	)
@@ -57,6 +61,7 @@ func (j *Job) coordinate() {
 			lastCkpt = time.Now()
 			j.recordStart(cur.CheckpointID)
 		}
+		moved = j.sourcesMoved()
 		inFlight, acked, failed, bytes, align, offsets, started = true, 0, nil, 0, 0, map[string]int64{}, time.Now()
 		waiting, queued = queued, nil
 		for _, s := range j.sources {
@@ -162,7 +167,8 @@ func (j *Job) coordinate() {
 				j.recordEnd(cur.CheckpointID, "failed", err, bytes, align, offsets, started)
 				finish(checkpointResult{err: err})
 			}
-			if !inFlight {
+			due := ckptEvery > 0 && time.Since(lastCkpt) >= ckptEvery
+			if !inFlight && (due || j.sourcesMoved() != moved) {
 				inject(false)
 			}
 		case w := <-j.force:
@@ -174,6 +180,15 @@ func (j *Job) coordinate() {
 			onAck(a)
 		}
 	}
+}
+
+// sourcesMoved sums what the sources sent down their chains so far.
+func (j *Job) sourcesMoved() uint64 {
+	var n uint64
+	for _, s := range j.sources {
+		n += s.moved.Load()
+	}
+	return n
 }
 
 func (j *Job) recordStart(id uint64) {
