@@ -86,3 +86,34 @@ func TestSmallJobsMemory(t *testing.T) {
 	}
 	goruntime.KeepAlive(jobs)
 }
+
+// TestManyJobsCheckpointTogether: many small queries on the Badger store,
+// checkpointed at once, all complete their checkpoints, and their markers
+// share syncs (group commit): fewer than two syncs per checkpoint, where
+// each marker took two of its own.
+func TestManyJobsCheckpointTogether(t *testing.T) {
+	const n = 200
+	rec := &state.SyncRecorder{}
+	store, err := state.OpenVersionedWith(t.TempDir(), state.VersionedOptions{WrapSync: rec.Wrap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() }) // after the jobs stop (cleanups run last first)
+	jobs := startSmallJobs(t, store, n, bidRows(2000)[:20])
+	before := make([]uint64, n)
+	for i, j := range jobs {
+		before[i] = j.Status().LastCheckpoint
+	}
+	syncs := rec.Count()
+	checkpointAll(t, jobs)
+	syncs = rec.Count() - syncs
+	for i, j := range jobs {
+		if after := j.Status().LastCheckpoint; after <= before[i] {
+			t.Fatalf("%s: last checkpoint %d, was %d", j.Name, after, before[i])
+		}
+	}
+	t.Logf("%d checkpoints: %d syncs", n, syncs)
+	if syncs >= 3*n/2 {
+		t.Errorf("%d checkpoints took %d syncs: their markers were not committed together", n, syncs)
+	}
+}
