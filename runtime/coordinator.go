@@ -53,10 +53,15 @@ func (j *Job) coordinate() {
 		lastCkpt = time.Now()
 		totals   = counts{j.marker.RowsIn, j.marker.RowsOut, j.marker.Late, j.marker.Bad}
 	)
+	// A checkpoint is due at the first tick from half a tick before the
+	// interval is over: the tick that ends it comes a little less than
+	// the interval after lastCkpt (taken after the tick that started the
+	// last one), and waiting for the next made 1 s checkpoints every 1.2 s.
+	ckptDue := func() bool { return time.Since(lastCkpt) >= ckptEvery-emit/2 }
 	inject := func(force bool) {
 		epoch++
 		cur = Barrier{Epoch: epoch, Flush: force}
-		if ckptEvery > 0 && (force || time.Since(lastCkpt) >= ckptEvery) {
+		if ckptEvery > 0 && (force || ckptDue()) {
 			cur.CheckpointID = j.store.NextID()
 			lastCkpt = time.Now()
 			j.recordStart(cur.CheckpointID)
@@ -167,8 +172,7 @@ func (j *Job) coordinate() {
 				j.recordEnd(cur.CheckpointID, "failed", err, bytes, align, offsets, started)
 				finish(checkpointResult{err: err})
 			}
-			due := ckptEvery > 0 && time.Since(lastCkpt) >= ckptEvery
-			if !inFlight && (due || j.sourcesMoved() != moved) {
+			if !inFlight && (ckptEvery > 0 && ckptDue() || j.sourcesMoved() != moved) {
 				inject(false)
 			}
 		case w := <-j.force:
