@@ -48,13 +48,16 @@ type logReader struct {
 var _ reader = (*logReader)(nil)
 
 func (r *logReader) Poll(_ int64, max int, b *Batch) (int, error) {
+	var slab []plan.Value
 	if k := min(int64(max), r.log.End()-r.off); k > 0 {
-		// Sized once: every query over the table reads these rows.
+		// Sized once, and the rows carved from one allocation: every
+		// query over the table reads these rows.
 		b.Rows, b.Meta = slices.Grow(b.Rows, int(k)), slices.Grow(b.Meta, int(k))
+		slab = make([]plan.Value, int(k)*(r.width+btoi(r.upsert)))
 	}
 	n := 0
 	next, err := r.log.Read(r.off, max, func(off int64, raw []byte) error {
-		row, err := DecodeRow(raw)
+		row, err := decodeRowIn(raw, &slab)
 		if err != nil {
 			return fmt.Errorf("log offset %d: %w", off, err)
 		}
