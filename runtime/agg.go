@@ -457,9 +457,12 @@ func (a *hashAgg) emit(g *group, res *Batch, final bool) {
 		}
 		return
 	}
-	// Output rows are carved from one allocation per batch of emissions.
+	// Output rows are carved from one allocation per batch of emissions,
+	// of up to 256 rows: no more than the open groups (what is left of it
+	// stays, and thousands of queries with a handful of groups each would
+	// keep 256 rows each).
 	if len(a.slab) < len(a.output) {
-		a.slab = make([]plan.Value, len(a.output)*256)
+		a.slab = make([]plan.Value, len(a.output)*min(256, max(8, a.live)))
 	}
 	row := plan.Row(a.slab[:len(a.output):len(a.output)])
 	a.slab = a.slab[len(a.output):]

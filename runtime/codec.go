@@ -83,7 +83,11 @@ func DecodeValue(b []byte) (plan.Value, []byte, error) {
 }
 
 // DecodeRow decodes a row written by AppendRow: all of b.
-func DecodeRow(b []byte) (plan.Row, error) {
+func DecodeRow(b []byte) (plan.Row, error) { return decodeRowIn(b, nil) }
+
+// decodeRowIn is DecodeRow carving the row from *slab when it has room (a
+// reader decodes a batch's rows into one allocation), else allocating it.
+func decodeRowIn(b []byte, slab *[]plan.Value) (plan.Row, error) {
 	n, k := binary.Uvarint(b)
 	// Every value takes at least its kind byte: a count above the bytes
 	// left is corrupt, and must not size the allocation.
@@ -91,7 +95,12 @@ func DecodeRow(b []byte) (plan.Row, error) {
 		return nil, fmt.Errorf("decode row: bad column count")
 	}
 	b = b[k:]
-	r := make(plan.Row, n)
+	var r plan.Row
+	if slab != nil && uint64(len(*slab)) >= n {
+		r, *slab = (*slab)[:n:n], (*slab)[n:]
+	} else {
+		r = make(plan.Row, n)
+	}
 	for i := range r {
 		var err error
 		if r[i], b, err = DecodeValue(b); err != nil {

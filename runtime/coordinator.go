@@ -20,7 +20,10 @@ const CheckpointTimeout = 30 * time.Second
 // coordinate is the checkpoint coordinator: it injects a barrier at every
 // source each emit interval (a checkpoint when the checkpoint interval has
 // come, or on request), collects every task's ack, and completes the
-// checkpoint by committing its marker. One barrier is in flight at a time,
+// checkpoint by committing its marker. An emit barrier is sent only when
+// some source sent something since the last barrier: operators emit only
+// what their input changed, so after nothing it would emit nothing (many
+// quiet queries then cost no barrier rounds between checkpoints). One barrier is in flight at a time,
 // unless a checkpoint times out: then it is recorded as failed and the
 // next barrier follows it down the same channels.
 func (j *Job) coordinate() {
@@ -45,24 +48,41 @@ func (j *Job) coordinate() {
 		started  time.Time
 		waiting  []chan checkpointResult // asked before the barrier in flight
 		queued   []chan checkpointResult // asked while it was in flight
+		early    []ack                   // acks read while injecting
+		moved    uint64                  // the sources' moved counts at the last barrier
 		lastCkpt = time.Now()
 		totals   = counts{j.marker.RowsIn, j.marker.RowsOut, j.marker.Late, j.marker.Bad}
 	)
+	// A checkpoint is due at the first tick from half a tick before the
+	// interval is over: the tick that ends it comes a little less than
+	// the interval after lastCkpt (taken after the tick that started the
+	// last one), and waiting for the next made 1 s checkpoints every 1.2 s.
+	ckptDue := func() bool { return time.Since(lastCkpt) >= ckptEvery-emit/2 }
 	inject := func(force bool) {
 		epoch++
 		cur = Barrier{Epoch: epoch, Flush: force}
-		if ckptEvery > 0 && (force || time.Since(lastCkpt) >= ckptEvery) {
+		if ckptEvery > 0 && (force || ckptDue()) {
 			cur.CheckpointID = j.store.NextID()
 			lastCkpt = time.Now()
 			j.recordStart(cur.CheckpointID)
 		}
+		moved = j.sourcesMoved()
 		inFlight, acked, failed, bytes, align, offsets, started = true, 0, nil, 0, 0, map[string]int64{}, time.Now()
 		waiting, queued = queued, nil
 		for _, s := range j.sources {
-			select {
-			case s.inject <- cur:
-			case <-j.ctx.Done():
-				return
+			// A source may be slow to take the barrier (one that timed
+			// out is still in its way): the acks that come meanwhile are
+			// kept for the loop, so no task waits on a full ack queue
+			// while the source waits on that task.
+			for sent := false; !sent; {
+				select {
+				case s.inject <- cur:
+					sent = true
+				case a := <-j.acks:
+					early = append(early, a)
+				case <-j.ctx.Done():
+					return
+				}
 			}
 		}
 	}
@@ -108,7 +128,38 @@ func (j *Job) coordinate() {
 		}
 		finish(res)
 	}
+	onAck := func(a ack) {
+		if a.ckpt != 0 {
+			// Every checkpoint's counts add up, even one that failed or
+			// timed out: its state writes are in the store, and a later
+			// marker covers them.
+			totals.add(a.deltas)
+		}
+		if !inFlight || a.epoch != cur.Epoch {
+			return
+		}
+		acked++
+		bytes += int64(a.bytes)
+		align = max(align, a.align)
+		for t, off := range a.offsets {
+			// A table read twice (a self-join) resumes from the lower.
+			if cur, seen := offsets[t]; !seen || off < cur {
+				offsets[t] = off
+			}
+		}
+		if a.err != nil && failed == nil {
+			failed = a.err
+		}
+		if acked == j.ntasks {
+			complete()
+		}
+	}
 	for {
+		for len(early) > 0 {
+			a := early[0]
+			early = early[1:]
+			onAck(a)
+		}
 		select {
 		case <-j.ctx.Done():
 			for _, w := range append(waiting, queued...) {
@@ -122,7 +173,7 @@ func (j *Job) coordinate() {
 				j.recordEnd(cur.CheckpointID, "failed", err, bytes, align, offsets, started)
 				finish(checkpointResult{err: err})
 			}
-			if !inFlight {
+			if !inFlight && (ckptEvery > 0 && ckptDue() || j.sourcesMoved() != moved) {
 				inject(false)
 			}
 		case w := <-j.force:
@@ -131,32 +182,18 @@ func (j *Job) coordinate() {
 				inject(true)
 			}
 		case a := <-j.acks:
-			if a.ckpt != 0 {
-				// Every checkpoint's counts add up, even one that failed or
-				// timed out: its state writes are in the store, and a later
-				// marker covers them.
-				totals.add(a.deltas)
-			}
-			if !inFlight || a.epoch != cur.Epoch {
-				continue
-			}
-			acked++
-			bytes += int64(a.bytes)
-			align = max(align, a.align)
-			for t, off := range a.offsets {
-				// A table read twice (a self-join) resumes from the lower.
-				if cur, seen := offsets[t]; !seen || off < cur {
-					offsets[t] = off
-				}
-			}
-			if a.err != nil && failed == nil {
-				failed = a.err
-			}
-			if acked == j.ntasks {
-				complete()
-			}
+			onAck(a)
 		}
 	}
+}
+
+// sourcesMoved sums what the sources sent down their chains so far.
+func (j *Job) sourcesMoved() uint64 {
+	var n uint64
+	for _, s := range j.sources {
+		n += s.moved.Load()
+	}
+	return n
 }
 
 func (j *Job) recordStart(id uint64) {

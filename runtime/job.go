@@ -167,7 +167,7 @@ type markerValue struct {
 // the offsets recorded at the checkpoint.
 func Start(g *plan.Graph, deps Deps, o StartOptions) (*Job, error) {
 	j := &Job{ID: o.QueryID, Name: o.Name, Graph: g, store: deps.Store, logger: deps.Logger, results: o.Results,
-		acks: make(chan ack, 1024), force: make(chan chan checkpointResult, 16), state: StateStarting,
+		force: make(chan chan checkpointResult, 16), state: StateStarting,
 		stopped: make(chan struct{}), stallTimeout: o.StallTimeout}
 	if j.stallTimeout == 0 {
 		j.stallTimeout = DefaultStallTimeout
@@ -185,6 +185,10 @@ func Start(g *plan.Graph, deps Deps, o StartOptions) (*Job, error) {
 		j.cancel()
 		return nil, err
 	}
+	// Room for one barrier's acks: the coordinator reads acks even while
+	// it waits to inject the next barrier, so a full queue only makes a
+	// task wait for it a moment (a queue of 1,024 was 90 KiB per query).
+	j.acks = make(chan ack, j.ntasks)
 	if committed > 0 {
 		j.setState(StateRestoring, nil)
 	}

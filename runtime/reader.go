@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -28,6 +29,14 @@ type reader interface {
 	Done() bool
 }
 
+// wakingReader is a reader whose Ready fires whenever rows become readable
+// (taken before a poll that found none, it fires for the next ones): its
+// source needs no ticker unless time moves its watermark.
+type wakingReader interface {
+	reader
+	wakes()
+}
+
 // logReader reads an HTTP-ingest table's durable log.
 type logReader struct {
 	log    *state.Log
@@ -39,9 +48,16 @@ type logReader struct {
 var _ reader = (*logReader)(nil)
 
 func (r *logReader) Poll(_ int64, max int, b *Batch) (int, error) {
+	var slab []plan.Value
+	if k := min(int64(max), r.log.End()-r.off); k > 0 {
+		// Sized once, and the rows carved from one allocation: every
+		// query over the table reads these rows.
+		b.Rows, b.Meta = slices.Grow(b.Rows, int(k)), slices.Grow(b.Meta, int(k))
+		slab = make([]plan.Value, int(k)*(r.width+btoi(r.upsert)))
+	}
 	n := 0
 	next, err := r.log.Read(r.off, max, func(off int64, raw []byte) error {
-		row, err := DecodeRow(raw)
+		row, err := decodeRowIn(raw, &slab)
 		if err != nil {
 			return fmt.Errorf("log offset %d: %w", off, err)
 		}
@@ -81,6 +97,7 @@ func (r *logReader) Offset() int64          { return r.off }
 func (r *logReader) Available(int64) int64  { return r.log.End() }
 func (r *logReader) Ready() <-chan struct{} { return r.log.Changed() }
 func (r *logReader) Done() bool             { return false }
+func (r *logReader) wakes()                 {}
 
 // nexmarkReader generates a Nexmark table: row idx is the idx-th event of
 // its kind, a pure function of idx.

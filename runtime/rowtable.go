@@ -15,7 +15,10 @@ import (
 // Keys whose hashes collide go to a small map of strings (coll), and the
 // index marks their hash with -1. A changed row is rewritten in place when
 // its encoding has the same length, else appended; chunks are compacted
-// when more than half their bytes are dead. Not safe for concurrent use
+// when more than half their bytes are dead. The first chunk starts small
+// and doubles (copied: entries keep their offsets) up to rowChunkSize, so
+// a query with a handful of result rows holds a few KiB, not a megabyte
+// (a server may run thousands of such views). Not safe for concurrent use
 // (Results guards it).
 type rowTable struct {
 	hash   func(key string) uint64
@@ -35,7 +38,11 @@ type rowEnt struct {
 	klen, vlen uint32
 }
 
-const rowChunkSize = 1 << 20
+// rowChunkSize is the size of full chunks, rowChunkMin the first chunk's.
+const (
+	rowChunkSize = 1 << 20
+	rowChunkMin  = 1 << 10
+)
 
 func newRowTable() *rowTable {
 	seed := maphash.MakeSeed()
@@ -126,8 +133,20 @@ func (t *rowTable) del(key string) {
 func (t *rowTable) write(key string, row []byte) rowEnt {
 	n := len(key) + len(row)
 	last := len(t.chunks) - 1
-	if last < 0 || len(t.chunks[last])+n > cap(t.chunks[last]) {
-		t.chunks = append(t.chunks, make([]byte, 0, max(rowChunkSize, n)))
+	switch {
+	case last >= 0 && len(t.chunks[last])+n <= cap(t.chunks[last]):
+	case last >= 0 && cap(t.chunks[last]) < rowChunkSize:
+		// A chunk still growing doubles in place.
+		old := t.chunks[last]
+		c := make([]byte, len(old), max(min(2*cap(old), rowChunkSize), len(old)+n))
+		copy(c, old)
+		t.chunks[last] = c
+	default:
+		size := rowChunkSize
+		if last < 0 {
+			size = rowChunkMin
+		}
+		t.chunks = append(t.chunks, make([]byte, 0, max(size, n)))
 		last++
 	}
 	c := t.chunks[last]

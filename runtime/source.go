@@ -35,6 +35,10 @@ type sourceTask struct {
 	endSent   bool
 	idleSent  bool // consumers were told this source is idle
 	restoreAt uint64
+	// moved counts what the source sent down its chain (rows, watermarks,
+	// idleness, the end): while it stays, an emit barrier has nothing to
+	// emit, and the coordinator sends none.
+	moved atomic.Uint64
 	// Published for Status (read by other goroutines).
 	offset    atomic.Int64
 	published atomic.Int64
@@ -56,8 +60,15 @@ func (s *sourceTask) run(ctx context.Context) error {
 	if c, ok := s.reader.(interface{ Close() }); ok {
 		defer c.Close()
 	}
-	ticker := time.NewTicker(s.tick)
-	defer ticker.Stop()
+	// A source polls on a ticker, unless its reader says when rows come
+	// and nothing else moves its watermark (no idle timeout, event time):
+	// a thousand views over a table then sleep until rows or barriers come.
+	var tick <-chan time.Time
+	if _, wakes := s.reader.(wakingReader); !wakes || s.spec.ProcTime || s.spec.IdleTimeout > 0 {
+		ticker := time.NewTicker(s.tick)
+		defer ticker.Stop()
+		tick = ticker.C
+	}
 	s.lastRow = time.Now().UnixMilli()
 	for {
 		select {
@@ -70,6 +81,9 @@ func (s *sourceTask) run(ctx context.Context) error {
 			continue
 		default:
 		}
+		// Taken before polling: rows that become readable after the poll
+		// looked fire it.
+		ready := s.reader.Ready()
 		now := time.Now()
 		s.live.begin(now)
 		n, err := s.poll(now.UnixMilli())
@@ -82,6 +96,7 @@ func (s *sourceTask) run(ctx context.Context) error {
 		}
 		if s.reader.Done() && !s.endSent {
 			s.endSent = true
+			s.moved.Add(1)
 			if err := s.chain.watermark(math.MaxInt64); err != nil {
 				return err
 			}
@@ -99,8 +114,8 @@ func (s *sourceTask) run(ctx context.Context) error {
 			if err := s.onBarrier(ctx, b); err != nil {
 				return err
 			}
-		case <-s.reader.Ready():
-		case <-ticker.C:
+		case <-ready:
+		case <-tick:
 		}
 	}
 }
@@ -171,6 +186,7 @@ func (s *sourceTask) poll(now int64) (int, error) {
 	}
 	s.lastRow = now
 	s.env.ProcTime = now
+	s.moved.Add(1)
 	if s.idleSent {
 		s.idleSent = false
 		if err := s.chain.term.Idle(false); err != nil {
@@ -222,6 +238,7 @@ func (s *sourceTask) idle(now int64) error {
 			// Consumers that wait on this input (an AS OF join's table
 			// side) stop waiting.
 			s.idleSent = true
+			s.moved.Add(1)
 			if err := s.chain.term.Idle(true); err != nil {
 				return nil
 			}
@@ -237,6 +254,7 @@ func (s *sourceTask) idle(now int64) error {
 		s.wm = wm
 		s.published.Store(wm)
 		s.env.ProcTime = now
+		s.moved.Add(1)
 		if err := s.chain.watermark(wm); err != nil {
 			return fmt.Errorf("%s: %w", s.name, err)
 		}

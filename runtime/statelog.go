@@ -35,7 +35,12 @@ import (
 // subtask s mod parallelism), so logs of two parallelisms never mix.
 
 const (
-	stateBlockSize           = 256 << 10
+	stateBlockSize = 256 << 10
+	// stateBlockMin is the size a writer's first block starts at: it
+	// doubles up to a full block, so the snapshot of a handful of groups
+	// (or the results changes a sink logs between checkpoints) holds a
+	// few KiB, not a full block, for each of thousands of queries.
+	stateBlockMin            = 4 << 10
 	kindBase, kindDelta byte = 'b', 'd'
 	// compactMin: below this many delta bytes a log is not compacted.
 	compactMin = 4 << 20
@@ -83,8 +88,11 @@ func getBlock() []byte {
 	if p, ok := blockPool.Get().(*[]byte); ok {
 		return (*p)[:0]
 	}
-	return make([]byte, 0, stateBlockSize+stateBlockSize/4)
+	return make([]byte, 0, fullBlock)
 }
+
+// fullBlock is the capacity of a full block buffer.
+const fullBlock = stateBlockSize + stateBlockSize/4
 
 // putBlocks gives blocks nothing refers to any more back for reuse.
 func putBlocks(blocks [][]byte) {
@@ -133,16 +141,34 @@ var _ StateWriter = (*stateWriter)(nil)
 
 func (w *stateWriter) Full() bool { return w.all }
 
-// cur is the block the next record goes to.
-func (w *stateWriter) cur() *[]byte {
-	if len(w.blocks) == 0 || len(w.blocks[len(w.blocks)-1]) >= stateBlockSize {
+// cur is the block the next record, of n bytes, goes to. The first block
+// starts at stateBlockMin and doubles until it is a full one (from the
+// pool); the blocks after it start full.
+func (w *stateWriter) cur(n int) *[]byte {
+	last := len(w.blocks) - 1
+	switch {
+	case last < 0:
+		w.blocks = append(w.blocks, make([]byte, 0, max(stateBlockMin, n)))
+		last = 0
+	case len(w.blocks[last]) >= stateBlockSize:
 		w.blocks = append(w.blocks, getBlock())
+		last++
 	}
-	return &w.blocks[len(w.blocks)-1]
+	b := &w.blocks[last]
+	if need := len(*b) + n; need > cap(*b) && cap(*b) < fullBlock {
+		var c []byte
+		if size := max(2*cap(*b), need); size >= fullBlock {
+			c = getBlock()
+		} else {
+			c = make([]byte, 0, size)
+		}
+		*b = append(c, *b...)
+	}
+	return b
 }
 
 func (w *stateWriter) Put(k, v []byte) {
-	b := w.cur()
+	b := w.cur(1 + uvarintLen(len(k)) + len(k) + uvarintLen(len(v)) + len(v))
 	before := len(*b)
 	*b = append(*b, 1)
 	*b = binary.AppendUvarint(*b, uint64(len(k)))
@@ -153,7 +179,7 @@ func (w *stateWriter) Put(k, v []byte) {
 }
 
 func (w *stateWriter) Delete(k []byte) {
-	b := w.cur()
+	b := w.cur(1 + uvarintLen(len(k)) + len(k))
 	before := len(*b)
 	*b = append(*b, 0)
 	*b = binary.AppendUvarint(*b, uint64(len(k)))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -45,6 +46,18 @@ type BadgerVersioned struct {
 	prevDiscard uint64
 	readersMu   sync.Mutex
 	readers     map[uint64]int
+	// writes and markers group concurrent Writes and CommitMarkers (see
+	// group): one Badger commit, which syncs its write-ahead log, per
+	// group of Writes; one sync, commit and sync per group of markers.
+	writes, markers group[versionedWrite]
+}
+
+// versionedWrite is one caller's entries at version id (meta: each one's
+// UserMeta, or nil), for a group commit.
+type versionedWrite struct {
+	id   uint64
+	kvs  []KV
+	meta []byte
 }
 
 var _ Versioned = (*BadgerVersioned)(nil)
@@ -83,6 +96,8 @@ func OpenVersionedWith(dir string, opts VersionedOptions) (*BadgerVersioned, err
 		return nil, fmt.Errorf("open state db %s: blobs: %w", dir, err)
 	}
 	v := &BadgerVersioned{db: db, dir: dir, blobs: bl, space: opts.Space, readers: map[uint64]int{}}
+	v.writes.run = v.commitGroup
+	v.markers.run = v.commitMarkers
 	v.syncFn = func() error { return db.Sync() }
 	if opts.WrapSync != nil {
 		v.syncFn = opts.WrapSync(v.syncFn)
@@ -109,8 +124,10 @@ func (v *BadgerVersioned) bump(id uint64) {
 	}
 }
 
-// Write stores kvs at version id, in as many Badger transactions as needed.
-// It is not atomic: a crash may leave any subset of kvs written.
+// Write stores kvs at version id, in as many Badger transactions as needed,
+// shared with concurrent Writes (group commit: an error fails every Write
+// of the group). It is not atomic: a crash may leave any subset of kvs
+// written.
 func (v *BadgerVersioned) Write(id uint64, kvs []KV) error {
 	if id == 0 {
 		return errors.New("state write: id 0 is not a valid version")
@@ -143,8 +160,41 @@ func (v *BadgerVersioned) Write(id uint64, kvs []KV) error {
 		fault.Point("state.partial_write")
 		kvs = kvs[h:]
 	}
-	if err := v.writeLocked(id, kvs, meta); err != nil {
+	if err := v.writes.do(versionedWrite{id: id, kvs: kvs, meta: meta}); err != nil {
 		return fmt.Errorf("state write at %d: %w", id, err)
+	}
+	return nil
+}
+
+// commitGroup commits the writes of a group: a single one in its own
+// transactions (writeLocked), several in one batch whose entries carry
+// their own versions, so that Badger syncs its log once for all of them.
+// The callers hold v.mu's read lock.
+func (v *BadgerVersioned) commitGroup(ws []versionedWrite) error {
+	if len(ws) == 1 {
+		return v.writeLocked(ws[0].id, ws[0].kvs, ws[0].meta)
+	}
+	wb := v.db.NewManagedWriteBatch()
+	defer wb.Cancel()
+	for _, w := range ws {
+		for i := range w.kvs {
+			kv := &w.kvs[i]
+			var err error
+			switch {
+			case kv.Delete:
+				err = wb.DeleteAt(kv.Key, w.id)
+			case w.meta != nil && w.meta[i] != 0:
+				err = wb.SetEntryAt(badger.NewEntry(kv.Key, kv.Value).WithMeta(w.meta[i]), w.id)
+			default:
+				err = wb.SetEntryAt(badger.NewEntry(kv.Key, kv.Value), w.id)
+			}
+			if err != nil {
+				return fmt.Errorf("key %q at %d: %w", kv.Key, w.id, err)
+			}
+		}
+	}
+	if err := wb.Flush(); err != nil {
+		return fmt.Errorf("commit %d writes: %w", len(ws), err)
 	}
 	return nil
 }
@@ -229,6 +279,10 @@ func (v *BadgerVersioned) sync() error {
 // stays the last. When the second fails, the marker is committed (LastMarker
 // returns it) but may not be durable: the caller must treat the checkpoint as
 // failed, and recovery after a restart decides from what is on disk.
+// Concurrent calls (other queries' checkpoints) share the syncs and the
+// commit (group commit): each marker is still committed only after a sync
+// that began after its call did, and its call returns only after the sync
+// that followed its commit; an error fails every marker of the group.
 func (v *BadgerVersioned) CommitMarker(markerKey []byte, id uint64, value []byte) error {
 	if id == 0 {
 		return errors.New("state commit marker: id 0 is not a valid version")
@@ -244,16 +298,22 @@ func (v *BadgerVersioned) CommitMarker(markerKey []byte, id uint64, value []byte
 		return fmt.Errorf("state commit marker %q at %d: %w", markerKey, id, err)
 	}
 	defer release()
-	if err := v.sync(); err != nil {
-		return fmt.Errorf("state commit marker %q at %d: %w", markerKey, id, err)
-	}
-	if err := v.writeLocked(id, []KV{{Key: markerKey, Value: value}}, nil); err != nil {
-		return fmt.Errorf("state commit marker %q at %d: %w", markerKey, id, err)
-	}
-	if err := v.sync(); err != nil {
+	if err := v.markers.do(versionedWrite{id: id, kvs: []KV{{Key: markerKey, Value: value}}}); err != nil {
 		return fmt.Errorf("state commit marker %q at %d: %w", markerKey, id, err)
 	}
 	return nil
+}
+
+// commitMarkers commits a group of markers between two syncs: the first
+// makes the state written before them durable, the second the markers.
+func (v *BadgerVersioned) commitMarkers(ws []versionedWrite) error {
+	if err := v.sync(); err != nil {
+		return err
+	}
+	if err := v.commitGroup(ws); err != nil {
+		return err
+	}
+	return v.sync()
 }
 
 // LastMarker returns the newest version of markerKey and its value.
@@ -527,6 +587,15 @@ func (v *BadgerVersioned) CollectGarbage() error {
 	}
 	v.readersMu.Unlock()
 	below := v.blobs.next.Load()
+	ids, err := v.blobs.list()
+	if err != nil {
+		return fmt.Errorf("state blob gc: %w", err)
+	}
+	if !slices.ContainsFunc(ids, func(id uint64) bool { return id < below }) {
+		// No file to collect (small states, whose values stay in the
+		// tree): no scan of every version under the write lock.
+		return nil
+	}
 	live := map[uint64]bool{}
 	txn := v.db.NewTransactionAt(math.MaxUint64, false)
 	defer txn.Discard()

@@ -858,7 +858,9 @@ func (l *Log) Read(from int64, max int, fn func(off int64, row []byte) error) (i
 func (l *Log) readRange(txn *badger.Txn, from, limit int64, fn func(off int64, row []byte) error) (int64, error) {
 	opts := badger.DefaultIteratorOptions
 	opts.Prefix = l.rowPrefix
-	opts.PrefetchSize = int(min(limit-from, 100))
+	// Values are read in order by this goroutine: prefetching starts a
+	// goroutine per row, and every query over the table reads it.
+	opts.PrefetchValues = false
 	it := txn.NewIterator(opts)
 	defer it.Close()
 	off := from
