@@ -226,7 +226,7 @@ type QueryInfo struct {
 	Counters       map[string]int64 `json:"counters"`
 	RecentLateRows []any            `json:"recent_late_rows"`
 	// StateSize is the operators' state size: {"rows": open groups and
-	// held join rows}.
+	// held join rows, "bytes": an estimate of the heap they take}.
 	StateSize map[string]int64 `json:"state_size,omitempty"`
 	// RecentBadRecords are the last source records that could not be
 	// decoded (Kafka); Lag is each Kafka partition's committed end minus
@@ -287,11 +287,13 @@ type EdgeInfo struct {
 }
 
 // OperatorInfo is one operator of a stage's chain and the rows that
-// reached it (a source: the rows it read).
+// reached it (a source: the rows it read); a stateful one's StateBytes is
+// the estimated heap its state takes.
 type OperatorInfo struct {
-	Name    string `json:"name"`
-	Explain string `json:"explain"`
-	Rows    int64  `json:"rows"`
+	Name       string `json:"name"`
+	Explain    string `json:"explain"`
+	Rows       int64  `json:"rows"`
+	StateBytes *int64 `json:"state_bytes,omitempty"`
 }
 
 // RestoreInfo is a restoring query's progress.
@@ -342,6 +344,9 @@ func graphInfo(g *plan.Graph, job *runtime.Job) *GraphInfo {
 			si.Operators[k] = OperatorInfo{Name: op.OpName(), Explain: op.Explain()}
 			if k < len(ops) {
 				si.Operators[k].Rows = ops[k].RowsIn
+				if ops[k].Stateful {
+					si.Operators[k].StateBytes = &ops[k].StateBytes
+				}
 			}
 		}
 		if _, sink := v.Ops[len(v.Ops)-1].(*plan.Sink); !sink && len(ops) == len(v.Ops) {
@@ -424,7 +429,7 @@ func (e *Engine) Query(name string) (QueryInfo, error) {
 	qi.Counters = map[string]int64{"rows_in": st.RowsIn, "rows_out": st.RowsOut, "late_rows": st.LateRows, "bad_records": st.BadRecords}
 	qi.RecentBadRecords = st.RecentBad
 	qi.Lag = kafkaLag(v.Graph, st.Offsets)
-	qi.StateSize = map[string]int64{"rows": st.StateRows}
+	qi.StateSize = map[string]int64{"rows": st.StateRows, "bytes": st.StateBytes}
 	for _, r := range st.RecentLate {
 		qi.RecentLateRows = append(qi.RecentLateRows, map[string]any{"offset": r.Offset, "event_time": plan.FormatTime(r.EventTime)})
 	}

@@ -734,57 +734,12 @@ func (a *hashAgg) Barrier(_ Barrier, out Emitter) error {
 }
 
 // endHeap orders open windows by end (then start), so closing is a pop.
-// Its push and pop are typed (container/heap's would box every window).
 type endHeap []window.Window
 
-func (h endHeap) less(i, j int) bool {
-	return h[i].End < h[j].End || h[i].End == h[j].End && h[i].Start < h[j].Start
+func endsBefore(a, b window.Window) bool {
+	return a.End < b.End || a.End == b.End && a.Start < b.Start
 }
 
-func (h *endHeap) push(w window.Window) {
-	*h = append(*h, w)
-	s := *h
-	for i := len(s) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !s.less(i, p) {
-			break
-		}
-		s[i], s[p] = s[p], s[i]
-		i = p
-	}
-}
-
-// pop removes the first window.
-func (h *endHeap) pop() {
-	s := *h
-	n := len(s) - 1
-	s[0] = s[n]
-	s = s[:n]
-	*h = s
-	s.down(0)
-}
-
-func (h endHeap) down(i int) {
-	for {
-		l := 2*i + 1
-		if l >= len(h) {
-			return
-		}
-		m := l
-		if r := l + 1; r < len(h) && h.less(r, l) {
-			m = r
-		}
-		if !h.less(m, i) {
-			return
-		}
-		h[i], h[m] = h[m], h[i]
-		i = m
-	}
-}
-
-// init orders a heap built by appending.
-func (h endHeap) init() {
-	for i := len(h)/2 - 1; i >= 0; i-- {
-		h.down(i)
-	}
-}
+func (h *endHeap) push(w window.Window) { *h = heapPush(*h, w, endsBefore) }
+func (h *endHeap) pop()                 { _, *h = heapPop(*h, endsBefore) }
+func (h endHeap) init()                 { heapInit(h, endsBefore) }

@@ -116,13 +116,14 @@ func longSession(tb testing.TB, a *hashAgg, batches []*Batch) {
 	}
 }
 
-// longSessionRows is longSession's input: n rows in batches of 100.
-func longSessionRows(n int) []*Batch {
+// longSessionRows is longSession's input: n rows from row first on, in
+// batches of 100.
+func longSessionRows(n, first int) []*Batch {
 	key := string(AppendValue(nil, plan.Int(1)))
 	var out []*Batch
-	for i := 0; i < n; {
+	for i := first; i < first+n; {
 		b := &Batch{Rows: make([]plan.Row, 0, 100), Meta: make([]RowMeta, 0, 100)}
-		for ; i < n && b.Len() < 100; i++ {
+		for ; i < first+n && b.Len() < 100; i++ {
 			b.Append(plan.Row{plan.Time(int64(i)), plan.Int(1), plan.Int(int64(i))}, RowMeta{Key: key, WM: int64(i - 1)})
 		}
 		out = append(out, b)
@@ -139,7 +140,7 @@ func longSessionRows(n int) []*Batch {
 func BenchmarkLongSessionDistinct(b *testing.B) {
 	for _, n := range []int{1000, 4000, 100_000} {
 		b.Run(fmt.Sprintf("rows=%d", n), func(b *testing.B) {
-			rows := longSessionRows(n)
+			rows := longSessionRows(n, 0)
 			b.ReportAllocs()
 			var heap int64
 			for b.Loop() {

@@ -179,7 +179,7 @@ func TestSessionDistinctOracle(t *testing.T) {
 // the server) and nothing reported it.
 func TestLongSessionLive(t *testing.T) {
 	const n = 2000
-	rows := longSessionRows(n)
+	rows := longSessionRows(n, 0)
 	var before, after goruntime.MemStats
 	readHeap(&before)
 	a, err := newHashAgg(sessionDistinctSpec(3_600_000, plan.EmitChanges), &Env{}, &Counters{})

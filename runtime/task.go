@@ -55,8 +55,10 @@ type taskBase struct {
 	writes chan stateWrite
 	// sinceCkpt: counters since the last checkpoint barrier.
 	sinceCkpt counts
-	// stateRows is this task's operators' state size, read by Status.
-	stateRows *atomic.Int64
+	// stateRows is this task's operators' state size, read by Status;
+	// stateBytes[i] operator i's estimate of the heap its state takes.
+	stateRows  *atomic.Int64
+	stateBytes []atomic.Int64
 }
 
 // restore loads every operator's state as of checkpoint at, from the
@@ -224,9 +226,10 @@ func (t *taskBase) writeLoop(ctx context.Context) {
 // publish moves the operators' counters to the job.
 func (t *taskBase) publish() {
 	n := 0
-	for _, op := range t.chain.ops {
+	for i, op := range t.chain.ops {
 		if s, ok := op.(stateSizer); ok {
 			n += s.stateRows()
+			t.stateBytes[i].Store(s.stateBytes())
 		}
 	}
 	t.stateRows.Store(int64(n))
