@@ -583,17 +583,28 @@ func (e *Engine) StopQuery(ctx context.Context, name string) (QueryInfo, error) 
 	}
 	job := v.Job
 	e.mu.Unlock()
-	if err := job.StopWithCheckpoint(ctx); err != nil {
-		return QueryInfo{}, fmt.Errorf("stop %s: final checkpoint: %w", name, err)
+	// A final checkpoint or catalog write refused (a full disk: 507)
+	// leaves the query running, as it was: it is stopped only once both
+	// are written.
+	if job.Graph.Options.CheckpointInterval > 0 {
+		if _, err := job.Checkpoint(ctx); err != nil {
+			return QueryInfo{}, fmt.Errorf("stop %s: final checkpoint: %w", name, err)
+		}
 	}
 	e.mu.Lock()
-	v.Record.Stopped = true
-	v.Job = nil
-	err := e.putView(v.Record)
-	e.mu.Unlock()
-	if err != nil {
-		return QueryInfo{}, err
+	if v.Job != job {
+		e.mu.Unlock()
+		return e.Query(name) // stopped, dropped or replaced meanwhile
 	}
+	v.Record.Stopped = true
+	if err := e.putView(v.Record); err != nil {
+		v.Record.Stopped = false
+		e.mu.Unlock()
+		return QueryInfo{}, fmt.Errorf("stop %s: %w", name, err)
+	}
+	v.Job = nil
+	e.mu.Unlock()
+	job.Stop()
 	return e.Query(name)
 }
 
@@ -613,7 +624,11 @@ func (e *Engine) ResumeQuery(name string) (QueryInfo, error) {
 	rec.Stopped = false
 	nv, err := e.startView(rec)
 	if err == nil {
-		err = e.putView(rec)
+		if err = e.putView(rec); err != nil {
+			// Not recorded as resumed (a full disk: 507): it stays
+			// stopped, and no job of it runs unrecorded.
+			nv.Job.Stop()
+		}
 	}
 	if err == nil {
 		e.views[name] = nv
