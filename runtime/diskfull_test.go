@@ -119,7 +119,9 @@ func TestDiskTightDistinct(t *testing.T) {
 // keys the next write writes again (put or delete) are dropped; the rest
 // stay, in order.
 func TestSuperseded(t *testing.T) {
-	kv := func(k string, del bool) state.KV { return state.KV{Key: []byte(k), Value: []byte("v" + k), Delete: del} }
+	kv := func(k string, del bool) state.KV {
+		return state.KV{Key: []byte(k), Value: []byte("v" + k), Delete: del}
+	}
 	kept := []state.KV{kv("a", false), kv("b", false), kv("c", true), kv("d", false)}
 	next := []state.KV{kv("a", true), kv("c", false), kv("e", false)}
 	var got []string

@@ -82,7 +82,7 @@ func TestStateBytes(t *testing.T) {
 		ts, k := plan.Column{Name: "ts", Type: plan.TypeTimestamp}, plan.Column{Name: "k", Type: plan.TypeVarchar}
 		n := plan.Column{Name: "n", Type: plan.TypeBigint}
 		spec := &plan.Aggregate{Windowed: true, Window: plan.WindowSpec{Kind: plan.Tumble, Size: 3_600_000}, Keys: []int{1},
-			Aggs: []plan.Agg{{Fn: plan.AggCountDistinct, Arg: 2, T: plan.TypeBigint}, {Fn: plan.AggMin, Arg: 3, T: plan.TypeVarchar}, {Fn: plan.AggMax, Arg: 3, T: plan.TypeVarchar}},
+			Aggs:   []plan.Agg{{Fn: plan.AggCountDistinct, Arg: 2, T: plan.TypeBigint}, {Fn: plan.AggMin, Arg: 3, T: plan.TypeVarchar}, {Fn: plan.AggMax, Arg: 3, T: plan.TypeVarchar}},
 			Output: []plan.Expr{col(0, plan.TypeTimestamp), col(1, plan.TypeTimestamp), col(2, plan.TypeVarchar), col(3, plan.TypeBigint), col(4, plan.TypeVarchar), col(5, plan.TypeVarchar)},
 			Out:    plan.Schema{ts, ts, k, n, k, k}, EmitMode: plan.EmitOnWindowClose}
 		check(t, func() (stateSizer, func()) {
