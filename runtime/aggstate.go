@@ -411,7 +411,7 @@ func (a *hashAgg) Restore(r StateReader) error {
 		if uint64(sw.chunks) > uint64(len(chunks)) {
 			return fmt.Errorf("aggregation state of group %x: set %d has %d chunks, only %d chunk records are left: some are missing", sw.key, sw.id, sw.chunks, len(chunks))
 		}
-		if sw.members > 0 && sw.acc.set == nil {
+		if (sw.members > 0 || sw.chunks > 0) && sw.acc.set == nil {
 			sw.acc.set = &distinctSet{}
 		}
 		for n := range sw.chunks {
