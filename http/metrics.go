@@ -20,7 +20,8 @@ type collector struct {
 	rowsIn, rowsOut, late, checkpoint, state *prometheus.Desc
 
 	bad, wmLag                *prometheus.Desc
-	opIn, opOut               *prometheus.Desc
+	opIn, opOut, opState      *prometheus.Desc
+	stateBytes                *prometheus.Desc
 	queueFill, stageState     *prometheus.Desc
 	ckptDur, ckptBytes, ckptF *prometheus.Desc
 	ckptAlign                 *prometheus.Desc
@@ -40,6 +41,7 @@ func newCollector(e *queries.Engine) *collector {
 		late:       prometheus.NewDesc("streamsql_query_late_rows_total", "Rows dropped from at least one window as late.", l, nil),
 		checkpoint: prometheus.NewDesc("streamsql_query_last_checkpoint", "Id of the query's last completed checkpoint.", l, nil),
 		state:      prometheus.NewDesc("streamsql_query_state_rows", "Open groups and held join rows in the query's operators.", l, nil),
+		stateBytes: prometheus.NewDesc("streamsql_query_state_bytes", "Estimated heap bytes the query's operators' state takes (groups, keys, windows, COUNT(DISTINCT) members, held join rows).", l, nil),
 		bad:        prometheus.NewDesc("streamsql_query_bad_records_total", "Source records that could not be decoded.", l, nil),
 		wmLag: prometheus.NewDesc("streamsql_query_watermark_lag_seconds",
 			"Wall clock minus the query's watermark (event-time queries with a watermark).", l, nil),
@@ -47,6 +49,8 @@ func newCollector(e *queries.Engine) *collector {
 			"Rows into an operator, summed over its stage's subtasks (operator: <index in the stage's EXPLAIN>/<name>).", op, nil),
 		opOut: prometheus.NewDesc("streamsql_operator_rows_out_total",
 			"Rows out of an operator, summed over its stage's subtasks.", op, nil),
+		opState: prometheus.NewDesc("streamsql_operator_state_bytes",
+			"Estimated heap bytes a stateful operator's state takes (groups, keys, windows, COUNT(DISTINCT) members, held join rows), summed over its stage's subtasks.", op, nil),
 		queueFill: prometheus.NewDesc("streamsql_queue_fill_ratio",
 			"Fill (length / capacity) of the fullest input queue of the stage's tasks; 1: its producer is blocked (backpressure).", stage, nil),
 		stageState: prometheus.NewDesc("streamsql_stage_state_rows", "Open groups and held join rows in the stage's operators.", stage, nil),
@@ -70,7 +74,7 @@ func newCollector(e *queries.Engine) *collector {
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.rowsIn, c.rowsOut, c.late, c.checkpoint, c.state, c.bad, c.wmLag, c.opIn, c.opOut,
+	for _, d := range []*prometheus.Desc{c.rowsIn, c.rowsOut, c.late, c.checkpoint, c.state, c.stateBytes, c.bad, c.wmLag, c.opIn, c.opOut, c.opState,
 		c.queueFill, c.stageState, c.ckptDur, c.ckptBytes, c.ckptF, c.ckptAlign, c.sinkPending, c.sinkLag, c.diskFree, c.diskReserve, c.tableCorrupt, c.lostRows} {
 		ch <- d
 	}
@@ -98,6 +102,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.late, prometheus.CounterValue, float64(q.Counters["late_rows"]), q.Name)
 		ch <- prometheus.MustNewConstMetric(c.checkpoint, prometheus.GaugeValue, float64(q.LastCheckpoint), q.Name)
 		ch <- prometheus.MustNewConstMetric(c.state, prometheus.GaugeValue, float64(q.StateSize["rows"]), q.Name)
+		if b, ok := q.StateSize["bytes"]; ok {
+			ch <- prometheus.MustNewConstMetric(c.stateBytes, prometheus.GaugeValue, float64(b), q.Name)
+		}
 	}
 	now := time.Now()
 	for _, q := range c.e.Metrics() {
@@ -116,6 +123,9 @@ func (c *collector) collectQuery(ch chan<- prometheus.Metric, q queries.QueryMet
 		for _, o := range s.Operators {
 			ch <- prometheus.MustNewConstMetric(c.opIn, prometheus.CounterValue, float64(o.RowsIn), name, stage, o.Name())
 			ch <- prometheus.MustNewConstMetric(c.opOut, prometheus.CounterValue, float64(o.RowsOut), name, stage, o.Name())
+			if o.Stateful {
+				ch <- prometheus.MustNewConstMetric(c.opState, prometheus.GaugeValue, float64(o.StateBytes), name, stage, o.Name())
+			}
 		}
 		if s.HasQueue {
 			ch <- prometheus.MustNewConstMetric(c.queueFill, prometheus.GaugeValue, s.QueueFill, name, stage)

@@ -3,7 +3,9 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,6 +115,14 @@ func TestMetricsScrape(t *testing.T) {
 	if rowsOut := value(t, fams, "streamsql_query_rows_out_total", q...); aggOut == 0 || aggOut != sinkIn || sinkIn != rowsOut {
 		t.Errorf("aggregate out %v, sink in %v, query rows out %v", aggOut, sinkIn, rowsOut)
 	}
+	// State bytes: for the aggregation (a stateful operator), not for the
+	// source or the calc.
+	if metric(fams, "streamsql_operator_state_bytes", "query", "big", "stage", "1", "operator", "0/Aggregate") == nil {
+		t.Error("no state bytes for the aggregation")
+	}
+	if metric(fams, "streamsql_operator_state_bytes", "query", "big", "stage", "0", "operator", "1/Calc") != nil {
+		t.Error("state bytes for a calc")
+	}
 	// Queue fill: stage 1 reads a queue, the source stage does not.
 	if f := value(t, fams, "streamsql_queue_fill_ratio", "query", "big", "stage", "1"); f < 0 || f > 1 {
 		t.Errorf("queue fill %v", f)
@@ -214,4 +224,51 @@ func TestQueryMetricsSamples(t *testing.T) {
 		t.Errorf("second sample (4 rows in 2 s, a checkpoint) %s", r.body)
 	}
 	e.problem(e.get("/v1/queries/nope/metrics"), 404, "nope")
+}
+
+// TestStateBytesMetric: a running COUNT(DISTINCT) over 20,000 distinct
+// values reports the bytes its state takes per operator in /metrics
+// (streamsql_operator_state_bytes), per query (streamsql_query_state_bytes
+// and state_size.bytes of GET /v1/queries/{name}, equal to the sum over its
+// operators) and in the plan's graph: at least the members' bytes and
+// their index, growing with the members. streamsql_query_state_rows says 1
+// (one group), as before.
+func TestStateBytesMetric(t *testing.T) {
+	t.Parallel()
+	e := start(t, config{checkpoint: time.Hour, noSampler: true})
+	e.sql(bidsDDL + ";\nCREATE VIEW d AS SELECT channel, COUNT(DISTINCT price) AS n FROM bids GROUP BY channel")
+	scrape := func() (op, query float64) {
+		fams := e.scrape()
+		return value(t, fams, "streamsql_operator_state_bytes", "query", "d", "stage", "1", "operator", "0/Aggregate"),
+			value(t, fams, "streamsql_query_state_bytes", "query", "d")
+	}
+	var prev float64
+	for round := range 2 {
+		var b strings.Builder
+		for i := range 10_000 {
+			fmt.Fprintf(&b, "{\"auction\": 1, \"price\": %d, \"channel\": \"web\", \"ts\": \"2024-01-01T00:00:01.000Z\"}\n", round*10_000+i)
+		}
+		e.ingest("bids", b.String())
+		e.checkpoint()
+		op, query := scrape()
+		members := float64((round + 1) * 10_000)
+		if op != query || op < members*(4+8) || op > members*200 || op <= prev {
+			t.Errorf("after %v distinct values: operator state bytes %v, query %v (want them equal, between 12 and 200 bytes a value, growing from %v)", members, op, query, prev)
+		}
+		prev = op
+		info := e.ok(e.get("/v1/queries/d"))
+		size, _ := info["state_size"].(map[string]any)
+		if fmt.Sprint(size["rows"]) != "1" || fmt.Sprint(size["bytes"]) != fmt.Sprint(query) {
+			t.Errorf("state_size %v, want 1 row and %v bytes", size, query)
+		}
+		graph, _ := info["graph"].(map[string]any)
+		stages, _ := graph["stages"].([]any)
+		if len(stages) < 2 {
+			t.Fatalf("graph %v", graph)
+		}
+		ops, _ := stages[1].(map[string]any)["operators"].([]any)
+		if agg, _ := ops[0].(map[string]any); agg["name"] != "Aggregate" || fmt.Sprint(agg["state_bytes"]) != fmt.Sprint(op) {
+			t.Errorf("graph stage 1 operator 0: %v, want the Aggregate with state_bytes %v", agg, op)
+		}
+	}
 }

@@ -300,7 +300,7 @@ type QueryInfo struct {
 	Counters       map[string]int64 `json:"counters"`
 	RecentLateRows []any            `json:"recent_late_rows"`
 	// StateSize is the operators' state size: {"rows": open groups and
-	// held join rows}.
+	// held join rows, "bytes": an estimate of the heap they take}.
 	StateSize map[string]int64 `json:"state_size,omitempty"`
 	// RecentBadRecords are the last source records that could not be
 	// decoded (Kafka); Lag is each Kafka partition's committed end minus
@@ -365,11 +365,13 @@ type EdgeInfo struct {
 }
 
 // OperatorInfo is one operator of a stage's chain and the rows that
-// reached it (a source: the rows it read).
+// reached it (a source: the rows it read); a stateful one's StateBytes is
+// the estimated heap its state takes.
 type OperatorInfo struct {
-	Name    string `json:"name"`
-	Explain string `json:"explain"`
-	Rows    int64  `json:"rows"`
+	Name       string `json:"name"`
+	Explain    string `json:"explain"`
+	Rows       int64  `json:"rows"`
+	StateBytes *int64 `json:"state_bytes,omitempty"`
 }
 
 // RestoreInfo is a restoring query's progress.
@@ -420,6 +422,9 @@ func graphInfo(g *plan.Graph, job *runtime.Job) *GraphInfo {
 			si.Operators[k] = OperatorInfo{Name: op.OpName(), Explain: op.Explain()}
 			if k < len(ops) {
 				si.Operators[k].Rows = ops[k].RowsIn
+				if ops[k].Stateful {
+					si.Operators[k].StateBytes = &ops[k].StateBytes
+				}
 			}
 		}
 		if _, sink := v.Ops[len(v.Ops)-1].(*plan.Sink); !sink && len(ops) == len(v.Ops) {
@@ -506,7 +511,7 @@ func (e *Engine) Query(name string) (QueryInfo, error) {
 	qi.Counters = map[string]int64{"rows_in": st.RowsIn, "rows_out": st.RowsOut, "late_rows": st.LateRows, "bad_records": st.BadRecords}
 	qi.RecentBadRecords = st.RecentBad
 	qi.Lag = st.Lag
-	qi.StateSize = map[string]int64{"rows": st.StateRows}
+	qi.StateSize = map[string]int64{"rows": st.StateRows, "bytes": st.StateBytes}
 	for _, r := range st.RecentLate {
 		qi.RecentLateRows = append(qi.RecentLateRows, map[string]any{"offset": r.Offset, "event_time": plan.FormatTime(r.EventTime)})
 	}
@@ -664,31 +669,29 @@ func (e *Engine) StopQuery(ctx context.Context, name string) (QueryInfo, error) 
 	job := v.Job
 	ctx, cancel := context.WithTimeout(ctx, stopTimeout)
 	defer cancel()
+	// A final checkpoint or catalog write refused (a full disk: 507)
+	// leaves the query running, as it was: it is stopped only once both
+	// are written.
 	if job.Graph.Options.CheckpointInterval > 0 {
 		if _, err := job.Checkpoint(ctx); err != nil {
 			return QueryInfo{}, fmt.Errorf("stop %s: final checkpoint: %w", name, err)
 		}
 	}
-	stopErr := job.Stop()
 	e.wlock("POST /v1/queries/" + name + "/stop")
 	if e.views[name] != v {
-		// Dropped or replaced meanwhile: the stop is moot.
 		e.wunlock()
-		return QueryInfo{}, notFound("query", name)
+		return e.Query(name) // stopped, dropped or replaced meanwhile
 	}
 	rec := v.Record
 	rec.Stopped = true
-	err := e.putView(rec)
-	if err == nil {
-		nv := &View{Record: rec, Graph: v.Graph, Results: v.Results, stopping: job}
-		e.views[name] = nv
+	if err := e.putView(rec); err != nil {
+		e.wunlock()
+		return QueryInfo{}, fmt.Errorf("stop %s: %w", name, err)
 	}
+	e.views[name] = &View{Record: rec, Graph: v.Graph, Results: v.Results, stopping: job}
 	e.wunlock()
-	if err != nil {
-		return QueryInfo{}, err
-	}
-	if stopErr != nil {
-		e.log.Warn("stopped query still stopping", "query", name, "err", stopErr)
+	if err := job.Stop(); err != nil {
+		e.log.Warn("stopped query still stopping", "query", name, "err", err)
 	}
 	return e.Query(name)
 }
@@ -727,6 +730,8 @@ func (e *Engine) ResumeQuery(name string) (QueryInfo, error) {
 	}
 	if err == nil {
 		if err = e.putView(rec); err != nil {
+			// Not recorded as resumed (a full disk: 507): it stays
+			// stopped, and no job of it runs unrecorded.
 			nv.Job.Stop()
 		}
 	}

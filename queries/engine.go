@@ -504,6 +504,13 @@ func (e *Engine) wrap(st *parser.Statement, err error) error {
 	if errors.As(err, &parseErr) {
 		return stmtErr(422, st, "%s", parseErr.Msg)
 	}
+	if IsDiskFull(err) {
+		// A catalog or sequence write refused for room: nothing was
+		// written (state/space.go).
+		out := stmtErr(507, st, "%v", err)
+		out.Err = err
+		return out
+	}
 	return stmtErr(500, st, "%v", err)
 }
 

@@ -9,95 +9,101 @@ import (
 
 // acc is one aggregate's accumulator. Which fields are used depends on fn.
 type acc struct {
-	n    int64   // COUNT, AVG count, SUM seen-non-null count
-	i    int64   // BIGINT SUM
-	f    float64 // DOUBLE SUM, AVG sum
-	v    plan.Value
-	seen map[string]struct{} // COUNT(DISTINCT)
+	n   int64   // COUNT, AVG count, SUM seen-non-null count
+	i   int64   // BIGINT SUM
+	f   float64 // DOUBLE SUM, AVG sum
+	v   plan.Value
+	set *distinctSet // COUNT(DISTINCT)
 }
 
 // ErrOverflow is returned when a BIGINT SUM overflows.
 var ErrOverflow = fmt.Errorf("BIGINT value is out of range in SUM")
 
-func (a *acc) add(fn plan.AggFn, t plan.Type, v plan.Value, keyBuf []byte) error {
+// add folds v into the accumulator. It returns how many bytes a
+// COUNT(DISTINCT) set grew by (0 for every other function); buf is scratch
+// space for the member's encoding.
+func (a *acc) add(fn plan.AggFn, t plan.Type, v plan.Value, buf *[]byte) (int, error) {
 	if fn == plan.AggCountStar {
 		a.n++
-		return nil
+		return 0, nil
 	}
 	if v.IsNull() {
-		return nil
+		return 0, nil
 	}
 	switch fn {
 	case plan.AggCount:
 		a.n++
 	case plan.AggCountDistinct:
-		if a.seen == nil {
-			a.seen = map[string]struct{}{}
+		grown := 0
+		if a.set == nil {
+			a.set = &distinctSet{}
+			grown = distinctSetCost
 		}
-		k := AppendValue(keyBuf[:0], v)
-		if _, ok := a.seen[string(k)]; !ok {
-			a.seen[string(k)] = struct{}{}
-		}
+		*buf = AppendValue((*buf)[:0], v)
+		g, err := a.set.add(*buf)
+		return grown + g, err
 	case plan.AggSum:
 		a.n++
 		if t == plan.TypeDouble {
 			a.f += v.F()
-			return nil
+			return 0, nil
 		}
 		if sumOverflows(a.i, v.I) {
-			return ErrOverflow
+			return 0, ErrOverflow
 		}
 		a.i += v.I
 	case plan.AggAvg:
 		a.n++
 		a.f += toFloat(v)
-	case plan.AggMin:
-		if a.v.IsNull() || Compare(v, a.v) < 0 {
-			a.v = v
+	case plan.AggMin, plan.AggMax:
+		if !a.v.IsNull() {
+			if c := Compare(v, a.v); c == 0 || (c < 0) != (fn == plan.AggMin) {
+				return 0, nil
+			}
 		}
-	case plan.AggMax:
-		if a.v.IsNull() || Compare(v, a.v) > 0 {
-			a.v = v
-		}
+		// A VARCHAR minimum or maximum holds its string.
+		grown := len(v.S) - len(a.v.S)
+		a.v = v
+		return grown, nil
 	}
-	return nil
+	return 0, nil
 }
 
-// merge folds o into a (session merges).
-func (a *acc) merge(fn plan.AggFn, t plan.Type, o *acc) error {
+// merge folds o into a (session merges). A COUNT(DISTINCT) set is merged
+// smaller into larger: a takes the larger of the two sets, the other one's
+// members are added to it, and o keeps the smaller one (its caller drops
+// it). It returns how many bytes a's set grew by.
+func (a *acc) merge(fn plan.AggFn, t plan.Type, o *acc) (int, error) {
 	switch fn {
 	case plan.AggCountStar, plan.AggCount:
 		a.n += o.n
 	case plan.AggCountDistinct:
-		if a.seen == nil {
-			a.seen = map[string]struct{}{}
+		if o.set.len() > a.set.len() {
+			a.set, o.set = o.set, a.set
 		}
-		for k := range o.seen {
-			a.seen[k] = struct{}{}
+		if o.set.len() == 0 {
+			return 0, nil
 		}
+		return a.set.addAll(o.set)
 	case plan.AggSum:
 		a.n += o.n
 		if t == plan.TypeDouble {
 			a.f += o.f
-			return nil
+			return 0, nil
 		}
 		if sumOverflows(a.i, o.i) {
-			return ErrOverflow
+			return 0, ErrOverflow
 		}
 		a.i += o.i
 	case plan.AggAvg:
 		a.n += o.n
 		a.f += o.f
-	case plan.AggMin:
-		if !o.v.IsNull() && (a.v.IsNull() || Compare(o.v, a.v) < 0) {
-			a.v = o.v
-		}
-	case plan.AggMax:
-		if !o.v.IsNull() && (a.v.IsNull() || Compare(o.v, a.v) > 0) {
-			a.v = o.v
+	case plan.AggMin, plan.AggMax:
+		if !o.v.IsNull() {
+			return a.add(fn, t, o.v, nil)
 		}
 	}
-	return nil
+	return 0, nil
 }
 
 func (a *acc) result(fn plan.AggFn, t plan.Type) plan.Value {
@@ -105,7 +111,7 @@ func (a *acc) result(fn plan.AggFn, t plan.Type) plan.Value {
 	case plan.AggCountStar, plan.AggCount:
 		return plan.Int(a.n)
 	case plan.AggCountDistinct:
-		return plan.Int(int64(len(a.seen)))
+		return plan.Int(int64(a.set.len()))
 	case plan.AggSum:
 		if a.n == 0 {
 			return plan.Null

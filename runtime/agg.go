@@ -1,8 +1,8 @@
 package runtime
 
 import (
-	"container/heap"
 	"slices"
+	"unsafe"
 
 	"github.com/streamsql/streamsql/planner/plan"
 	"github.com/streamsql/streamsql/window"
@@ -27,7 +27,15 @@ import (
 // whole), and open groups by key (keyGroups: a row looks its key up once for
 // all its windows, then finds each window's group among the key's few). A
 // group is one allocation with its accumulator (see memory in
-// BENCHMARKS.md).
+// BENCHMARKS.md). Everything held is live: a group that a session merge
+// absorbs leaves its window's list at once (the largest absorbed group
+// moves to the merged session, taking its accumulators along, and the
+// others are folded into it, smaller into larger), a window without groups
+// is dropped, the close-order heap is rebuilt when stale entries outnumber
+// the open windows, and maps are rebuilt when they shrink to a quarter of
+// their peak (Go maps keep their largest table). stateBytes estimates the
+// heap this takes, kept up to date by integer adds where state is created,
+// grows or is dropped.
 type hashAgg struct {
 	spec   *plan.Aggregate
 	nkeys  int
@@ -35,38 +43,52 @@ type hashAgg struct {
 	output []Eval
 	having Eval
 	// wins holds the open windows (running aggregates: one, the zero
-	// window); ends orders windowed ones by end, so closing is a pop.
+	// window); ends orders windowed ones by end, so closing is a pop (it
+	// may hold windows since dropped: they are skipped).
 	wins     map[window.Window]*winGroups
 	keys     map[string]*keyGroups // open groups by key
 	ends     endHeap
 	sessions map[string][]window.Window
-	live     int      // open groups
-	dirty    []*group // changes mode: groups changed since the last barrier
+	peaks    struct{ wins, keys, sessions int } // the maps' sizes at their largest (shrink)
+	live     int                                // open groups
+	dirty    []*group                           // changes mode: groups changed since the last barrier
 	wm       int64
 	outWM    int64 // the watermark stamped on emitted rows
 	counters *Counters
 	keyBuf   []byte
+	valBuf   []byte // a COUNT(DISTINCT) member's encoding
 	winBuf   []window.Window
 	post     plan.Row
 	slab     []plan.Value // output rows are carved from it
 	// hot: the windows looked up most recently (a ring, never holding a
-	// closed one).
+	// closed or dropped one).
 	hot     [8]*winGroups
 	hotNext int
-	// Since the last snapshot: groups changed (written), and groups removed
-	// (closed, or absorbed by a session merge) that a snapshot had written
-	// (deleted).
-	changed []*group
-	removed []*group
+	// Since the last snapshot: groups changed (written); the records of
+	// groups removed (closed, or absorbed or moved by a session merge)
+	// that a snapshot had written, and the chunk records of the
+	// COUNT(DISTINCT) sets they dropped (deleted).
+	changed     []*group
+	removedRecs []winKey
+	removedSets []setChunks
+	nextSet     uint64 // the id of the next set to write chunks
+	// bytes estimates the heap the state takes (stateBytes); groupCost and
+	// keyCost are the fixed parts of a group and of a key.
+	bytes     int64
+	groupCost int
+	keyCost   int
 }
 
 var _ Operator = (*hashAgg)(nil)
 
 // winGroups is one open window's groups, in creation order (a
-// deterministic emission order when it closes).
+// deterministic emission order when it closes). Groups that left it (a
+// session merge moved or absorbed them) leave nil holes, compacted away
+// once they are half the list.
 type winGroups struct {
-	win  window.Window
-	list []*group
+	win   window.Window
+	list  []*group
+	holes int
 }
 
 // keyGroups is one group key's open groups (one per window it is in: up to
@@ -77,20 +99,48 @@ type keyGroups struct {
 }
 
 type group struct {
-	win  *winGroups
-	kg   *keyGroups
-	accs []acc
-	// emitted: a row is out for it (a later failing HAVING deletes it);
-	// dirty: in hashAgg.dirty; changed: in hashAgg.changed; persisted: a
-	// snapshot wrote it; dead: closed or merged away.
-	emitted, dirty, changed, persisted, dead bool
+	win   *winGroups
+	kg    *keyGroups
+	accs  []acc
+	pos   int32 // its index in win.list
+	flags groupFlags
 }
+
+// groupFlags: emitted, a row is out for it (a later failing HAVING deletes
+// it); dirty, in hashAgg.dirty; changed, in hashAgg.changed; persisted, a
+// snapshot wrote its record (at its current window); dead, closed or
+// merged away.
+type groupFlags uint8
+
+const (
+	gEmitted groupFlags = 1 << iota
+	gDirty
+	gChanged
+	gPersisted
+	gDead
+)
+
+func (g *group) is(f groupFlags) bool { return g.flags&f != 0 }
 
 // group1 allocates a one-aggregate group and its accumulator together.
 type group1 struct {
 	group
 	acc [1]acc
 }
+
+// Rough heap costs of the aggregation's structures (stateBytes), in bytes:
+// a keyGroups (48) with its entry in keys (~32) and a session list's entry
+// in sessions (~48); a winGroups (48) with its entry in wins (~32) and in
+// ends (16, up to twice over); a group's entries in its window's and its
+// key's lists (8 each, with their slack), and its session (16). Checked
+// against runtime.MemStats by TestStateBytes.
+const (
+	keyCost     = 48 + 32
+	sessKeyCost = 48
+	winCost     = 48 + 32 + 24
+	listCost    = 2 * 12
+	sessCost    = 16
+)
 
 func newHashAgg(spec *plan.Aggregate, env *Env, c *Counters) (*hashAgg, error) {
 	a := &hashAgg{spec: spec, nkeys: len(spec.Keys), wins: map[window.Window]*winGroups{}, keys: map[string]*keyGroups{}, sessions: map[string][]window.Window{},
@@ -108,6 +158,15 @@ func newHashAgg(spec *plan.Aggregate, env *Env, c *Counters) (*hashAgg, error) {
 		}
 	}
 	a.post = make(plan.Row, a.wOff+a.nkeys+len(spec.Aggs))
+	a.groupCost = allocSize(int(unsafe.Sizeof(group1{}))) + listCost
+	if len(spec.Aggs) != 1 {
+		a.groupCost = allocSize(int(unsafe.Sizeof(group{}))) + allocSize(len(spec.Aggs)*int(unsafe.Sizeof(acc{}))) + listCost
+	}
+	a.keyCost = keyCost
+	if spec.Session {
+		a.groupCost += sessCost
+		a.keyCost += sessKeyCost
+	}
 	return a, nil
 }
 
@@ -186,7 +245,9 @@ func (a *hashAgg) add(g *group, r plan.Row) error {
 		if ag.Arg >= 0 {
 			v = r[ag.Arg]
 		}
-		if err := g.accs[j].add(ag.Fn, ag.T, v, a.keyBuf); err != nil {
+		grown, err := g.accs[j].add(ag.Fn, ag.T, v, &a.valBuf)
+		a.bytes += int64(grown)
+		if err != nil {
 			return err
 		}
 	}
@@ -196,6 +257,19 @@ func (a *hashAgg) add(g *group, r plan.Row) error {
 
 // stateRows is the number of open groups.
 func (a *hashAgg) stateRows() int { return a.live }
+
+// stateBytes estimates the heap the open windows, keys and groups take,
+// their accumulators' COUNT(DISTINCT) sets and MIN/MAX strings included.
+func (a *hashAgg) stateBytes() int64 { return a.bytes }
+
+// accBytes is what g's accumulators hold beyond their fixed size.
+func accBytes(g *group) int {
+	n := 0
+	for i := range g.accs {
+		n += g.accs[i].set.size() + len(g.accs[i].v.S)
+	}
+	return n
+}
 
 func emitIfAny(b *Batch, out Emitter) error {
 	if b.Len() == 0 {
@@ -215,6 +289,8 @@ func (a *hashAgg) keyOf(key string) *keyGroups {
 	if kg == nil {
 		kg = &keyGroups{key: key}
 		a.keys[key] = kg
+		a.peaks.keys = max(a.peaks.keys, len(a.keys))
+		a.bytes += int64(a.keyCost + allocSize(len(key)))
 	}
 	return kg
 }
@@ -235,32 +311,66 @@ func (a *hashAgg) groupIn(kg *keyGroups, win window.Window) *group {
 	if g := kg.find(win); g != nil {
 		return g
 	}
+	return a.newGroup(a.windowOf(win), kg)
+}
+
+// windowOf returns the open window win, opening it as needed.
+func (a *hashAgg) windowOf(win window.Window) *winGroups {
 	// Consecutive rows mostly fall in the same windows: try the last ones
 	// looked up before the window map.
-	var wg *winGroups
 	for _, h := range a.hot {
 		if h != nil && h.win == win {
-			wg = h
-			break
+			return h
 		}
 	}
+	wg := a.wins[win]
 	if wg == nil {
-		if wg = a.wins[win]; wg == nil {
-			wg = a.openWindow(win)
-		}
-		a.hot[a.hotNext] = wg
-		a.hotNext = (a.hotNext + 1) % len(a.hot)
+		wg = a.openWindow(win)
 	}
-	return a.newGroup(wg, kg)
+	a.hot[a.hotNext] = wg
+	a.hotNext = (a.hotNext + 1) % len(a.hot)
+	return wg
 }
 
 func (a *hashAgg) openWindow(win window.Window) *winGroups {
 	wg := &winGroups{win: win}
 	a.wins[win] = wg
+	a.peaks.wins = max(a.peaks.wins, len(a.wins))
+	a.bytes += winCost
 	if a.spec.Windowed {
-		heap.Push(&a.ends, win)
+		a.pushEnd(win)
 	}
 	return wg
+}
+
+// pushEnd adds an open window to the close order.
+func (a *hashAgg) pushEnd(win window.Window) {
+	if len(a.ends) < 2*len(a.wins)+1024 {
+		a.ends.push(win)
+		return
+	}
+	// Mostly windows dropped or moved before they closed (sessions that
+	// merged): rebuild the heap from the open ones.
+	a.ends = a.ends[:0]
+	for w := range a.wins {
+		a.ends = append(a.ends, w)
+	}
+	a.ends.init()
+}
+
+// dropWindow removes wg from the open windows (it closed, or its last
+// group left it); its entry in ends stays until popped or rebuilt.
+func (a *hashAgg) dropWindow(wg *winGroups) {
+	delete(a.wins, wg.win)
+	a.bytes -= winCost
+	for i, h := range a.hot {
+		if h == wg {
+			a.hot[i] = nil
+		}
+	}
+	if shrink(len(a.wins), &a.peaks.wins) {
+		a.wins = rebuilt(a.wins)
+	}
 }
 
 func (a *hashAgg) newGroup(wg *winGroups, kg *keyGroups) *group {
@@ -272,34 +382,84 @@ func (a *hashAgg) newGroup(wg *winGroups, kg *keyGroups) *group {
 	} else {
 		g = &group{accs: make([]acc, len(a.spec.Aggs))}
 	}
-	g.win, g.kg = wg, kg
+	g.kg = kg
 	kg.groups = append(kg.groups, g)
-	wg.list = append(wg.list, g)
+	a.join(g, wg)
 	a.live++
+	a.bytes += int64(a.groupCost)
 	return g
 }
 
+// join appends g to wg's list.
+func (a *hashAgg) join(g *group, wg *winGroups) {
+	g.win, g.pos = wg, int32(len(wg.list))
+	wg.list = append(wg.list, g)
+}
+
+// detach takes g out of its window's list (a session merge moves or
+// absorbs it): a window left without groups is dropped, and a list half
+// holes is compacted.
+func (a *hashAgg) detach(g *group) {
+	wg := g.win
+	wg.list[g.pos] = nil
+	wg.holes++
+	switch {
+	case wg.holes == len(wg.list):
+		if a.wins[wg.win] == wg {
+			a.dropWindow(wg)
+		}
+	case wg.holes > 8 && 2*wg.holes > len(wg.list):
+		n := 0
+		for _, h := range wg.list {
+			if h != nil {
+				h.pos = int32(n)
+				wg.list[n] = h
+				n++
+			}
+		}
+		clear(wg.list[n:])
+		wg.list, wg.holes = slices.Clip(wg.list[:n]), 0
+	}
+}
+
 // kill removes g from its key's open groups (its window closed, or a
-// session merge absorbed it); its window's list keeps it, dead.
+// session merge absorbed it: then the caller detached it from its window)
+// and queues the deletes of what a snapshot wrote of it.
 func (a *hashAgg) kill(g *group) {
-	g.dead = true
+	g.flags |= gDead
 	a.live--
+	a.bytes -= int64(a.groupCost + accBytes(g))
 	kg := g.kg
 	if i := slices.Index(kg.groups, g); i >= 0 {
 		kg.groups = slices.Delete(kg.groups, i, i+1)
 	}
 	if len(kg.groups) == 0 && a.keys[kg.key] == kg {
 		delete(a.keys, kg.key)
+		a.bytes -= int64(a.keyCost + allocSize(len(kg.key)))
+		if shrink(len(a.keys), &a.peaks.keys) {
+			a.keys = rebuilt(a.keys)
+		}
 	}
-	if g.persisted {
-		a.removed = append(a.removed, g)
+	if g.is(gPersisted) {
+		a.removedRecs = append(a.removedRecs, winKey{g.win.win.Start, g.win.win.End, kg.key})
+	}
+	a.dropSets(g)
+}
+
+// dropSets queues the deletes of the chunk records of g's COUNT(DISTINCT)
+// sets.
+func (a *hashAgg) dropSets(g *group) {
+	for i := range g.accs {
+		if s := g.accs[i].set; s != nil && s.chunks > 0 {
+			a.removedSets = append(a.removedSets, setChunks{key: g.kg.key, id: s.id, chunks: s.chunks})
+		}
 	}
 }
 
 func (a *hashAgg) markDirty(g *group) {
 	a.markChanged(g)
-	if !g.dirty {
-		g.dirty = true
+	if !g.is(gDirty) {
+		g.flags |= gDirty
 		if a.spec.EmitMode == plan.EmitChanges {
 			a.dirty = append(a.dirty, g)
 		}
@@ -307,14 +467,14 @@ func (a *hashAgg) markDirty(g *group) {
 }
 
 func (a *hashAgg) markChanged(g *group) {
-	if g.changed {
+	if g.is(gChanged) {
 		return
 	}
-	g.changed = true
+	g.flags |= gChanged
 	if len(a.changed) > 2*a.live+1024 {
 		// Without snapshots (checkpoints off) nothing drains the list:
 		// dropping the closed groups keeps it within the open ones.
-		a.changed = slices.DeleteFunc(a.changed, func(g *group) bool { return g.dead })
+		a.changed = slices.DeleteFunc(a.changed, func(g *group) bool { return g.is(gDead) })
 	}
 	a.changed = append(a.changed, g)
 }
@@ -323,36 +483,94 @@ func (a *hashAgg) markChanged(g *group) {
 // returns the group of the session it ends up in, or nil when that session
 // is already closed (the row is late); an error when merging sessions
 // overflows a SUM.
+//
+// A row that extends or bridges sessions moves the largest of their groups
+// (by COUNT(DISTINCT) members) to the merged session and folds the others
+// into it, each set smaller into larger: a session growing by a row at a
+// time costs O(1) per row, not a copy of its state (which made a long
+// session with distinct values quadratic in time and, since absorbed
+// groups stayed in their windows until those closed, in memory).
 func (a *hashAgg) sessionGroup(r plan.Row, m *RowMeta, res *Batch) (*group, error) {
 	ts := r[0].I
 	list := a.sessions[m.Key]
-	next, merged, absorbed := window.InsertSession(list, ts, a.spec.Window.Gap)
+	merged, i, j := window.SessionSpan(list, ts, a.spec.Window.Gap)
 	if window.Late(merged, a.spec.AllowedLateness, a.wm) {
 		a.counters.late(m, ts)
 		return nil, nil
 	}
 	kg := a.keyOf(m.Key)
-	g := a.groupIn(kg, merged)
-	for _, old := range absorbed {
+	if j == i+1 && list[i] == merged {
+		return a.groupIn(kg, merged), nil // inside a session, unchanged
+	}
+	var keep *group
+	for _, old := range list[i:j] {
+		if og := kg.find(old); og != nil && (keep == nil || setMembers(og) > setMembers(keep)) {
+			keep = og
+		}
+	}
+	for _, old := range list[i:j] {
 		og := kg.find(old)
-		if og == nil {
+		if og == nil || og == keep {
 			continue
 		}
-		for j, ag := range a.spec.Aggs {
+		for k, ag := range a.spec.Aggs {
 			// Two sessions' sums that each fit may overflow together
 			// (MaxInt64 in one, 1 in the other, and a row between them
 			// merges them): the query fails as when a row's SUM overflows.
-			if err := g.accs[j].merge(ag.Fn, ag.T, &og.accs[j]); err != nil {
+			grown, err := keep.accs[k].merge(ag.Fn, ag.T, &og.accs[k])
+			a.bytes += int64(grown)
+			if err != nil {
 				return nil, err
 			}
 		}
-		if og.emitted {
+		if og.is(gEmitted) {
 			res.Append(nil, RowMeta{Key: a.upsertKey(og), Op: Delete, WM: m.WM})
 		}
-		a.kill(og) // its window's list entry stays, dead, until the window closes
+		a.detach(og)
+		a.kill(og)
 	}
-	a.sessions[m.Key] = next
-	return g, nil
+	a.sessions[m.Key] = slices.Replace(list, i, j, merged)
+	a.peaks.sessions = max(a.peaks.sessions, len(a.sessions))
+	if keep == nil {
+		return a.groupIn(kg, merged), nil
+	}
+	a.move(keep, merged, m.WM, res)
+	return keep, nil
+}
+
+// setMembers is the number of members in g's COUNT(DISTINCT) sets.
+func setMembers(g *group) int {
+	n := 0
+	for i := range g.accs {
+		n += g.accs[i].set.len()
+	}
+	return n
+}
+
+// move takes g to window win (a session merge): its old result is deleted
+// and its old record queued for deletion; its accumulators and their
+// chunk records stay.
+func (a *hashAgg) move(g *group, win window.Window, wm int64, res *Batch) {
+	if g.is(gEmitted) {
+		res.Append(nil, RowMeta{Key: a.upsertKey(g), Op: Delete, WM: wm})
+		g.flags &^= gEmitted
+	}
+	if g.is(gPersisted) {
+		a.removedRecs = append(a.removedRecs, winKey{g.win.win.Start, g.win.win.End, g.kg.key})
+		g.flags &^= gPersisted
+	}
+	if wg := g.win; len(wg.list) == 1 && a.wins[win] == nil {
+		// Alone in its window (a session of its own key's): the window
+		// moves with it.
+		delete(a.wins, wg.win)
+		wg.win = win
+		a.wins[win] = wg
+		a.pushEnd(win)
+	} else {
+		a.detach(g)
+		a.join(g, a.windowOf(win))
+	}
+	a.markChanged(g)
 }
 
 // advance moves the watermark and closes every window it passes.
@@ -362,27 +580,26 @@ func (a *hashAgg) advance(wm int64, res *Batch) error {
 	a.outWM = a.forward(a.wm)
 	defer func() { a.outWM = a.forward(wm) }()
 	a.wm = wm
-	for a.ends.Len() > 0 {
+	for len(a.ends) > 0 {
 		top := a.ends[0]
 		if !window.Late(top, a.spec.AllowedLateness, wm) {
 			break
 		}
-		heap.Pop(&a.ends)
+		a.ends.pop()
 		wg := a.wins[top]
 		if wg == nil {
-			continue
+			continue // dropped when its last group left
 		}
-		delete(a.wins, top)
-		a.forget(wg)
+		a.dropWindow(wg)
 		for _, g := range wg.list {
-			if g.dead {
+			if g == nil {
 				continue
 			}
 			switch a.spec.EmitMode {
 			case plan.EmitOnWindowClose:
 				a.emit(g, res, true)
 			default:
-				if g.dirty {
+				if g.is(gDirty) {
 					a.emit(g, res, false)
 				}
 			}
@@ -395,15 +612,6 @@ func (a *hashAgg) advance(wm int64, res *Batch) error {
 	return nil
 }
 
-// forget drops a closing window from the hot ring.
-func (a *hashAgg) forget(wg *winGroups) {
-	for i, h := range a.hot {
-		if h == wg {
-			a.hot[i] = nil
-		}
-	}
-}
-
 func (a *hashAgg) dropSession(g *group) {
 	list := a.sessions[g.kg.key]
 	for i, s := range list {
@@ -414,6 +622,9 @@ func (a *hashAgg) dropSession(g *group) {
 	}
 	if len(list) == 0 {
 		delete(a.sessions, g.kg.key)
+		if shrink(len(a.sessions), &a.peaks.sessions) {
+			a.sessions = rebuilt(a.sessions)
+		}
 	} else {
 		a.sessions[g.kg.key] = list
 	}
@@ -432,7 +643,7 @@ func (a *hashAgg) upsertKey(g *group) string {
 // emit appends g's current result to res: an upsert, or a delete when it
 // fails HAVING and was emitted before. final: on_window_close emission.
 func (a *hashAgg) emit(g *group, res *Batch, final bool) {
-	g.dirty = false
+	g.flags &^= gDirty
 	p := a.post
 	if a.spec.Windowed {
 		p[0], p[1] = plan.Time(g.win.win.Start), plan.Time(g.win.win.End)
@@ -450,9 +661,9 @@ func (a *hashAgg) emit(g *group, res *Batch, final bool) {
 		p[a.wOff+a.nkeys+j] = g.accs[j].result(ag.Fn, ag.T)
 	}
 	if a.having != nil && !a.having(p).True() {
-		if g.emitted && !final {
+		if g.is(gEmitted) && !final {
 			res.Append(nil, RowMeta{Key: a.upsertKey(g), Op: Delete, WM: a.outWM})
-			g.emitted = false
+			g.flags &^= gEmitted
 			a.markChanged(g)
 		}
 		return
@@ -472,8 +683,8 @@ func (a *hashAgg) emit(g *group, res *Batch, final bool) {
 	key := a.upsertKey(g)
 	// ID: the result's identity for append-only consumers downstream.
 	res.Append(row, RowMeta{Key: key, ID: key, Op: Upsert, WM: a.outWM})
-	if !g.emitted {
-		g.emitted = true
+	if !g.is(gEmitted) {
+		g.flags |= gEmitted
 		a.markChanged(g)
 	}
 }
@@ -516,7 +727,7 @@ func (a *hashAgg) Barrier(_ Barrier, out Emitter) error {
 	}
 	res := &Batch{}
 	for _, g := range a.dirty {
-		if !g.dead && g.dirty {
+		if g.flags&(gDead|gDirty) == gDirty {
 			a.emit(g, res, false)
 		}
 	}
@@ -528,15 +739,10 @@ func (a *hashAgg) Barrier(_ Barrier, out Emitter) error {
 // endHeap orders open windows by end (then start), so closing is a pop.
 type endHeap []window.Window
 
-func (h endHeap) Len() int { return len(h) }
-func (h endHeap) Less(i, j int) bool {
-	return h[i].End < h[j].End || h[i].End == h[j].End && h[i].Start < h[j].Start
+func endsBefore(a, b window.Window) bool {
+	return a.End < b.End || a.End == b.End && a.Start < b.Start
 }
-func (h endHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *endHeap) Push(x any)   { *h = append(*h, x.(window.Window)) }
-func (h *endHeap) Pop() any {
-	old := *h
-	it := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return it
-}
+
+func (h *endHeap) push(w window.Window) { *h = heapPush(*h, w, endsBefore) }
+func (h *endHeap) pop()                 { _, *h = heapPop(*h, endsBefore) }
+func (h endHeap) init()                 { heapInit(h, endsBefore) }

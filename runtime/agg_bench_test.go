@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"fmt"
 	"runtime"
 	"testing"
 
@@ -85,4 +86,83 @@ func BenchmarkAggHop(b *testing.B) {
 		n++
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n*1000), "ns/row")
+}
+
+// sessionDistinctSpec: SESSION_WINDOW(ts, gap) GROUP BY k (BIGINT) with
+// COUNT(*), COUNT(DISTINCT v), SUM(v), MIN(v), MAX(v). Input rows are
+// [ts, k, v]; output rows [window_start, window_end, k, aggregates...].
+func sessionDistinctSpec(gap int64, mode plan.EmitMode) *plan.Aggregate {
+	col := func(i int, t plan.Type) plan.Expr { return &plan.ColRef{Index: i, T: t} }
+	ts, v := plan.Column{Name: "ts", Type: plan.TypeTimestamp}, plan.Column{Name: "v", Type: plan.TypeBigint}
+	return &plan.Aggregate{Windowed: true, Session: true, Window: plan.WindowSpec{Kind: plan.Session, Gap: gap}, Keys: []int{1},
+		Aggs: []plan.Agg{{Fn: plan.AggCountStar, Arg: -1, T: plan.TypeBigint}, {Fn: plan.AggCountDistinct, Arg: 2, T: plan.TypeBigint},
+			{Fn: plan.AggSum, Arg: 2, T: plan.TypeBigint}, {Fn: plan.AggMin, Arg: 2, T: plan.TypeBigint}, {Fn: plan.AggMax, Arg: 2, T: plan.TypeBigint}},
+		Output: []plan.Expr{col(0, plan.TypeTimestamp), col(1, plan.TypeTimestamp), col(2, plan.TypeBigint), col(3, plan.TypeBigint),
+			col(4, plan.TypeBigint), col(5, plan.TypeBigint), col(6, plan.TypeBigint), col(7, plan.TypeBigint)},
+		Out:      plan.Schema{ts, ts, v, v, v, v, v, v},
+		EmitMode: mode}
+}
+
+// longSession feeds n rows of one key to a session aggregation with a gap
+// of an hour: time rising by 1 ms, a new distinct value in each row (the
+// issue's workload: SESSION_WINDOW(ts, '1h'), COUNT(DISTINCT u),
+// COUNT(*)), in batches of 100 with the watermark of the row before.
+func longSession(tb testing.TB, a *hashAgg, batches []*Batch) {
+	tb.Helper()
+	for _, b := range batches {
+		if err := a.Process(b, nopEmitter{}); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
+// longSessionRows is longSession's input: n rows from row first on, in
+// batches of 100.
+func longSessionRows(n, first int) []*Batch {
+	key := string(AppendValue(nil, plan.Int(1)))
+	var out []*Batch
+	for i := first; i < first+n; {
+		b := &Batch{Rows: make([]plan.Row, 0, 100), Meta: make([]RowMeta, 0, 100)}
+		for ; i < first+n && b.Len() < 100; i++ {
+			b.Append(plan.Row{plan.Time(int64(i)), plan.Int(1), plan.Int(int64(i))}, RowMeta{Key: key, WM: int64(i - 1)})
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// BenchmarkLongSessionDistinct: one session of n rows (one key, time
+// rising by 1 ms, a gap of an hour, a new distinct value per row) through
+// SESSION_WINDOW with COUNT(*), COUNT(DISTINCT), SUM, MIN and MAX; an op
+// is the whole session. heap-B is the heap in use at its end (after a
+// collection), heap-B/row that per row. Run with
+// `go test -run X -bench LongSessionDistinct ./runtime`.
+func BenchmarkLongSessionDistinct(b *testing.B) {
+	for _, n := range []int{1000, 4000, 100_000} {
+		b.Run(fmt.Sprintf("rows=%d", n), func(b *testing.B) {
+			rows := longSessionRows(n, 0)
+			b.ReportAllocs()
+			var heap int64
+			for b.Loop() {
+				var before, after runtime.MemStats
+				b.StopTimer()
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				b.StartTimer()
+				a, err := newHashAgg(sessionDistinctSpec(3_600_000, plan.EmitChanges), &Env{}, &Counters{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				longSession(b, a, rows)
+				b.StopTimer()
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				heap = int64(after.HeapAlloc) - int64(before.HeapAlloc)
+				runtime.KeepAlive(a)
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(heap), "heap-B")
+			b.ReportMetric(float64(heap)/float64(n), "heap-B/row")
+		})
+	}
 }

@@ -346,8 +346,9 @@ type Status struct {
 	// SourceWatermarks is each source table's watermark.
 	SourceWatermarks map[string]int64
 	Offsets          map[string]int64
-	// StateRows is how many groups and held join rows the operators keep.
-	StateRows int64
+	// StateRows is how many groups and held join rows the operators keep;
+	// StateBytes an estimate of the heap they take.
+	StateRows, StateBytes int64
 	// Sinks are the external sinks' progress.
 	Sinks []SinkStatus
 	// BadRecords counts source records that could not be decoded;
@@ -394,9 +395,11 @@ func (j *Job) Status() Status {
 	s.Offsets = map[string]int64{}
 	for _, t := range j.tasks {
 		s.StateRows += t.stateRows.Load()
+		s.StateBytes += t.bytesHeld()
 	}
 	for _, src := range j.sources {
 		s.StateRows += src.stateRows.Load()
+		s.StateBytes += src.bytesHeld()
 		t := src.spec.Table
 		if pos := src.positions.Load(); pos != nil {
 			for k, off := range *pos {

@@ -62,22 +62,43 @@ func restoreAgg(t *testing.T, spec *plan.Aggregate, recs [][2][]byte) (*hashAgg,
 	return a, a.Restore(r)
 }
 
+// oldGroupRecord encodes a group record as state written before chunk
+// records held it: flags (1: emitted), then per accumulator n, i, f, v and
+// its set inline (count, then length-prefixed members; sets[i] for
+// accumulator i).
+func oldGroupRecord(naccs int, sets map[int][]string) []byte {
+	b := []byte{0}
+	for i := range naccs {
+		b = binary.AppendVarint(b, 0)
+		b = binary.AppendVarint(b, 0)
+		b = binary.BigEndian.AppendUint64(b, 0)
+		b = AppendValue(b, plan.Null)
+		b = binary.AppendUvarint(b, uint64(len(sets[i])))
+		for _, m := range sets[i] {
+			b = binary.AppendUvarint(b, uint64(len(m)))
+			b = append(b, m...)
+		}
+	}
+	return b
+}
+
 // TestCorruptAggState: aggregation state the operator cannot run with
 // fails the restore, naming the record: a COUNT(DISTINCT) set size that
 // would have sized a huge allocation, bytes after the accumulators, a
 // group key that is not its key columns (emitting the group decoded it and
-// panicked), a window a running aggregate cannot have.
+// panicked), a window a running aggregate cannot have; a set whose chunk
+// records are missing, hold other members than its group counts, or
+// belong to no group.
 func TestCorruptAggState(t *testing.T) {
 	specs := fuzzAggSpecs()
 	hop, running := specs[0], specs[2]
 	key := string(AppendValue(nil, plan.Str("k")))
 	wk := encodeWinKey(nil, winKey{start: 0, end: 30, key: key})
-	a, _ := newHashAgg(hop, &Env{}, &Counters{})
-	g := &group{accs: make([]acc, len(hop.Aggs))}
-	g.accs[1].seen = map[string]struct{}{"x": {}}
-	val := a.encodeGroup(nil, g)
-	if _, err := restoreAgg(t, hop, [][2][]byte{{wk, val}}); err != nil {
+	val := oldGroupRecord(len(hop.Aggs), map[int][]string{1: {"x"}})
+	if a, err := restoreAgg(t, hop, [][2][]byte{{wk, val}}); err != nil {
 		t.Fatalf("a good group: %v", err)
+	} else if g := a.keys[key].groups[0]; g.accs[1].set.len() != 1 {
+		t.Fatalf("a group of the older format restores a set of %d members, want 1", g.accs[1].set.len())
 	}
 
 	// The set count of accumulator 1 (COUNT(DISTINCT)): after the flags,
@@ -90,6 +111,8 @@ func TestCorruptAggState(t *testing.T) {
 
 	_, err = restoreAgg(t, hop, [][2][]byte{{wk, append(append([]byte(nil), val...), 1)}})
 	wantErr(t, "trailing bytes", err, "1 bytes after the last accumulator")
+	_, err = restoreAgg(t, hop, [][2][]byte{{wk, oldGroupRecord(len(hop.Aggs), map[int][]string{2: {"x"}})}})
+	wantErr(t, "a set for SUM", err, "accumulator 2: a set of 1 members")
 
 	badKey := encodeWinKey(nil, winKey{start: 0, end: 30, key: "\x09"})
 	_, err = restoreAgg(t, hop, [][2][]byte{{badKey, val}})
@@ -101,13 +124,35 @@ func TestCorruptAggState(t *testing.T) {
 	wantErr(t, "empty window", err, "empty window [30, 30)")
 
 	rkey := string(AppendValue(AppendValue(nil, plan.Str("k")), plan.Int(1)))
-	ra, _ := newHashAgg(running, &Env{}, &Counters{})
-	rval := ra.encodeGroup(nil, &group{accs: make([]acc, len(running.Aggs))})
+	rval := oldGroupRecord(len(running.Aggs), nil)
 	_, err = restoreAgg(t, running, [][2][]byte{{encodeWinKey(nil, winKey{start: 1, end: 2, key: rkey}), rval}})
 	wantErr(t, "running window", err, "window [1, 2) of a running aggregate")
 	if _, err := restoreAgg(t, running, [][2][]byte{{encodeWinKey(nil, winKey{key: rkey}), rval}}); err != nil {
 		t.Fatalf("a good running group: %v", err)
 	}
+
+	// Sets in chunk records: a group of the older format snapshots to a
+	// record and one chunk (set 1, chunk 0) that restore.
+	a, _ := restoreAgg(t, hop, [][2][]byte{{wk, oldGroupRecord(len(hop.Aggs), map[int][]string{1: {"x", "y"}})}})
+	_, recs := snapshotBlock(t, a)
+	chunk := string(chunkKey(nil, key, 1, 0))
+	if len(recs) != 2 || recs[chunk] == "" {
+		t.Fatalf("snapshot of one group with a set: %q, want its record and chunk %q", recs, chunk)
+	}
+	if _, err := restoreAgg(t, hop, [][2][]byte{{wk, []byte(recs[string(wk)])}, {[]byte(chunk), []byte(recs[chunk])}}); err != nil {
+		t.Fatalf("a group with its chunk: %v", err)
+	}
+	_, err = restoreAgg(t, hop, [][2][]byte{{wk, []byte(recs[string(wk)])}})
+	wantErr(t, "no chunk", err, "aggregation state of group", "set 1 has 1 chunks, only 0 chunk records are left")
+	_, err = restoreAgg(t, hop, [][2][]byte{{wk, []byte(recs[string(wk)])}, {chunkKey(nil, key, 1, 1), []byte(recs[chunk])}})
+	wantErr(t, "missing chunk", err, "aggregation state of group", "chunk 0 of set 1 is missing")
+	_, err = restoreAgg(t, hop, [][2][]byte{{wk, []byte(recs[string(wk)])}, {[]byte(chunk), []byte(recs[chunk][:2])}})
+	wantErr(t, "short chunk", err, "aggregation state of group", "set 1 has 1 members in its chunks, its group says 2")
+	other := chunkKey(nil, key, 7, 0)
+	_, err = restoreAgg(t, hop, [][2][]byte{{wk, []byte(recs[string(wk)])}, {[]byte(chunk), []byte(recs[chunk])}, {other, []byte(recs[chunk])}})
+	wantErr(t, "orphan chunk", err, "aggregation state of group", "chunk 0 of set 7 belongs to no group")
+	_, err = restoreAgg(t, hop, [][2][]byte{{[]byte{chunkRecord, 0, 0}, []byte(recs[chunk])}})
+	wantErr(t, "set 0", err, "aggregation state key", "bad set id")
 }
 
 // TestSessionMergeOverflow: two sessions whose BIGINT sums each fit but

@@ -204,12 +204,20 @@ func fuzzAggSpecs() []*plan.Aggregate {
 		Aggs:   []plan.Agg{{Fn: plan.AggSum, Arg: 2, T: plan.TypeBigint}},
 		Output: []plan.Expr{col(0, plan.TypeTimestamp), col(1, plan.TypeTimestamp), col(2, plan.TypeVarchar), col(3, plan.TypeBigint)},
 		Out:    plan.Schema{ts, ts, k, v}, EmitMode: plan.EmitChanges}
+	// Sessions of COUNT(*), COUNT(DISTINCT v), SUM(v): merges move sets
+	// between windows and fold them together.
+	distinct := &plan.Aggregate{Windowed: true, Session: true, Window: plan.WindowSpec{Kind: plan.Session, Gap: 30}, Keys: []int{1},
+		Aggs: []plan.Agg{{Fn: plan.AggCountStar, Arg: -1, T: plan.TypeBigint}, {Fn: plan.AggCountDistinct, Arg: 2, T: plan.TypeBigint},
+			{Fn: plan.AggSum, Arg: 2, T: plan.TypeBigint}},
+		Output:   []plan.Expr{col(0, plan.TypeTimestamp), col(1, plan.TypeTimestamp), col(2, plan.TypeVarchar), col(3, plan.TypeBigint), col(4, plan.TypeBigint), col(5, plan.TypeBigint)},
+		Out:      plan.Schema{ts, ts, k, v, v, v},
+		EmitMode: plan.EmitChanges}
 	running := &plan.Aggregate{Keys: []int{0, 1},
 		Aggs:   []plan.Agg{{Fn: plan.AggCountStar, Arg: -1, T: plan.TypeBigint}, {Fn: plan.AggSum, Arg: 2, T: plan.TypeDouble}},
 		Having: &plan.Call{Fn: ">", T: plan.TypeBoolean, Args: []plan.Expr{col(2, plan.TypeBigint), &plan.Const{V: plan.Int(1)}}},
 		Output: []plan.Expr{col(0, plan.TypeVarchar), col(1, plan.TypeBigint), col(2, plan.TypeBigint), col(3, plan.TypeDouble)},
 		Out:    plan.Schema{k, v, v, {Name: "d", Type: plan.TypeDouble}}, EmitMode: plan.EmitChanges}
-	return []*plan.Aggregate{hop, session, running}
+	return []*plan.Aggregate{hop, session, running, distinct}
 }
 
 // fuzzAggRow is an input row of spec for group key vals at time ts.
@@ -220,38 +228,60 @@ func fuzzAggRow(spec *plan.Aggregate, vals plan.Row, ts int64) plan.Row {
 	return append(slices.Clone(vals), plan.Float(float64(ts%7)))
 }
 
-// aggSeeds runs rows through each spec and returns its full snapshot.
-func aggSeeds(f testing.TB) [][]byte {
-	var out [][]byte
-	for _, spec := range fuzzAggSpecs() {
+// aggSeed is a block of aggregation records and the spec (its index in
+// fuzzAggSpecs) that wrote it.
+type aggSeed struct {
+	which uint8
+	block []byte
+}
+
+// aggSeeds runs rows through each spec and returns its full snapshot, and
+// that snapshot followed by the delta of more rows (later windows, session
+// merges, closed windows, sets that gained members).
+func aggSeeds(f testing.TB) []aggSeed {
+	var out []aggSeed
+	for which, spec := range fuzzAggSpecs() {
 		a, err := newHashAgg(spec, &Env{}, &Counters{})
 		if err != nil {
 			f.Fatal(err)
 		}
-		for i := range 12 {
-			vals := plan.Row{plan.Str(fmt.Sprint("k", i%3))}
-			if !spec.Windowed {
-				vals = plan.Row{plan.Str(fmt.Sprint("k", i%3)), plan.Int(int64(i % 2))}
-			}
-			if i%5 == 0 {
-				vals[0] = plan.Null
-			}
-			r := fuzzAggRow(spec, vals, int64(i*4))
-			b := &Batch{}
-			keys := make([]int, len(vals))
-			for j := range keys {
-				keys[j] = spec.Keys[j]
-			}
-			b.Append(r, RowMeta{Key: string(EncodeKey(nil, r, keys)), WM: int64(i*4 - 20)})
-			if err := a.Process(b, &countEmitter{width: len(spec.Out)}); err != nil {
-				f.Fatal(err)
+		feed := func(from, to int) {
+			for i := from; i < to; i++ {
+				vals := plan.Row{plan.Str(fmt.Sprint("k", i%3))}
+				if !spec.Windowed {
+					vals = plan.Row{plan.Str(fmt.Sprint("k", i%3)), plan.Int(int64(i % 2))}
+				}
+				if i%5 == 0 {
+					vals[0] = plan.Null
+				}
+				r := fuzzAggRow(spec, vals, int64(i*4))
+				b := &Batch{}
+				keys := make([]int, len(vals))
+				for j := range keys {
+					keys[j] = spec.Keys[j]
+				}
+				b.Append(r, RowMeta{Key: string(EncodeKey(nil, r, keys)), WM: int64(i*4 - 20)})
+				if err := a.Process(b, &countEmitter{width: len(spec.Out)}); err != nil {
+					f.Fatal(err)
+				}
 			}
 		}
+		feed(0, 12)
 		if err := a.Barrier(Barrier{Epoch: 1, CheckpointID: 1}, &countEmitter{width: len(spec.Out)}); err != nil {
 			f.Fatal(err)
 		}
-		b, _ := snapshotBlock(f, a)
-		out = append(out, b)
+		base, _ := snapshotBlock(f, a)
+		feed(12, 24)
+		if err := a.Barrier(Barrier{Epoch: 2, CheckpointID: 2}, &countEmitter{width: len(spec.Out)}); err != nil {
+			f.Fatal(err)
+		}
+		w := &stateWriter{}
+		if err := a.Snapshot(w); err != nil {
+			f.Fatal(err)
+		}
+		delta := slices.Concat(w.close()...)
+		putBlocks(w.blocks)
+		out = append(out, aggSeed{uint8(which), base}, aggSeed{uint8(which), slices.Concat(base, delta)})
 	}
 	return out
 }
@@ -261,8 +291,8 @@ func aggSeeds(f testing.TB) [][]byte {
 // the same records; the operator then runs over it (rows for every group,
 // every window closed, a checkpoint) without panicking.
 func FuzzAggState(f *testing.F) {
-	for i, b := range aggSeeds(f) {
-		f.Add(uint8(i), b)
+	for _, sd := range aggSeeds(f) {
+		f.Add(sd.which, sd.block)
 	}
 	f.Fuzz(func(t *testing.T, which uint8, block []byte) {
 		t0 := time.Now()
@@ -305,6 +335,9 @@ func checkAggState(t *testing.T, which uint8, block []byte) {
 		out := &countEmitter{width: len(spec.Out)}
 		b := &Batch{}
 		for _, k := range r.keys {
+			if k[0] == chunkRecord {
+				continue
+			}
 			wk, _ := decodeWinKey([]byte(k))
 			vals := plan.Row{}
 			kb := []byte(wk.key)

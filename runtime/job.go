@@ -468,7 +468,7 @@ func (j *Job) build(deps Deps, o StartOptions, committed uint64) error {
 				prefixes = append(prefixes, opPrefix(j.ID, v.ID, k))
 			}
 			base := taskBase{job: j, name: name, chain: newChain(built, term), counters: counters, env: env,
-				opPrefix: prefixes, subtask: i, parallel: v.Parallelism, stateRows: new(atomic.Int64), live: live}
+				opPrefix: prefixes, subtask: i, parallel: v.Parallelism, stateRows: new(atomic.Int64), stateBytes: make([]atomic.Int64, len(built)), live: live}
 			j.ntasks++
 			if src != nil {
 				st, err := j.sourceTask(base, src, v.ID, i, deps, o, committed, tick)

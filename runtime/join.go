@@ -1,11 +1,12 @@
 package runtime
 
 import (
-	"container/heap"
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
+	"unsafe"
 
 	"github.com/streamsql/streamsql/planner/plan"
 	"github.com/streamsql/streamsql/window"
@@ -71,6 +72,8 @@ type intervalJoin struct {
 	wm    [2]int64
 	outWM int64
 	seq   uint64
+	// bytes estimates the heap the held rows take (stateBytes).
+	bytes int64
 	joinOutput
 	// Checkpoint bookkeeping: rows to write (new, or newly matched),
 	// records to delete (persisted rows that expired).
@@ -106,6 +109,7 @@ type joinRow struct {
 // joinSide holds one input's rows.
 type joinSide struct {
 	keys    map[string][]*joinRow // each ordered by (time, seq)
+	peak    int                   // len(keys) at its largest (shrink)
 	expires expiryHeap
 	n       int
 }
@@ -196,7 +200,7 @@ func (j *intervalJoin) left(r plan.Row, m *RowMeta, res *Batch) {
 		}
 		return
 	}
-	j.store(sideLeft, &joinRow{key: m.Key, time: t, row: r, offset: m.Offset, id: m.ID, matched: matched})
+	j.store(sideLeft, &joinRow{key: m.Key, time: t, row: slices.Clone(r), offset: m.Offset, id: m.ID, matched: matched})
 }
 
 func (j *intervalJoin) right(r plan.Row, m *RowMeta, res *Batch) {
@@ -220,7 +224,7 @@ func (j *intervalJoin) right(r plan.Row, m *RowMeta, res *Batch) {
 	if expired(satAdd(t, j.spec.Upper), j.wm[sideLeft]) {
 		return
 	}
-	j.store(sideRight, &joinRow{key: m.Key, time: t, row: r, offset: m.Offset, id: m.ID})
+	j.store(sideRight, &joinRow{key: m.Key, time: t, row: slices.Clone(r), offset: m.Offset, id: m.ID})
 }
 
 // matches is the exact interval test r + Lower <= l <= r + Upper, without
@@ -371,14 +375,19 @@ func (j *intervalJoin) store(side int, jr *joinRow) {
 	jr.seq, jr.side = j.seq, side
 	s := &j.side[side]
 	rows := s.keys[jr.key]
+	if rows == nil {
+		j.bytes += keyRowsCost
+	}
 	// After every row of equal or smaller time: (time, seq) order.
 	k := sort.Search(len(rows), func(i int) bool { return rows[i].time > jr.time })
 	rows = append(rows, nil)
 	copy(rows[k+1:], rows[k:])
 	rows[k] = jr
 	s.keys[jr.key] = rows
-	heap.Push(&s.expires, expiryItem{bound: j.bound(side, jr.time), row: jr})
+	s.peak = max(s.peak, len(s.keys))
+	s.expires.push(expiryItem{bound: j.bound(side, jr.time), row: jr})
 	s.n++
+	j.bytes += heldCost(jr)
 	j.markDirty(jr)
 }
 
@@ -400,8 +409,8 @@ func (j *intervalJoin) advance(side int, wm int64, res *Batch) {
 	j.wm[side] = wm
 	other := 1 - side
 	s := &j.side[other]
-	for s.expires.Len() > 0 && expired(s.expires[0].bound, wm) {
-		jr := heap.Pop(&s.expires).(expiryItem).row
+	for len(s.expires) > 0 && expired(s.expires[0].bound, wm) {
+		jr := s.expires.pop()
 		if other == sideLeft && j.spec.Kind == plan.LeftJoin && !jr.matched {
 			j.emitPadded(jr.row, jr.offset, jr.id, jr.key, j.outWM, res)
 		}
@@ -428,16 +437,59 @@ func (j *intervalJoin) drop(jr *joinRow) {
 			panic("interval join: expired row not held")
 		}
 	}
-	copy(rows[k:], rows[k+1:])
-	rows[len(rows)-1] = nil
-	rows = rows[:len(rows)-1]
+	rows = removeRow(rows, k)
 	if len(rows) == 0 {
 		delete(s.keys, jr.key)
+		j.bytes -= keyRowsCost
+		if shrink(len(s.keys), &s.peak) {
+			s.keys = rebuilt(s.keys)
+		}
 	} else {
 		s.keys[jr.key] = rows
 	}
 	s.n--
+	j.bytes -= heldCost(jr)
 	j.dropped(jr)
+}
+
+// removeRow removes rows[k] from a key's held rows, the first in O(1) (rows
+// expire in order); a list fallen to a quarter of its array moves to a
+// smaller one.
+func removeRow(rows []*joinRow, k int) []*joinRow {
+	if k == 0 {
+		rows[0] = nil
+		rows = rows[1:]
+	} else {
+		copy(rows[k:], rows[k+1:])
+		rows[len(rows)-1] = nil
+		rows = rows[:len(rows)-1]
+	}
+	if cap(rows) > 64 && 4*len(rows) < cap(rows) {
+		rows = slices.Clone(rows)
+	}
+	return rows
+}
+
+// Heap costs of held rows (stateBytes), in bytes: a joinRow (96) with its
+// entries in its key's list and in a heap (8 and 16, with their slack),
+// and a key's entry in its side's map. Checked against runtime.MemStats by
+// TestStateBytes.
+const (
+	heldRowCost = 96 + 12 + 24
+	keyRowsCost = 48
+)
+
+// heldCost is what a held row takes on the heap: the fixed part, its
+// values (copied when it is stored, so it pins no batch), their strings,
+// its key and id.
+func heldCost(jr *joinRow) int64 {
+	n := heldRowCost + allocSize(len(jr.row)*int(unsafe.Sizeof(plan.Value{}))) + allocSize(len(jr.key)) + allocSize(len(jr.id))
+	for _, v := range jr.row {
+		if v.K == plan.TypeVarchar {
+			n += allocSize(len(v.S))
+		}
+	}
+	return int64(n)
 }
 
 // sided is a join whose sides' watermarks advance separately.
@@ -484,6 +536,9 @@ func (j *intervalJoin) Barrier(Barrier, Emitter) error { return nil }
 
 // stateRows is the number of rows held (both sides).
 func (j *intervalJoin) stateRows() int { return j.side[sideLeft].n + j.side[sideRight].n }
+
+// stateBytes estimates the heap the held rows take.
+func (j *intervalJoin) stateBytes() int64 { return j.bytes }
 
 // A join's checkpointed state (the interval join's and the temporal
 // join's): one record per held row, keyed by
@@ -733,9 +788,14 @@ func (j *intervalJoin) Restore(r StateReader) error {
 	width := [2]int{len(j.spec.Left), len(j.spec.Right)}
 	wm, ok, err := j.restoreRecords(r, "interval join", width, [2]bool{}, func(jr *joinRow) {
 		s := &j.side[jr.side]
+		if s.keys[jr.key] == nil {
+			j.bytes += keyRowsCost
+		}
 		s.keys[jr.key] = append(s.keys[jr.key], jr)
+		s.peak = max(s.peak, len(s.keys))
 		s.expires = append(s.expires, expiryItem{bound: j.bound(jr.side, jr.time), row: jr})
 		s.n++
+		j.bytes += heldCost(jr)
 		j.seq = max(j.seq, jr.seq)
 	})
 	if err != nil {
@@ -745,7 +805,7 @@ func (j *intervalJoin) Restore(r StateReader) error {
 		for _, rows := range j.side[s].keys {
 			sortRows(rows)
 		}
-		heap.Init(&j.side[s].expires)
+		j.side[s].expires.init()
 	}
 	if ok {
 		j.wm = wm
@@ -773,9 +833,7 @@ type expiryItem struct {
 // deterministic order, and within a key the rows' list order.
 type expiryHeap []expiryItem
 
-func (h expiryHeap) Len() int { return len(h) }
-func (h expiryHeap) Less(a, b int) bool {
-	x, y := h[a], h[b]
+func expiresBefore(x, y expiryItem) bool {
 	if x.bound != y.bound {
 		return x.bound < y.bound
 	}
@@ -784,12 +842,14 @@ func (h expiryHeap) Less(a, b int) bool {
 	}
 	return x.row.seq < y.row.seq
 }
-func (h expiryHeap) Swap(a, b int) { h[a], h[b] = h[b], h[a] }
-func (h *expiryHeap) Push(x any)   { *h = append(*h, x.(expiryItem)) }
-func (h *expiryHeap) Pop() any {
-	old := *h
-	it := old[len(old)-1]
-	old[len(old)-1] = expiryItem{}
-	*h = old[:len(old)-1]
-	return it
+
+func (h *expiryHeap) push(it expiryItem) { *h = heapPush(*h, it, expiresBefore) }
+
+// pop removes the first item and returns its row.
+func (h *expiryHeap) pop() *joinRow {
+	it, rest := heapPop(*h, expiresBefore)
+	*h = rest
+	return it.row
 }
+
+func (h expiryHeap) init() { heapInit(h, expiresBefore) }

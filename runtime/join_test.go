@@ -393,8 +393,8 @@ func TestIntervalJoinExpiry(t *testing.T) {
 		t.Fatalf("left watermark 111: %d rows held, want 0", n)
 	}
 	for s := range d.j.side {
-		if len(d.j.side[s].keys) != 0 || d.j.side[s].expires.Len() != 0 {
-			t.Fatalf("side %d: %d keys, %d heap entries left", s, len(d.j.side[s].keys), d.j.side[s].expires.Len())
+		if len(d.j.side[s].keys) != 0 || len(d.j.side[s].expires) != 0 {
+			t.Fatalf("side %d: %d keys, %d heap entries left", s, len(d.j.side[s].keys), len(d.j.side[s].expires))
 		}
 	}
 }

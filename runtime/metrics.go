@@ -71,14 +71,28 @@ type StageMetrics struct {
 	Operators []OperatorMetrics
 }
 
+// bytesHeld is the estimate of the heap the task's operators' state takes.
+func (t *taskBase) bytesHeld() int64 {
+	n := int64(0)
+	for i := range t.stateBytes {
+		n += t.stateBytes[i].Load()
+	}
+	return n
+}
+
 // OperatorMetrics are the rows into and out of one operator of a stage,
 // summed over the stage's subtasks. Name is "<index>/<operator>", the
 // index being the operator's line under its stage in EXPLAIN. A Source's
 // rows in and out are the rows it read; a Sink's are the changes it took.
+// Stateful operators (aggregations, joins) report StateBytes, an estimate
+// of the heap their state takes (groups, keys, windows, COUNT(DISTINCT)
+// members, held rows), summed over the subtasks.
 type OperatorMetrics struct {
 	Index           int
 	Op              string
 	RowsIn, RowsOut int64
+	Stateful        bool
+	StateBytes      int64
 }
 
 // Name is the operator's label: "<index>/<operator>".
@@ -236,6 +250,14 @@ func (s *stageTasks) metrics() StageMetrics {
 		default:
 			if k+1 < len(rows) {
 				om.RowsIn, om.RowsOut = rows[k], rows[k+1]
+			}
+			for _, t := range s.tasks {
+				if k < len(t.chain.ops) {
+					if _, ok := t.chain.ops[k].(stateSizer); ok {
+						om.Stateful = true
+						om.StateBytes += t.stateBytes[k].Load()
+					}
+				}
 			}
 		}
 		sm.Operators = append(sm.Operators, om)

@@ -27,8 +27,12 @@ type Operator interface {
 }
 
 // stateSizer is an operator that keeps state: it reports how many entries
-// (groups, held rows) it holds, for the API and metrics.
-type stateSizer interface{ stateRows() int }
+// (groups, held rows) it holds, and an estimate of the heap bytes they
+// take (statemem.go), for the API and metrics.
+type stateSizer interface {
+	stateRows() int
+	stateBytes() int64
+}
 
 // TwoInput is an operator with two inputs (a join): the first operator of
 // a task whose vertex has two input edges. Side 0 is the left input (edge

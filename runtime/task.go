@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -55,8 +56,10 @@ type taskBase struct {
 	writes chan stateWrite
 	// sinceCkpt: counters since the last checkpoint barrier.
 	sinceCkpt counts
-	// stateRows is this task's operators' state size, read by Status.
-	stateRows *atomic.Int64
+	// stateRows is this task's operators' state size, read by Status;
+	// stateBytes[i] operator i's estimate of the heap its state takes.
+	stateRows  *atomic.Int64
+	stateBytes []atomic.Int64
 	// live tells the coordinator whether the task answers (liveness.go).
 	live *liveness
 }
@@ -193,14 +196,15 @@ type stateWrite struct {
 // task but its channel: the kvs and the ack are handed over.
 func (t *taskBase) writeLoop(ctx context.Context) {
 	// unwritten holds state writes of a checkpoint whose write failed:
-	// they go out with the next checkpoint (snapshots are incremental).
+	// they go out with the next checkpoint (snapshots are incremental),
+	// but for the keys that one writes again (superseded).
 	var unwritten []state.KV
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case w := <-t.writes:
-			kvs := append(unwritten, w.kvs...)
+			kvs := append(superseded(unwritten, w.kvs), w.kvs...)
 			unwritten = nil
 			if len(kvs) > 0 {
 				if err := t.job.store.Write(w.ack.ckpt, kvs); err != nil {
@@ -223,12 +227,34 @@ func (t *taskBase) writeLoop(ctx context.Context) {
 	}
 }
 
+// superseded returns the kept writes of failed checkpoints without those
+// whose keys the next write writes again (a base deletes every block of
+// the chain it replaces, the kept ones too): kept writes pile up only
+// while nothing supersedes them, so what a retry needs stays bounded by
+// about the state log's size, however many checkpoints failed (each
+// delta rewrote a COUNT(DISTINCT) set whole, and a disk full for a
+// minute made a retry need more than the disk held).
+func superseded(kept, next []state.KV) []state.KV {
+	if len(kept) == 0 {
+		return kept
+	}
+	again := make(map[string]struct{}, len(next))
+	for _, kv := range next {
+		again[string(kv.Key)] = struct{}{}
+	}
+	return slices.DeleteFunc(kept, func(kv state.KV) bool {
+		_, ok := again[string(kv.Key)]
+		return ok
+	})
+}
+
 // publish moves the operators' counters to the job.
 func (t *taskBase) publish() {
 	n := 0
-	for _, op := range t.chain.ops {
+	for i, op := range t.chain.ops {
 		if s, ok := op.(stateSizer); ok {
 			n += s.stateRows()
+			t.stateBytes[i].Store(s.stateBytes())
 		}
 	}
 	t.stateRows.Store(int64(n))

@@ -1,9 +1,9 @@
 package runtime
 
 import (
-	"container/heap"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/streamsql/streamsql/planner/plan"
@@ -80,6 +80,10 @@ type temporalJoin struct {
 	// Versions by key, in (time, seq) order; latest mode: one per key.
 	versions  map[string][]*joinRow
 	nversions int
+	peak      int // len(versions) at its largest (shrink)
+	// bytes estimates the heap the waiting rows and versions take
+	// (stateBytes).
+	bytes int64
 	// AS OF: prune triggers, by (time, key, seq) (see queuePrune).
 	prunes expiryHeap
 	joinOutput
@@ -147,8 +151,9 @@ func (j *temporalJoin) left(r plan.Row, m *RowMeta, res *Batch) {
 		return
 	}
 	j.seq++
-	lr := &joinRow{side: sideLeft, key: m.Key, time: t, seq: j.seq, row: r, offset: m.Offset, id: m.ID}
-	heap.Push(&j.waiting, expiryItem{bound: t, row: lr})
+	lr := &joinRow{side: sideLeft, key: m.Key, time: t, seq: j.seq, row: slices.Clone(r), offset: m.Offset, id: m.ID}
+	j.waiting.push(expiryItem{bound: t, row: lr})
+	j.bytes += heldCost(lr)
 	j.markDirty(lr)
 }
 
@@ -179,12 +184,12 @@ func (j *temporalJoin) right(r plan.Row, m *RowMeta) {
 	}
 	v := &joinRow{side: sideRight, key: m.Key, offset: m.Offset, id: m.ID, deleted: m.Op == Delete}
 	if !v.deleted {
-		v.row = r
+		v.row = slices.Clone(r)
 	}
 	if !j.spec.AsOf {
 		if vs := j.versions[m.Key]; len(vs) > 0 {
 			j.dropVersion(vs[0])
-			delete(j.versions, m.Key)
+			j.dropKey(m.Key)
 		}
 		if !v.deleted {
 			j.storeVersion(v, nil, 0)
@@ -208,18 +213,41 @@ func (j *temporalJoin) right(r plan.Row, m *RowMeta) {
 func (j *temporalJoin) storeVersion(v *joinRow, vs []*joinRow, k int) []*joinRow {
 	j.seq++
 	v.seq = j.seq
+	if len(vs) == 0 {
+		j.bytes += keyRowsCost
+	}
 	vs = append(vs, nil)
 	copy(vs[k+1:], vs[k:])
 	vs[k] = v
 	j.versions[v.key] = vs
+	j.peak = max(j.peak, len(j.versions))
 	j.nversions++
+	j.bytes += heldCost(v)
 	j.markDirty(v)
 	return vs
 }
 
 func (j *temporalJoin) dropVersion(v *joinRow) {
 	j.nversions--
+	j.bytes -= heldCost(v)
 	j.dropped(v)
+}
+
+// dropKey removes a key whose versions were all dropped.
+func (j *temporalJoin) dropKey(key string) {
+	delete(j.versions, key)
+	j.bytes -= keyRowsCost
+	if shrink(len(j.versions), &j.peak) {
+		j.versions = rebuilt(j.versions)
+	}
+}
+
+// joinWaiting joins a waiting row that the table side's watermark passed (or
+// that an idle table side no longer holds back) and drops it.
+func (j *temporalJoin) joinWaiting(lr *joinRow, res *Batch) {
+	j.join(lr.row, lr.offset, lr.id, lr.key, j.versionAt(lr.key, lr.time), res)
+	j.bytes -= heldCost(lr)
+	j.dropped(lr)
 }
 
 // queuePrune pushes the prune trigger of a key's versions vs: the version
@@ -237,9 +265,9 @@ func (j *temporalJoin) queuePrune(vs []*joinRow) {
 	switch {
 	case len(vs) == 0:
 	case vs[0].deleted:
-		heap.Push(&j.prunes, expiryItem{bound: vs[0].time, row: vs[0]})
+		j.prunes.push(expiryItem{bound: vs[0].time, row: vs[0]})
 	case len(vs) > 1:
-		heap.Push(&j.prunes, expiryItem{bound: vs[1].time, row: vs[1]})
+		j.prunes.push(expiryItem{bound: vs[1].time, row: vs[1]})
 	}
 }
 
@@ -249,21 +277,23 @@ func (j *temporalJoin) bound() int64 { return min(j.wm[sideLeft], j.wm[sideRight
 
 // prune drops the versions no lookup can need any more.
 func (j *temporalJoin) prune() {
-	if j.wm[sideLeft] == math.MaxInt64 && j.waiting.Len() == 0 {
+	if j.wm[sideLeft] == math.MaxInt64 && len(j.waiting) == 0 {
 		// The left input has ended and nothing waits: no lookup is to come.
 		for key, vs := range j.versions {
 			for _, v := range vs {
 				j.dropVersion(v)
 			}
 			delete(j.versions, key)
+			j.bytes -= keyRowsCost
 		}
+		j.versions, j.peak = map[string][]*joinRow{}, 0
 		clear(j.prunes)
 		j.prunes = j.prunes[:0]
 		return
 	}
 	bound := j.bound()
-	for j.prunes.Len() > 0 && j.prunes[0].bound <= bound {
-		v := heap.Pop(&j.prunes).(expiryItem).row
+	for len(j.prunes) > 0 && j.prunes[0].bound <= bound {
+		v := j.prunes.pop()
 		if !v.dead {
 			j.pruneKey(v.key, bound)
 		}
@@ -292,7 +322,7 @@ func (j *temporalJoin) pruneKey(key string, bound int64) {
 	clear(vs[rest:])
 	vs = vs[:rest]
 	if len(vs) == 0 {
-		delete(j.versions, key)
+		j.dropKey(key)
 		return
 	}
 	j.versions[key] = vs
@@ -307,10 +337,8 @@ func (j *temporalJoin) advance(side int, wm int64, res *Batch) {
 	}
 	j.wm[side] = wm
 	if side == sideRight {
-		for j.waiting.Len() > 0 && expired(j.waiting[0].bound, wm) {
-			lr := heap.Pop(&j.waiting).(expiryItem).row
-			j.join(lr.row, lr.offset, lr.id, lr.key, j.versionAt(lr.key, lr.time), res)
-			j.dropped(lr)
+		for len(j.waiting) > 0 && expired(j.waiting[0].bound, wm) {
+			j.joinWaiting(j.waiting.pop(), res)
 		}
 	}
 	j.prune()
@@ -344,10 +372,8 @@ func (j *temporalJoin) SideIdle(side int, idle bool, out Emitter) (int64, error)
 	j.rightIdle = idle
 	res := &Batch{}
 	if idle {
-		for j.waiting.Len() > 0 {
-			lr := heap.Pop(&j.waiting).(expiryItem).row
-			j.join(lr.row, lr.offset, lr.id, lr.key, j.versionAt(lr.key, lr.time), res)
-			j.dropped(lr)
+		for len(j.waiting) > 0 {
+			j.joinWaiting(j.waiting.pop(), res)
 		}
 	}
 	return j.release(res, out)
@@ -367,7 +393,10 @@ func (j *temporalJoin) release(res *Batch, out Emitter) (int64, error) {
 func (j *temporalJoin) Barrier(Barrier, Emitter) error { return nil }
 
 // stateRows is the number of waiting left rows and versions held.
-func (j *temporalJoin) stateRows() int { return j.waiting.Len() + j.nversions }
+func (j *temporalJoin) stateRows() int { return len(j.waiting) + j.nversions }
+
+// stateBytes estimates the heap the waiting rows and versions take.
+func (j *temporalJoin) stateBytes() int64 { return j.bytes }
 
 // Snapshot writes what changed since the last snapshot (see joinCkpt).
 func (j *temporalJoin) Snapshot(w StateWriter) error {
@@ -389,10 +418,15 @@ func (j *temporalJoin) Snapshot(w StateWriter) error {
 func (j *temporalJoin) Restore(r StateReader) error {
 	width := [2]int{len(j.spec.Left), len(j.spec.Right)}
 	wm, ok, err := j.restoreRecords(r, "temporal join", width, [2]bool{sideRight: true}, func(jr *joinRow) {
+		j.bytes += heldCost(jr)
 		if jr.side == sideLeft {
 			j.waiting = append(j.waiting, expiryItem{bound: jr.time, row: jr})
 		} else {
+			if j.versions[jr.key] == nil {
+				j.bytes += keyRowsCost
+			}
 			j.versions[jr.key] = append(j.versions[jr.key], jr)
+			j.peak = max(j.peak, len(j.versions))
 			j.nversions++
 		}
 		j.seq = max(j.seq, jr.seq)
@@ -403,7 +437,7 @@ func (j *temporalJoin) Restore(r StateReader) error {
 	if ok {
 		j.wm = wm
 	}
-	heap.Init(&j.waiting)
+	j.waiting.init()
 	for _, vs := range j.versions {
 		sortRows(vs)
 		if j.spec.AsOf {

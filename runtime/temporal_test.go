@@ -319,13 +319,13 @@ func TestTemporalJoinPruning(t *testing.T) {
 		d.wm(sideLeft, 10*i)
 		maxRows = max(maxRows, d.j.stateRows())
 	}
-	if maxRows > 7+2 || d.j.prunes.Len() > 20 {
-		t.Fatalf("state grew to %d rows (%d prune entries)", maxRows, d.j.prunes.Len())
+	if maxRows > 7+2 || len(d.j.prunes) > 20 {
+		t.Fatalf("state grew to %d rows (%d prune entries)", maxRows, len(d.j.prunes))
 	}
 	d.both(math.MaxInt64)
 	d.rows(t, "at end", 0)
-	if len(d.j.versions) != 0 || d.j.prunes.Len() != 0 || len(d.j.dirty) > 2100 {
-		t.Fatalf("at end: %d keys, %d prune entries, %d dirty", len(d.j.versions), d.j.prunes.Len(), len(d.j.dirty))
+	if len(d.j.versions) != 0 || len(d.j.prunes) != 0 || len(d.j.dirty) > 2100 {
+		t.Fatalf("at end: %d keys, %d prune entries, %d dirty", len(d.j.versions), len(d.j.prunes), len(d.j.dirty))
 	}
 }
 

@@ -138,7 +138,7 @@ func (v *BadgerVersioned) Write(id uint64, kvs []KV) error {
 	if v.closed.Load() {
 		return fmt.Errorf("state write at %d: %w", id, ErrClosed)
 	}
-	release, err := v.space.claim(v.dir, kvBytes(kvs), false)
+	release, err := v.space.claimState(v.dir, kvBytes(kvs))
 	if err != nil {
 		return fmt.Errorf("state write at %d: %w", id, err)
 	}

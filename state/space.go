@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // Disk space. Badger writes its memtable WAL, value log and tables through
@@ -22,6 +23,13 @@ import (
 // writes by itself (memtable flushes, compactions), which cannot be asked
 // for. Once space is freed, writes are accepted again: a refused write
 // changed nothing.
+//
+// A state write refused for room (a checkpoint's, retried with the query's
+// next checkpoint) makes ingest leave that much more free for a while
+// (stateWaitFor): rows arriving as soon as space is freed must not take the
+// room the checkpoint waits for, or it would wait as long as ingest goes
+// on (and the ingest log, which is truncated only behind checkpoints,
+// would never shrink).
 
 // DefaultDiskReserve is the free space ingest leaves on the data
 // directory's file system when no other reserve is configured.
@@ -49,6 +57,8 @@ type DiskFullError struct {
 	// reserve; other writes at half of it). Open: the stores were not
 	// opened (CheckOpen).
 	Ingest, Open bool
+	// Waiting: of Keep, the room ingest leaves for a refused state write.
+	Waiting int64
 }
 
 func (e *DiskFullError) Error() string {
@@ -56,12 +66,15 @@ func (e *DiskFullError) Error() string {
 		return fmt.Sprintf("disk full: the file system of %s has %s free, and the stores are not opened with less than %s free (--disk-reserve: Badger writes as it opens them); free space to start",
 			e.Dir, formatBytes(e.Free), formatBytes(e.Keep))
 	}
-	what := "checkpoint and catalog writes stop"
+	what, why := "checkpoint and catalog writes stop", "--disk-reserve"
 	if e.Ingest {
 		what = "ingest stops"
 	}
-	return fmt.Sprintf("disk full: the file system of %s has %s free, this write needs %s, and %s with less than %s free (--disk-reserve); free space to resume",
-		e.Dir, formatBytes(e.Free), formatBytes(e.Need), what, formatBytes(e.Keep))
+	if e.Waiting > 0 {
+		why = fmt.Sprintf("--disk-reserve, and %s for a checkpoint waiting to be written", formatBytes(e.Waiting))
+	}
+	return fmt.Sprintf("disk full: the file system of %s has %s free, this write needs %s, and %s with less than %s free (%s); free space to resume",
+		e.Dir, formatBytes(e.Free), formatBytes(e.Need), what, formatBytes(e.Keep), why)
 }
 
 func (e *DiskFullError) Is(target error) bool { return target == ErrDiskFull }
@@ -92,7 +105,17 @@ type Space struct {
 	// claimed is what writes in progress have claimed and may not have
 	// written yet: concurrent writers cannot each take the same room.
 	claimed int64
+	// waiting is the largest state write refused within stateWaitFor
+	// (until waitUntil): ingest leaves it free too (claimState).
+	waiting   int64
+	waitUntil time.Time
+	now       func() time.Time
 }
+
+// stateWaitFor is how long a refused state write keeps ingest from the
+// room it needs: more than a checkpoint interval, so its retry finds the
+// room, short enough that a query dropped meanwhile does not hold it long.
+const stateWaitFor = time.Minute
 
 // NewSpace returns a guard that keeps reserve bytes free for everything but
 // ingest (see above); nil when reserve <= 0 (no checks).
@@ -100,7 +123,7 @@ func NewSpace(reserve int64) *Space {
 	if reserve <= 0 {
 		return nil
 	}
-	return &Space{reserve: reserve, free: freeBytes}
+	return &Space{reserve: reserve, free: freeBytes, now: time.Now}
 }
 
 // Reserve is the configured reserve (0 for a nil Space).
@@ -148,18 +171,22 @@ func (s *Space) claim(dir string, need int64, ingest bool) (func(), error) {
 		return func() {}, nil
 	}
 	keep := s.reserve / 2
-	if ingest {
-		keep = s.reserve
-	}
 	free, err := s.free(dir)
 	if err != nil {
 		return func() {}, nil // unknown: let the write try
 	}
 	s.mu.Lock()
+	var waiting int64
+	if ingest {
+		if s.waiting > 0 && s.now().Before(s.waitUntil) {
+			waiting = s.waiting
+		}
+		keep = s.reserve + waiting
+	}
 	avail := free - s.claimed
 	if avail-need < keep {
 		s.mu.Unlock()
-		return nil, &DiskFullError{Dir: dir, Free: max(avail, 0), Need: need, Keep: keep, Ingest: ingest}
+		return nil, &DiskFullError{Dir: dir, Free: max(avail, 0), Need: need, Keep: keep, Ingest: ingest, Waiting: waiting}
 	}
 	s.claimed += need
 	s.mu.Unlock()
@@ -168,6 +195,29 @@ func (s *Space) claim(dir string, need int64, ingest bool) (func(), error) {
 		s.claimed -= need
 		s.mu.Unlock()
 	}, nil
+}
+
+// claimState is claim for a state write (a checkpoint's). Refused, it
+// makes ingest leave need bytes more free for stateWaitFor; a state write
+// at least as large as the one waiting ends the wait.
+func (s *Space) claimState(dir string, need int64) (func(), error) {
+	release, err := s.claim(dir, need, false)
+	if s == nil {
+		return release, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case IsDiskFull(err):
+		if !s.now().Before(s.waitUntil) {
+			s.waiting = 0
+		}
+		s.waiting = max(s.waiting, need)
+		s.waitUntil = s.now().Add(stateWaitFor)
+	case err == nil && need >= s.waiting:
+		s.waiting = 0
+	}
+	return release, err
 }
 
 // kvBytes estimates what writing kvs costs on disk: keys and values plus

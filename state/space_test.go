@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // fakeSpace is a Space over a free-space figure the test sets.
@@ -136,5 +137,63 @@ func TestSpaceClaims(t *testing.T) {
 	}
 	if !IsDiskFull(fmt.Errorf("write: %w", syscall.ENOSPC)) {
 		t.Fatal("ENOSPC is disk full")
+	}
+}
+
+// TestSpaceStateWriteWaits: a state write refused for room makes ingest
+// leave that room too, until a state write that large goes through or a
+// minute has passed; otherwise rows arriving once space is freed take it
+// again and the checkpoint waits as long as ingest goes on.
+func TestSpaceStateWriteWaits(t *testing.T) {
+	const mib = 1 << 20
+	sp, free := fakeSpace(10 * mib)
+	now := time.Unix(1000, 0)
+	sp.now = func() time.Time { return now }
+	ingest := func() error {
+		rel, err := sp.claim("d", mib, true)
+		if err == nil {
+			rel()
+		}
+		return err
+	}
+	state := func(need int64) error {
+		rel, err := sp.claimState("d", need)
+		if err == nil {
+			rel()
+		}
+		return err
+	}
+	free.Store(20 * mib)
+	if err := state(16 * mib); !IsDiskFull(err) {
+		t.Fatalf("a state write of 16 MiB with 20 MiB free and half of 10 MiB kept: %v", err)
+	}
+	err := ingest()
+	var dfe *DiskFullError
+	if !errors.As(err, &dfe) || !dfe.Ingest || dfe.Waiting != 16*mib || dfe.Keep != 26*mib ||
+		!strings.Contains(err.Error(), "16.0 MiB for a checkpoint waiting to be written") {
+		t.Fatalf("ingest while a state write waits: %v", err)
+	}
+	free.Store(30 * mib) // space freed: ingest leaves the checkpoint its room
+	if err := ingest(); err != nil {
+		t.Fatalf("ingest with room for the waiting write: %v", err)
+	}
+	free.Store(26*mib - 1)
+	if err := ingest(); !IsDiskFull(err) {
+		t.Fatalf("ingest into the waiting write's room: %v", err)
+	}
+	if err := state(16 * mib); err != nil {
+		t.Fatalf("the state write again: %v", err)
+	}
+	if err := ingest(); err != nil {
+		t.Fatalf("ingest once the state write went through: %v", err)
+	}
+	// A write that is not retried stops holding the room after a while.
+	free.Store(20 * mib)
+	if err := state(16 * mib); !IsDiskFull(err) {
+		t.Fatal(err)
+	}
+	now = now.Add(stateWaitFor)
+	if err := ingest(); err != nil {
+		t.Fatalf("ingest a minute after the refused write: %v", err)
 	}
 }

@@ -69,6 +69,19 @@ func TestInsertSession(t *testing.T) {
 				t.Errorf("input modified: %v, was %v", tt.sessions, orig)
 			}
 			checkInsert(t, orig, tt.ts, out, merged, absorbed)
+			// SessionSpan names the same session and the same absorbed
+			// ones; replacing them in place gives out.
+			m, i, j := SessionSpan(orig, tt.ts, tt.gap)
+			if m != merged {
+				t.Errorf("SessionSpan merged = %v, InsertSession %v", m, merged)
+			}
+			inside := j == i+1 && orig[i] == m
+			if !inside && !slices.Equal(orig[i:j], absorbed) {
+				t.Errorf("SessionSpan absorbs %v, InsertSession %v", orig[i:j], absorbed)
+			}
+			if inPlace := slices.Replace(slices.Clone(orig), i, j, m); !slices.Equal(inPlace, out) {
+				t.Errorf("replacing sessions[%d:%d] by %v gives %v, want %v", i, j, m, inPlace, out)
+			}
 		})
 	}
 }

@@ -119,24 +119,14 @@ func Hop(ts, slide, size int64, buf []Window) []Window {
 // (Late(merged, ...)), and keep using sessions as if nothing happened.
 // absorbed is nil when empty. It panics if gap <= 0.
 func InsertSession(sessions []Window, ts, gap int64) (out []Window, merged Window, absorbed []Window) {
-	mustPositive("session gap", gap)
-	merged = Window{Start: ts, End: satAdd(ts, gap)}
-	// Ends ascend, so the sessions with ts < End are a suffix; of those, the
-	// ones with Start < merged.End are a prefix of that suffix.
-	i := sort.Search(len(sessions), func(k int) bool { return before(ts, sessions[k].End) })
-	j := i
-	for j < len(sessions) && before(sessions[j].Start, merged.End) {
-		j++
+	merged, i, j := SessionSpan(sessions, ts, gap)
+	if j == i+1 && merged == sessions[i] {
+		// Inside an existing session, which does not change.
+		out = make([]Window, len(sessions))
+		copy(out, sessions)
+		return out, merged, nil
 	}
 	if j > i {
-		merged.Start = min(merged.Start, sessions[i].Start)
-		merged.End = max(merged.End, sessions[j-1].End)
-		if j == i+1 && merged == sessions[i] {
-			// Inside an existing session, which does not change.
-			out = make([]Window, len(sessions))
-			copy(out, sessions)
-			return out, merged, nil
-		}
 		absorbed = make([]Window, j-i)
 		copy(absorbed, sessions[i:j])
 	}
@@ -145,6 +135,29 @@ func InsertSession(sessions []Window, ts, gap int64) (out []Window, merged Windo
 	out = append(out, merged)
 	out = append(out, sessions[j:]...)
 	return out, merged, absorbed
+}
+
+// SessionSpan is InsertSession without allocating: the session a row at ts
+// ends up in (merged) and the sessions it absorbs, sessions[i:j] (empty
+// when i == j: merged is new and goes at index i). When the row falls
+// inside an existing session without changing it, j == i+1 and merged ==
+// sessions[i]. The caller that keeps its own sorted list replaces
+// sessions[i:j] by merged (slices.Replace). It panics if gap <= 0.
+func SessionSpan(sessions []Window, ts, gap int64) (merged Window, i, j int) {
+	mustPositive("session gap", gap)
+	merged = Window{Start: ts, End: satAdd(ts, gap)}
+	// Ends ascend, so the sessions with ts < End are a suffix; of those, the
+	// ones with Start < merged.End are a prefix of that suffix.
+	i = sort.Search(len(sessions), func(k int) bool { return before(ts, sessions[k].End) })
+	j = i
+	for j < len(sessions) && before(sessions[j].Start, merged.End) {
+		j++
+	}
+	if j > i {
+		merged.Start = min(merged.Start, sessions[i].Start)
+		merged.End = max(merged.End, sessions[j-1].End)
+	}
+	return merged, i, j
 }
 
 // Late reports whether window w is done at watermark wm:
