@@ -4,14 +4,17 @@ package e2e
 // the whole API): a view whose task spins in one batch (STREAMSQL_SPIN, as
 // a runaway expression would) and a PostgreSQL sink whose database is
 // frozen with SIGSTOP, while an INSERT INTO a sink there waits for the
-// database to answer its look at the table. Meanwhile every other API call
+// database to answer its look at the table, and a Kafka source whose
+// broker accepts connections and never answers. Meanwhile every other API call
 // answers within a second, the spinning query is failed with its reason
 // after --stall-timeout, and both can be dropped.
 
 import (
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -32,6 +35,7 @@ type timedCall struct {
 
 func TestHungQueryAndSink(t *testing.T) {
 	pg := startPG(t)
+	broker := blackhole(t)
 	srv := startServerEnv(t, []string{"STREAMSQL_SPIN=task.process/spin"}, "--stall-timeout", "4s")
 	srv.sql(t, `CREATE TABLE ev (k BIGINT, ts TIMESTAMP(3)) ENGINE=http ENGINE_ATTRIBUTE='{"event_time": "ts"}';
 		CREATE TABLE other (k BIGINT, ts TIMESTAMP(3)) ENGINE=http ENGINE_ATTRIBUTE='{"event_time": "ts"}';
@@ -39,7 +43,10 @@ func TestHungQueryAndSink(t *testing.T) {
 		CREATE VIEW ok AS SELECT k, COUNT(*) AS n FROM other GROUP BY k;
 		CREATE TABLE pgs (k BIGINT, n BIGINT, PRIMARY KEY (k)) ENGINE=postgres CONNECTION='`+pg.DSN("")+`'
 		  ENGINE_ATTRIBUTE='{"table": "hang_pgs", "create_table": true}';
-		INSERT INTO pgs SELECT k, COUNT(*) FROM other GROUP BY k`)
+		INSERT INTO pgs SELECT k, COUNT(*) FROM other GROUP BY k;
+		CREATE TABLE kt (k BIGINT, ts TIMESTAMP(3)) ENGINE=kafka CONNECTION='`+broker+`'
+		  ENGINE_ATTRIBUTE='{"topic": "t", "event_time": "ts"}';
+		CREATE VIEW kv AS SELECT k, COUNT(*) AS n FROM kt GROUP BY k`)
 	srv.waitRunning(t, "ok", "pgs")
 	row := func(k, i int) Row { return Row{"k": k, "ts": 1_700_000_000_000 + int64(i)} }
 	srv.postRows(t, "other", []Row{row(1, 0), row(2, 1)})
@@ -70,6 +77,7 @@ func TestHungQueryAndSink(t *testing.T) {
 		{name: "list queries", method: "GET", path: "/v1/queries", want: 200},
 		{name: "the spinning query", method: "GET", path: "/v1/queries/spin", want: 200},
 		{name: "the hung sink's query", method: "GET", path: "/v1/queries/pgs", want: 200},
+		{name: "a query of a hung broker", method: "GET", path: "/v1/queries/kv", want: 200},
 		{name: "tables", method: "GET", path: "/v1/tables", want: 200},
 		{name: "a table", method: "GET", path: "/v1/tables/ev", want: 200},
 		{name: "ingest into another table", method: "POST", path: "/v1/tables/other/rows", ct: "application/x-ndjson",
@@ -136,6 +144,38 @@ func TestHungQueryAndSink(t *testing.T) {
 	if rs := srv.results(t, "spin"); len(rs.Rows) != 1 {
 		t.Fatalf("the re-created view: %d rows, want 1 (k = 7)", len(rs.Rows))
 	}
+}
+
+// blackhole is the address of a server that accepts connections and
+// never answers (a hung Kafka broker), until the test ends.
+func blackhole(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return ln.Addr().String()
 }
 
 func fixed(s string) func(int) []byte { return func(int) []byte { return []byte(s) } }
