@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/streamsql/streamsql/internal/kafkatest"
+	"github.com/streamsql/streamsql/internal/storetest"
 )
 
 const (
@@ -54,6 +55,7 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	closeSharedPG()
 	kafkatest.Cleanup()
+	storetest.Cleanup()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

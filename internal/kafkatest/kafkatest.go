@@ -13,9 +13,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
+
+	"github.com/streamsql/streamsql/internal/gobin"
 )
 
 const (
@@ -25,45 +26,18 @@ const (
 	consumeTimeout = 30 * time.Second
 )
 
-var (
-	buildOnce sync.Once
-	buildDir  string
-	binPath   string
-	buildErr  error
-)
+// broker is the kfakebroker command ($KFAKEBROKER_BIN, else built).
+var broker = &gobin.Binary{Pkg: "github.com/streamsql/streamsql/internal/kafkatest/kfakebroker", Env: "KFAKEBROKER_BIN"}
 
-// Binary returns the broker command: $KFAKEBROKER_BIN, or
-// ./kfakebroker built once per process into a temporary directory that
-// Cleanup removes. The build runs in the current directory, which must be
-// inside this module (a test's package directory is).
-func Binary() (string, error) {
-	buildOnce.Do(func() {
-		if p := os.Getenv("KFAKEBROKER_BIN"); p != "" {
-			binPath, buildErr = filepath.Abs(p)
-			return
-		}
-		buildDir, buildErr = os.MkdirTemp("", "kafkatest-")
-		if buildErr != nil {
-			return
-		}
-		out := filepath.Join(buildDir, "kfakebroker")
-		cmd := exec.Command("go", "build", "-o", out, "github.com/streamsql/streamsql/internal/kafkatest/kfakebroker")
-		if b, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("kafkatest: go build kfakebroker: %v\n%s", err, b)
-			return
-		}
-		binPath = out
-	})
-	return binPath, buildErr
-}
+// Binary returns the broker command: $KFAKEBROKER_BIN, or ./kfakebroker
+// built once per process into a temporary directory that Cleanup removes.
+// The build runs in the current directory, which must be inside this
+// module (a test's package directory is).
+func Binary() (string, error) { return broker.Path() }
 
 // Cleanup removes the binary Binary built, if any (call it from TestMain
 // once the tests are done).
-func Cleanup() {
-	if buildDir != "" {
-		os.RemoveAll(buildDir)
-	}
-}
+func Cleanup() { broker.Cleanup() }
 
 // Broker is one kfake broker process on 127.0.0.1, with its data in
 // Dir/data and its log in Dir/broker.log.

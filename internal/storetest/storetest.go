@@ -7,42 +7,23 @@ package storetest
 import (
 	"encoding/hex"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
+
+	"github.com/streamsql/streamsql/internal/gobin"
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
+// keycount is the keycount command, built on first use.
+var keycount = &gobin.Binary{Pkg: "github.com/streamsql/streamsql/internal/storetest/keycount"}
 
-func binary() (string, error) {
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "storetest-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		out := filepath.Join(dir, "keycount")
-		cmd := exec.Command("go", "build", "-o", out, "github.com/streamsql/streamsql/internal/storetest/keycount")
-		if b, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("storetest: go build keycount: %v\n%s", err, b)
-			return
-		}
-		binPath = out
-	})
-	return binPath, buildErr
-}
+// Cleanup removes the keycount binary, if it was built.
+func Cleanup() { keycount.Cleanup() }
 
 // CountKeys returns, per prefix, the number of live keys under it in the
 // Badger DB at dir (its server must be stopped).
 func CountKeys(dir string, prefixes ...[]byte) ([]int, error) {
-	bin, err := binary()
+	bin, err := keycount.Path()
 	if err != nil {
 		return nil, err
 	}
