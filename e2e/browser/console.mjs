@@ -197,6 +197,11 @@ CREATE VIEW ${VIEW} AS
     await page.waitForFunction(() => document.querySelector('#dag .dag-op[data-op="Source"] .dag-op-rows')?.textContent === '5 rows');
     await page.locator('#dag .dag-op[data-op="Aggregate"]').click();
     await page.waitForFunction(() => document.querySelector('#op-detail')?.textContent.includes('Aggregate window=TUMBLE'));
+    // The aggregation's state, as the API estimates it, on its node and in its detail.
+    const agg = ops.find((o) => o.name === 'Aggregate');
+    check(agg.state_bytes > 0, `the Aggregate's state_bytes in the API: ${agg.state_bytes}`);
+    await page.waitForFunction(() => /state \d/.test(document.querySelector('#dag .dag-op[data-op="Aggregate"] .dag-op-rate')?.textContent ?? ''));
+    await page.waitForFunction(() => /state: \d/.test(document.querySelector('#op-detail')?.textContent ?? ''));
     await screenshot('graph');
   });
 

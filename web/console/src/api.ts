@@ -33,12 +33,26 @@ export interface TableInfo {
   end_offset?: number;
   watermarks?: Record<string, string | null>;
   sql: string;
+  // "corrupt" when its ingest log lost acknowledged rows (lost says which).
+  state?: string;
+  lost?: LostRange[];
+  lost_rows?: number;
+}
+
+export interface LostRange {
+  table?: string;
+  from: number;
+  to: number;
+  rows: number;
+  detected: string;
+  cause: string;
 }
 
 export interface OperatorInfo {
   name: string;
   explain: string;
   rows: number;
+  state_bytes?: number;
 }
 
 export interface StageInfo {
@@ -70,6 +84,7 @@ export interface QueryInfo {
   key?: string[];
   graph?: { stages: StageInfo[] };
   restore?: { tasks_restored: number; tasks: number };
+  lost_rows?: LostRange[];
 }
 
 export interface CheckpointStat {

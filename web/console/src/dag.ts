@@ -3,7 +3,7 @@
 // and its stage's backpressure (how full its input queues are).
 
 import type { StageInfo } from './api';
-import { s, h, fmtInt, fmtRate } from './dom';
+import { s, h, fmtInt, fmtRate, fmtBytes } from './dom';
 import { rate } from './rates';
 
 const NODE_W = 250;
@@ -104,7 +104,8 @@ export function renderDAG(query: string, stages: StageInfo[], selected: string |
         s('rect', { x, y, width: NODE_W, height: NODE_H, rx: 6, fill: fillColor(bp), stroke: selected === id ? '#1f5fbf' : strokeColor(bp), 'stroke-width': selected === id ? 2.5 : 1.2 }),
         s('text', { x: x + 10, y: y + 18, class: 'dag-op-name' }, op.name),
         s('text', { x: x + NODE_W - 10, y: y + 18, 'text-anchor': 'end', class: 'dag-op-rows' }, `${fmtInt(op.rows)} rows`),
-        s('text', { x: x + NODE_W - 10, y: y + 33, 'text-anchor': 'end', class: 'dag-op-rate muted' }, fmtRate(r)),
+        s('text', { x: x + NODE_W - 10, y: y + 33, 'text-anchor': 'end', class: 'dag-op-rate muted' },
+          op.state_bytes === undefined ? fmtRate(r) : [fmtRate(r), `state ${fmtBytes(op.state_bytes)}`].filter((t) => t !== '–').join(' · ')),
         s('text', { x: x + 10, y: y + 49, class: 'dag-op-explain' }, truncate(op.explain.replace(/^\S+\s*/, ''), 36)),
       );
       node.addEventListener('click', () => onSelect(id));
@@ -121,6 +122,7 @@ export function renderDAG(query: string, stages: StageInfo[], selected: string |
   return h('div', { class: 'dag-wrap' },
     h('p', { class: 'muted' }, 'One node per operator, with the rows that reached it. A stage\'s input queues filling up (amber from 50%, red from 90%) means it is what slows the query down: its producers wait. Click an operator for its full EXPLAIN line.'),
     h('div', { class: 'scroll' }, svg),
-    sel ? h('pre', { class: 'op-detail', id: 'op-detail' }, `Stage ${sel.st.id}, operator ${sel.id.split('.')[1]}: ${sel.op.explain}\nrows: ${fmtInt(sel.op.rows)}`) : null,
+    sel ? h('pre', { class: 'op-detail', id: 'op-detail' }, `Stage ${sel.st.id}, operator ${sel.id.split('.')[1]}: ${sel.op.explain}\nrows: ${fmtInt(sel.op.rows)}` +
+      (sel.op.state_bytes !== undefined ? `\nstate: ${fmtBytes(sel.op.state_bytes)} (an estimate of the heap it takes)` : '')) : null,
   );
 }

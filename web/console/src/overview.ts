@@ -123,8 +123,10 @@ function tablesTable(ts: api.TableInfo[]): HTMLElement {
     h('tbody', {}, ts.map((t) => {
       const r = rate('table:' + t.name, t.end_offset);
       const wms = Object.entries(t.watermarks ?? {});
+      const lost = (t.lost ?? []).map((l) => `offsets ${fmtInt(l.from)} to ${fmtInt(l.to - 1)} (${fmtInt(l.rows)} rows): ${l.cause}`).join('\n');
       return h('tr', { 'data-table': t.name },
-        h('td', { class: 'name' }, t.name),
+        h('td', { class: 'name' }, t.name, t.state === 'corrupt'
+          ? [' ', h('span', { class: 'badge state-failed table-corrupt', title: lost }, `corrupt: ${fmtInt(t.lost_rows)} acknowledged rows lost`)] : null),
         h('td', {}, t.engine),
         h('td', { class: 'schema' }, t.columns.map((c, i) => [i ? ', ' : '', h('span', { class: c.name === t.event_time ? 'evtime' : null, title: c.name === t.event_time ? 'event time' : null }, c.name), ' ', h('span', { class: 'type' }, c.type + (c.nullable ? '' : ' NOT NULL'))]),
           t.primary_key?.length ? h('div', { class: 'muted' }, `PRIMARY KEY (${t.primary_key.join(', ')})`) : null),

@@ -3,7 +3,7 @@
 // errors.
 
 import * as api from './api';
-import { h, clear, fmtInt, fmtRate, fmtDuration, stateBadge, dataTable } from './dom';
+import { h, clear, fmtInt, fmtRate, fmtBytes, fmtDuration, stateBadge, dataTable } from './dom';
 import { LiveResults } from './results';
 import { renderDAG } from './dag';
 import { lineChart, type Series } from './charts';
@@ -98,7 +98,7 @@ export function queryPage(root: HTMLElement, name: string, tab: string, go: (has
       item('watermark lag', fmtDuration(lagSeconds(q.watermark)), 'wall clock minus the watermark'),
       item('last checkpoint', q.last_checkpoint ? `#${q.last_checkpoint}` + (lastCheckpoints.find((c) => c.status === 'completed') ? ` · ${fmtDuration((Date.now() - Date.parse(lastCheckpoints.find((c) => c.status === 'completed')!.started)) / 1000)} ago` : '') : 'none yet'),
       item('late rows', fmtInt(q.counters.late_rows)),
-      item('state rows', fmtInt(q.state_size?.rows)),
+      item('state', `${fmtInt(q.state_size?.rows)} ${q.state_size?.rows === 1 ? 'row' : 'rows'} · ${fmtBytes(q.state_size?.bytes)}`, 'groups and held join rows, and the heap their state takes (an estimate)'),
       item('emit mode', String(opt.emit_mode ?? '–')),
       item('parallelism', String(opt.parallelism ?? '–')),
       item('sources', Object.entries(q.offsets ?? {}).map(([k, v]) => `${k}@${fmtInt(v)}`).join(', ') || '–'),
