@@ -691,9 +691,10 @@ func (s *server) results(t testing.TB, view string) resultSet {
 
 // counters are a query's counters.
 type counters struct {
-	RowsIn   int64 `json:"rows_in"`
-	RowsOut  int64 `json:"rows_out"`
-	LateRows int64 `json:"late_rows"`
+	RowsIn     int64 `json:"rows_in"`
+	RowsOut    int64 `json:"rows_out"`
+	LateRows   int64 `json:"late_rows"`
+	OutOfRange int64 `json:"out_of_range"`
 }
 
 // queryInfo is the part of GET /v1/queries/{name} the tests read; raw holds

@@ -92,12 +92,20 @@ CREATE VIEW tp_math AS SELECT k, ts - INTERVAL 1 DAY AS day_before, ts + INTERVA
 		"-9223372036854775808": {"day_before": "9999-12-30T23:59:59.999Z", "day_after": nil, "second_after": nil, "from_k": nil, "far": nil},
 		"0":                    {"day_before": "2024-02-27T12:00:00.000Z", "day_after": "2024-02-29T12:00:00.000Z", "second_after": "2024-02-28T12:00:01.000Z", "from_k": "1970-01-01T00:00:00.000Z", "far": nil},
 	}
+	nulls := int64(0)
 	for k, cols := range want {
 		for c, v := range cols {
 			if g := got[k][c]; g != v {
 				t.Errorf("k %s: %s = %v, want %v", k, c, g, v)
 			}
+			if v == nil {
+				nulls++
+			}
 		}
+	}
+	// Each of those NULLs is arithmetic beyond the range, and counted.
+	if n := srv.query(t, "tp_math").Counters.OutOfRange; n != nulls {
+		t.Errorf("tp_math counts %d results out of range, want %d (the NULLs above)", n, nulls)
 	}
 }
 

@@ -19,7 +19,7 @@ type collector struct {
 	e                                        *queries.Engine
 	rowsIn, rowsOut, late, checkpoint, state *prometheus.Desc
 
-	bad, wmLag                *prometheus.Desc
+	bad, outOfRange, wmLag    *prometheus.Desc
 	opIn, opOut, opState      *prometheus.Desc
 	stateBytes                *prometheus.Desc
 	queueFill, stageState     *prometheus.Desc
@@ -43,6 +43,7 @@ func newCollector(e *queries.Engine) *collector {
 		state:      prometheus.NewDesc("streamsql_query_state_rows", "Open groups and held join rows in the query's operators.", l, nil),
 		stateBytes: prometheus.NewDesc("streamsql_query_state_bytes", "Estimated heap bytes the query's operators' state takes (groups, keys, windows, COUNT(DISTINCT) members, held join rows).", l, nil),
 		bad:        prometheus.NewDesc("streamsql_query_bad_records_total", "Source records that could not be decoded.", l, nil),
+		outOfRange: prometheus.NewDesc("streamsql_query_out_of_range_total", "Arithmetic results beyond their type's range (BIGINT overflow, TIMESTAMP arithmetic past 0001-9999), NULL in the rows.", l, nil),
 		wmLag: prometheus.NewDesc("streamsql_query_watermark_lag_seconds",
 			"Wall clock minus the query's watermark (event-time queries with a watermark).", l, nil),
 		opIn: prometheus.NewDesc("streamsql_operator_rows_in_total",
@@ -74,7 +75,7 @@ func newCollector(e *queries.Engine) *collector {
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.rowsIn, c.rowsOut, c.late, c.checkpoint, c.state, c.stateBytes, c.bad, c.wmLag, c.opIn, c.opOut, c.opState,
+	for _, d := range []*prometheus.Desc{c.rowsIn, c.rowsOut, c.late, c.checkpoint, c.state, c.stateBytes, c.bad, c.outOfRange, c.wmLag, c.opIn, c.opOut, c.opState,
 		c.queueFill, c.stageState, c.ckptDur, c.ckptBytes, c.ckptF, c.ckptAlign, c.sinkPending, c.sinkLag, c.diskFree, c.diskReserve, c.tableCorrupt, c.lostRows} {
 		ch <- d
 	}
@@ -115,6 +116,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 func (c *collector) collectQuery(ch chan<- prometheus.Metric, q queries.QueryMetrics, now time.Time) {
 	name, m := q.Name, q.Metrics
 	ch <- prometheus.MustNewConstMetric(c.bad, prometheus.CounterValue, float64(m.BadRecords), name)
+	ch <- prometheus.MustNewConstMetric(c.outOfRange, prometheus.CounterValue, float64(m.OutOfRange), name)
 	if lag, ok := m.WatermarkLag(now); ok {
 		ch <- prometheus.MustNewConstMetric(c.wmLag, prometheus.GaugeValue, lag.Seconds(), name)
 	}

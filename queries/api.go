@@ -508,7 +508,8 @@ func (e *Engine) Query(name string) (QueryInfo, error) {
 	qi.Watermark = watermarkJSON(st.Watermark)
 	qi.Offsets = st.Offsets
 	qi.LastCheckpoint = st.LastCheckpoint
-	qi.Counters = map[string]int64{"rows_in": st.RowsIn, "rows_out": st.RowsOut, "late_rows": st.LateRows, "bad_records": st.BadRecords}
+	qi.Counters = map[string]int64{"rows_in": st.RowsIn, "rows_out": st.RowsOut, "late_rows": st.LateRows, "bad_records": st.BadRecords,
+		"out_of_range": st.OutOfRange}
 	qi.RecentBadRecords = st.RecentBad
 	qi.Lag = st.Lag
 	qi.StateSize = map[string]int64{"rows": st.StateRows, "bytes": st.StateBytes}

@@ -51,7 +51,7 @@ func (j *Job) coordinate() {
 		early    []ack                   // acks read while injecting
 		moved    uint64                  // the sources' moved counts at the last barrier
 		lastCkpt = time.Now()
-		totals   = counts{j.marker.RowsIn, j.marker.RowsOut, j.marker.Late, j.marker.Bad}
+		totals   = counts{j.marker.RowsIn, j.marker.RowsOut, j.marker.Late, j.marker.Bad, j.marker.OutOfRange}
 	)
 	// A checkpoint is due at the first tick from half a tick before the
 	// interval is over: the tick that ends it comes a little less than
@@ -105,7 +105,8 @@ func (j *Job) coordinate() {
 			j.recordEnd(cur.CheckpointID, "failed", failed, bytes, align, offsets, started)
 		default:
 			fault.Point("checkpoint.before_marker")
-			m := markerValue{ID: cur.CheckpointID, Time: time.Now().UnixMilli(), RowsIn: totals.rowsIn, RowsOut: totals.rowsOut, Late: totals.late, Bad: totals.bad, Offsets: offsets}
+			m := markerValue{ID: cur.CheckpointID, Time: time.Now().UnixMilli(), RowsIn: totals.rowsIn, RowsOut: totals.rowsOut, Late: totals.late, Bad: totals.bad,
+				OutOfRange: totals.outOfRange, Offsets: offsets}
 			val, _ := json.Marshal(m)
 			if err := j.store.CommitMarker(markerKey(j.ID), cur.CheckpointID, val); err != nil {
 				res.err = fmt.Errorf("checkpoint %d: commit marker: %w", cur.CheckpointID, err)
@@ -355,6 +356,10 @@ type Status struct {
 	// RecentBad are the last few.
 	BadRecords int64
 	RecentBad  []BadRecord
+	// OutOfRange counts arithmetic results beyond their type's range,
+	// which are NULL in the rows (BIGINT overflow, TIMESTAMP arithmetic
+	// past 0001-9999).
+	OutOfRange int64
 	// Lag is, for partitioned sources (Kafka), each partition's last
 	// stable offset as last looked up minus the query's position (nil:
 	// none).
@@ -367,6 +372,7 @@ func (j *Job) Status() Status {
 	s := Status{State: j.state, Err: j.err, RecentLate: append([]LateRow(nil), j.lateKeep...), RecentBad: append([]BadRecord(nil), j.badKeep...)}
 	j.mu.Unlock()
 	s.BadRecords = j.badRecords.Load()
+	s.OutOfRange = j.outOfRange.Load()
 	if s.State == StateRunning || s.State == StateRestoring {
 		j.mu.Lock()
 		if j.diskErr != nil {

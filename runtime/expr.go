@@ -21,6 +21,29 @@ type Eval func(r plan.Row) plan.Value
 // the batch being evaluated, set by the task loop (operators read no clock).
 type Env struct {
 	ProcTime int64
+	// OutOfRange counts results of arithmetic beyond their type's range
+	// (BIGINT overflow, TIMESTAMP arithmetic past 0001-01-01 or
+	// 9999-12-31) since the task last took it: each is NULL, never a
+	// wrapped value, and counted in the query's out_of_range.
+	OutOfRange int64
+}
+
+// outOfRange notes a result beyond its type's range and returns what it
+// is: NULL.
+func (e *Env) outOfRange() plan.Value {
+	if e != nil {
+		e.OutOfRange++
+	}
+	return plan.Null
+}
+
+// timeValue is ms as a TIMESTAMP, or NULL outside the TIMESTAMP range
+// (counted).
+func (e *Env) timeValue(ms int64) plan.Value {
+	if !plan.TimeInRange(ms) {
+		return e.outOfRange()
+	}
+	return plan.Time(ms)
 }
 
 // Compile turns a bound expression into a closure tree, once per query.
@@ -220,8 +243,9 @@ func Cast(v plan.Value, t plan.Type) plan.Value {
 }
 
 // timeValue is ms as a TIMESTAMP, or NULL outside the TIMESTAMP range:
-// what a cast or time arithmetic gives beyond it (MySQL's DATE_ADD and
-// CAST answer NULL there too), never a wrapped value.
+// what a cast gives beyond it (MySQL's CAST answers NULL there too; time
+// arithmetic uses Env.timeValue, which also counts it), never a wrapped
+// value.
 func timeValue(ms int64) plan.Value {
 	if !plan.TimeInRange(ms) {
 		return plan.Null
@@ -260,17 +284,19 @@ func parseTimeText(s string) (int64, bool) {
 	return 0, false
 }
 
-func arith(t plan.Type, a, b Eval, ints func(x, y int64) (int64, bool), floats func(x, y float64) float64) Eval {
+// arith is a binary arithmetic operator: ints says whether its BIGINT
+// (or TIMESTAMP) result is in range, else it is NULL, counted in env.
+func arith(t plan.Type, a, b Eval, ints func(x, y int64) (int64, bool), floats func(x, y float64) float64, env *Env) Eval {
 	if t == plan.TypeDouble {
 		return strict2(a, b, func(x, y plan.Value) plan.Value { return plan.Float(floats(toFloat(x), toFloat(y))) })
 	}
 	return strict2(a, b, func(x, y plan.Value) plan.Value {
 		v, ok := ints(toInt(x), toInt(y))
 		if !ok {
-			return plan.Null
+			return env.outOfRange()
 		}
 		if t == plan.TypeTimestamp {
-			return timeValue(v)
+			return env.timeValue(v)
 		}
 		return plan.Int(v)
 	})
@@ -282,18 +308,21 @@ func compileCall(c *plan.Call, a []Eval, env *Env) (Eval, error) {
 	// BIGINT arithmetic that overflows is NULL (as division by zero is),
 	// and so is TIMESTAMP arithmetic that leaves the TIMESTAMP range.
 	case "+":
-		return arith(t, a[0], a[1], addInt, func(x, y float64) float64 { return x + y }), nil
+		return arith(t, a[0], a[1], addInt, func(x, y float64) float64 { return x + y }, env), nil
 	case "-":
-		return arith(t, a[0], a[1], subInt, func(x, y float64) float64 { return x - y }), nil
+		return arith(t, a[0], a[1], subInt, func(x, y float64) float64 { return x - y }, env), nil
 	case "*":
-		return arith(t, a[0], a[1], mulInt, func(x, y float64) float64 { return x * y }), nil
+		return arith(t, a[0], a[1], mulInt, func(x, y float64) float64 { return x * y }, env), nil
 	case "%":
-		return arith(t, a[0], a[1], func(x, y int64) (int64, bool) {
-			if y == 0 {
-				return 0, false
+		return strict2(a[0], a[1], func(x, y plan.Value) plan.Value {
+			if t == plan.TypeDouble {
+				return plan.Float(math.Mod(toFloat(x), toFloat(y)))
 			}
-			return x % y, true
-		}, math.Mod), nil
+			if toInt(y) == 0 {
+				return plan.Null // as MySQL: not a range error
+			}
+			return plan.Int(toInt(x) % toInt(y))
+		}), nil
 	case "/":
 		return strict2(a[0], a[1], func(x, y plan.Value) plan.Value {
 			d := toFloat(y)
@@ -311,8 +340,11 @@ func compileCall(c *plan.Call, a []Eval, env *Env) (Eval, error) {
 				}
 				return plan.Int(floatToInt(math.Trunc(toFloat(x) / d)))
 			}
-			if toInt(y) == 0 || toInt(x) == math.MinInt64 && toInt(y) == -1 {
+			if toInt(y) == 0 {
 				return plan.Null
+			}
+			if toInt(x) == math.MinInt64 && toInt(y) == -1 {
+				return env.outOfRange()
 			}
 			return plan.Int(toInt(x) / toInt(y))
 		}), nil
@@ -322,7 +354,7 @@ func compileCall(c *plan.Call, a []Eval, env *Env) (Eval, error) {
 				return plan.Float(-v.F())
 			}
 			if v.I == math.MinInt64 {
-				return plan.Null
+				return env.outOfRange()
 			}
 			return plan.Int(-v.I)
 		}), nil
@@ -465,10 +497,10 @@ func compileCall(c *plan.Call, a []Eval, env *Env) (Eval, error) {
 	if f, ok := stringFuncs(c.Fn, a); ok {
 		return f, nil
 	}
-	if f, ok := numberFuncs(c.Fn, t, a); ok {
+	if f, ok := numberFuncs(c.Fn, t, a, env); ok {
 		return f, nil
 	}
-	if f, ok := timeFuncs(c, a); ok {
+	if f, ok := timeFuncs(c, a, env); ok {
 		return f, nil
 	}
 	return nil, fmt.Errorf("compile: no implementation of function %s", c.Fn)
@@ -607,7 +639,7 @@ func stringFuncs(fn string, a []Eval) (Eval, bool) {
 	return nil, false
 }
 
-func numberFuncs(fn string, t plan.Type, a []Eval) (Eval, bool) {
+func numberFuncs(fn string, t plan.Type, a []Eval, env *Env) (Eval, bool) {
 	f1 := func(f func(float64) float64) Eval {
 		return strict1(a[0], func(v plan.Value) plan.Value {
 			r := f(toFloat(v))
@@ -632,7 +664,7 @@ func numberFuncs(fn string, t plan.Type, a []Eval) (Eval, bool) {
 				return plan.Float(math.Abs(v.F()))
 			}
 			if v.I == math.MinInt64 {
-				return plan.Null
+				return env.outOfRange()
 			}
 			if v.I < 0 {
 				return plan.Int(-v.I)
@@ -698,7 +730,7 @@ func unitMillis(u string) int64 {
 	return 0
 }
 
-func timeFuncs(c *plan.Call, a []Eval) (Eval, bool) {
+func timeFuncs(c *plan.Call, a []Eval, env *Env) (Eval, bool) {
 	tm := func(f func(time.Time) plan.Value) Eval {
 		return strict1(a[0], func(v plan.Value) plan.Value {
 			if v.K == plan.TypeVarchar {
@@ -716,13 +748,21 @@ func timeFuncs(c *plan.Call, a []Eval) (Eval, bool) {
 	case "unix_millis":
 		return tm(func(t time.Time) plan.Value { return plan.Int(t.UnixMilli()) }), true
 	case "from_unixtime":
-		return strict1(a[0], func(v plan.Value) plan.Value { return Cast(plan.Float(toFloat(v)*1000), plan.TypeTimestamp) }), true
+		return strict1(a[0], func(v plan.Value) plan.Value {
+			if t := Cast(plan.Float(toFloat(v)*1000), plan.TypeTimestamp); !t.IsNull() {
+				return t
+			}
+			return env.outOfRange()
+		}), true
 	case "from_unixmillis":
 		return strict1(a[0], func(v plan.Value) plan.Value {
 			if v.K == plan.TypeDouble {
-				return Cast(v, plan.TypeTimestamp)
+				if t := Cast(v, plan.TypeTimestamp); !t.IsNull() {
+					return t
+				}
+				return env.outOfRange()
 			}
-			return timeValue(toInt(v))
+			return env.timeValue(toInt(v))
 		}), true
 	case "year":
 		return tm(func(t time.Time) plan.Value { return plan.Int(int64(t.Year())) }), true
@@ -750,12 +790,12 @@ func timeFuncs(c *plan.Call, a []Eval) (Eval, bool) {
 			}
 			ms, ok := mulInt(sign, toInt(d))
 			if !ok {
-				return plan.Null
+				return env.outOfRange()
 			}
 			if ms, ok = addInt(x.I, ms); !ok {
-				return plan.Null
+				return env.outOfRange()
 			}
-			return timeValue(ms)
+			return env.timeValue(ms)
 		}), true
 	case "timestampdiff":
 		u := unitMillis(c.Args[0].(*plan.Const).V.S)

@@ -100,8 +100,11 @@ type Job struct {
 	stallTimeout time.Duration
 
 	rowsIn, rowsOut, lateRows, badRecords atomic.Int64
-	lastCheckpoint                        atomic.Uint64
-	toRestore                             atomic.Int64 // tasks still restoring state
+	// outOfRange counts arithmetic results beyond their type's range
+	// (Env.OutOfRange), NULL in the rows.
+	outOfRange     atomic.Int64
+	lastCheckpoint atomic.Uint64
+	toRestore      atomic.Int64 // tasks still restoring state
 
 	mu       sync.Mutex
 	state    string
@@ -149,13 +152,15 @@ func durationMs(d time.Duration) float64 { return float64(d.Microseconds()) / 10
 // markerValue is the JSON of a checkpoint marker: the counters and source
 // offsets as of the checkpoint.
 type markerValue struct {
-	ID      uint64           `json:"id"`
-	Time    int64            `json:"time_ms"`
-	RowsIn  int64            `json:"rows_in"`
-	RowsOut int64            `json:"rows_out"`
-	Late    int64            `json:"late_rows"`
-	Bad     int64            `json:"bad_records,omitempty"`
-	Offsets map[string]int64 `json:"offsets,omitempty"`
+	ID      uint64 `json:"id"`
+	Time    int64  `json:"time_ms"`
+	RowsIn  int64  `json:"rows_in"`
+	RowsOut int64  `json:"rows_out"`
+	Late    int64  `json:"late_rows"`
+	Bad     int64  `json:"bad_records,omitempty"`
+	// OutOfRange: arithmetic results beyond their type's range (NULL).
+	OutOfRange int64            `json:"out_of_range,omitempty"`
+	Offsets    map[string]int64 `json:"offsets,omitempty"`
 }
 
 // Start builds the job's tasks from its graph and starts it. Only the
@@ -251,6 +256,7 @@ func (j *Job) lastMarker() (uint64, []byte, error) {
 	j.rowsOut.Store(j.marker.RowsOut)
 	j.lateRows.Store(j.marker.Late)
 	j.badRecords.Store(j.marker.Bad)
+	j.outOfRange.Store(j.marker.OutOfRange)
 	if j.results != nil {
 		j.results.restoring(id)
 	}

@@ -22,12 +22,12 @@ var CheckpointBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2
 
 // JobMetrics is a snapshot of a job's metrics. Counters of operators,
 // checkpoints and sinks start at zero with each run of the job (a restart,
-// a resume); RowsIn, RowsOut, LateRows and BadRecords continue from the
+// a resume); RowsIn, RowsOut, LateRows, BadRecords and OutOfRange continue from the
 // restored checkpoint, as in Status.
 type JobMetrics struct {
-	State                                 string
-	RowsIn, RowsOut, LateRows, BadRecords int64
-	StateRows                             int64
+	State                                             string
+	RowsIn, RowsOut, LateRows, BadRecords, OutOfRange int64
+	StateRows                                         int64
 	// Watermark is the query's watermark (the minimum over its sinks), ms;
 	// window.NoWatermark before any, math.MaxInt64 once bounded input ended.
 	Watermark int64
@@ -179,7 +179,7 @@ func (c *checkpointTotals) observe(d time.Duration, bytes int64, align time.Dura
 // Metrics returns a snapshot of the job's metrics.
 func (j *Job) Metrics() JobMetrics {
 	st := j.Status()
-	m := JobMetrics{State: st.State, RowsIn: st.RowsIn, RowsOut: st.RowsOut, LateRows: st.LateRows, BadRecords: st.BadRecords,
+	m := JobMetrics{State: st.State, RowsIn: st.RowsIn, RowsOut: st.RowsOut, LateRows: st.LateRows, BadRecords: st.BadRecords, OutOfRange: st.OutOfRange,
 		StateRows: st.StateRows, Watermark: st.Watermark, LastCheckpoint: st.LastCheckpoint}
 	for _, s := range j.sources {
 		if !s.spec.ProcTime && s.spec.EventTime >= 0 {

@@ -29,13 +29,14 @@ type ack struct {
 }
 
 // counts are a task's counters.
-type counts struct{ rowsIn, rowsOut, late, bad int64 }
+type counts struct{ rowsIn, rowsOut, late, bad, outOfRange int64 }
 
 func (c *counts) add(o counts) {
 	c.rowsIn += o.rowsIn
 	c.rowsOut += o.rowsOut
 	c.late += o.late
 	c.bad += o.bad
+	c.outOfRange += o.outOfRange
 }
 
 // taskBase is what source and non-source tasks share: the chain, the
@@ -268,6 +269,11 @@ func (t *taskBase) publish() {
 		t.job.rowsOut.Add(c.RowsOut)
 		t.sinceCkpt.rowsOut += c.RowsOut
 		c.RowsOut = 0
+	}
+	if t.env != nil && t.env.OutOfRange != 0 {
+		t.job.outOfRange.Add(t.env.OutOfRange)
+		t.sinceCkpt.outOfRange += t.env.OutOfRange
+		t.env.OutOfRange = 0
 	}
 }
 
