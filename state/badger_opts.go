@@ -14,12 +14,17 @@ import (
 // ErrClosed is returned by operations on a closed store, Meta or Log.
 var ErrClosed = errors.New("state: closed")
 
-// removeEmptyMemtables deletes zero-length memtable files (*.mem) in dir.
-// Badger creates a memtable file empty and sizes it afterwards, and deletes
-// a flushed one by truncating it first: a crash in either window leaves an
-// empty file that makes the next Open fail ("Create a new file"). An empty
-// memtable file holds no data, so removing it loses nothing.
-func removeEmptyMemtables(dir string) error {
+// removeEmptyLogFiles deletes the zero-length memtable (*.mem) and value
+// log (*.vlog) files in dir, before Badger opens it. Badger makes either
+// by creating the file empty and sizing it afterwards (and deletes a
+// flushed memtable by truncating it first): a crash in that window
+// leaves an empty file, and the next Open fails ("Open existing file:
+// ...: Create a new file": Badger v4.9.6 takes its own "new file" signal
+// for an error). An empty file holds no data and nothing points into it,
+// so removing it loses nothing; Badger makes the next one under the same
+// number. The torture harness found the value log's case (a SIGKILL while
+// the meta store's value log rotated left the data directory unopenable).
+func removeEmptyLogFiles(dir string) error {
 	ents, err := os.ReadDir(dir)
 	if os.IsNotExist(err) {
 		return nil
@@ -28,7 +33,7 @@ func removeEmptyMemtables(dir string) error {
 		return err
 	}
 	for _, e := range ents {
-		if e.IsDir() || !strings.HasSuffix(e.Name(), ".mem") {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".mem") && !strings.HasSuffix(e.Name(), ".vlog") {
 			continue
 		}
 		info, err := e.Info()
@@ -36,9 +41,11 @@ func removeEmptyMemtables(dir string) error {
 			return err
 		}
 		if info.Size() == 0 {
-			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+			path := filepath.Join(dir, e.Name())
+			if err := os.Remove(path); err != nil {
 				return err
 			}
+			slog.Warn("removed an empty log file left by a crash while Badger made it", "file", path)
 		}
 	}
 	return nil
@@ -84,3 +91,4 @@ func (l slogLogger) Errorf(format string, args ...any) {
 func (slogLogger) Warningf(string, ...any) {}
 func (slogLogger) Infof(string, ...any)    {}
 func (slogLogger) Debugf(string, ...any)   {}
+

@@ -83,7 +83,7 @@ func OpenVersioned(dir string) (*BadgerVersioned, error) {
 
 // OpenVersionedWith is OpenVersioned with options.
 func OpenVersionedWith(dir string, opts VersionedOptions) (*BadgerVersioned, error) {
-	if err := removeEmptyMemtables(dir); err != nil {
+	if err := removeEmptyLogFiles(dir); err != nil {
 		return nil, fmt.Errorf("open state db %s: %w", dir, err)
 	}
 	db, err := badger.OpenManaged(badgerOptions(dir, "state").WithBaseLevelSize(256 << 20).WithBaseTableSize(16 << 20).WithNumLevelZeroTables(8).WithNumLevelZeroTablesStall(16))

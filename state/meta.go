@@ -91,7 +91,7 @@ type Meta struct {
 
 // OpenMeta opens (creating if needed) the meta DB in dir.
 func OpenMeta(dir string, opts MetaOptions) (*Meta, error) {
-	if err := removeEmptyMemtables(dir); err != nil {
+	if err := removeEmptyLogFiles(dir); err != nil {
 		return nil, fmt.Errorf("open meta db %s: %w", dir, err)
 	}
 	db, err := badger.Open(badgerOptions(dir, "meta").WithValueThreshold(metaValueThreshold))
