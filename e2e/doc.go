@@ -88,6 +88,20 @@
 //     own); an Idempotency-Key reused with other rows (422 naming it).
 //   - torn_memtable_test.go: a restart after a SIGKILL that left an empty
 //     Badger memtable file (one landing while Badger creates it).
+//   - hang_test.go: a query that does not answer and a sink that hangs: a
+//     view spinning in one batch (STREAMSQL_SPIN), a PostgreSQL sink whose
+//     database is frozen with SIGSTOP, an INSERT waiting for that database
+//     and a Kafka source on a server that never answers; every other API
+//     call answers within a second meanwhile, the spinning query fails
+//     after --stall-timeout naming its task, and both can be dropped.
+//   - values_test.go: values out of range and non-finite: TIMESTAMPs
+//     beyond 0001-9999 at ingest and in arithmetic (NULL, counted in
+//     out_of_range), NaN and Infinity apart from NULL in every output,
+//     and the limits on statement size, nesting and columns.
+//   - diskfull_writes_test.go: every write path on a full disk answers
+//     507 and leaves queries as they were; a COUNT(DISTINCT) view whose
+//     checkpoints failed for lack of space recovers by itself once it is
+//     back.
 //   - fault_test.go: one server per fault point of internal/fault
 //     (STREAMSQL_FAULT), dying there by itself, restarted without it.
 //   - diskfull_test.go: the data directory on a 96 MiB tmpfs (root only:
