@@ -141,6 +141,9 @@ func (r *kafkaReader) start(now int64) error {
 	if err := r.cons.Start(start); err != nil {
 		return fmt.Errorf("%s: %w", where, err)
 	}
+	// The partitions' ends, for the lag (Lag): fetches bring them from
+	// now on, but not for a partition with nothing to read.
+	r.cons.EndOffsets(ctx)
 	for _, p := range parts {
 		kp := &kafkaPart{tracker: window.NewTracker(r.src.WatermarkDelay), lastRow: now}
 		if pos, ok := r.from[p]; ok && pos.MaxEventTime != window.NoWatermark {

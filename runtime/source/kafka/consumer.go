@@ -66,9 +66,8 @@ type Consumer struct {
 	started bool
 	known   map[int32]bool // the partitions Partitions last found (nil: not asked)
 	probs   problems
-	// ends are the partitions' last stable offsets as last looked up by
-	// refreshEnds (for the lag the API shows: no request waits for a
-	// broker).
+	// ends are the partitions' last stable offsets as last seen (Ends:
+	// for the lag the API shows, so that no request waits for a broker).
 	ends map[int32]int64
 
 	// Owned by the polling goroutine.
@@ -237,40 +236,32 @@ func (c *Consumer) Start(from map[int32]int64) error {
 	// metadata becomes the fetch position as is; kgo lists (and clamps)
 	// only for start/end/time offsets.
 	cl.AddConsumePartitions(map[string]map[int32]kgo.Offset{c.cfg.Topic: offsets})
-	c.lookups.Add(1)
-	go c.refreshEnds()
 	return nil
 }
 
-// endsEvery is how often refreshEnds looks the last stable offsets up.
-const endsEvery = 2 * time.Second
-
-// refreshEnds looks the partitions' last stable offsets up now and every
-// endsEvery until the consumer closes; Ends reports the last answer.
-func (c *Consumer) refreshEnds() {
-	defer c.lookups.Done()
-	t := time.NewTicker(endsEvery)
-	defer t.Stop()
-	for {
-		ctx, cancel := context.WithTimeout(c.ctx, endsEvery)
-		ends, err := c.EndOffsets(ctx)
-		cancel()
-		if err == nil {
-			c.mu.Lock()
-			c.ends = ends
-			c.mu.Unlock()
-		}
-		select {
-		case <-c.ctx.Done():
-			return
-		case <-t.C:
-		}
+// noteEnd records a partition's end from a fetch: its last stable offset
+// (read_committed), else its high watermark.
+func (c *Consumer) noteEnd(p int32, lso, hwm int64) {
+	end := lso
+	if end < 0 {
+		end = hwm
 	}
+	if end < 0 {
+		return
+	}
+	c.mu.Lock()
+	if c.ends == nil {
+		c.ends = map[int32]int64{}
+	}
+	c.ends[p] = end
+	c.mu.Unlock()
 }
 
-// Ends is each partition's last stable offset as last looked up (every
-// endsEvery); partitions not looked up yet are missing. It is a copy and
-// does no I/O.
+// Ends is each partition's last stable offset as last seen: in the last
+// fetch that brought its records, or the last EndOffsets (the reader
+// looks them up once at start). A caught-up partition's fetches bring
+// nothing, and its end is its position. Partitions not seen yet are
+// missing. It is a copy and does no I/O.
 func (c *Consumer) Ends() map[int32]int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -322,6 +313,7 @@ func (c *Consumer) Poll(max int, fn func(*Record)) int {
 					fp := &t.Partitions[i]
 					if len(fp.Records) > 0 {
 						c.seen[fp.Partition] = event{progress: true}
+						c.noteEnd(fp.Partition, fp.LastStableOffset, fp.HighWatermark)
 					}
 					for _, r := range fp.Records {
 						got++

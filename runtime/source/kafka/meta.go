@@ -74,7 +74,13 @@ func (c *Consumer) EndOffsets(ctx context.Context) (map[int32]int64, error) {
 		return nil, err
 	}
 	l, err := kadm.NewClient(cl).ListCommittedOffsets(ctx, c.cfg.Topic)
-	return c.offsets(ctx, "listing the last stable offsets", l, err)
+	ends, err := c.offsets(ctx, "listing the last stable offsets", l, err)
+	if err == nil {
+		for p, end := range ends {
+			c.noteEnd(p, end, -1)
+		}
+	}
+	return ends, err
 }
 
 func (c *Consumer) offsets(ctx context.Context, what string, l kadm.ListedOffsets, err error) (map[int32]int64, error) {
