@@ -91,4 +91,3 @@ func (l slogLogger) Errorf(format string, args ...any) {
 func (slogLogger) Warningf(string, ...any) {}
 func (slogLogger) Infof(string, ...any)    {}
 func (slogLogger) Debugf(string, ...any)   {}
-
