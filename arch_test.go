@@ -1,5 +1,5 @@
 // Package streamsql_test checks the repository's dependency direction
-// (SPEC section 1): cmd -> http -> queries -> {planner, runtime, state},
+// (DESIGN.md, "Import direction"): cmd -> http -> queries -> {planner, runtime, state},
 // planner -> {parser, planner/plan, window}, runtime -> {planner/plan,
 // window, state}; only parser imports the TiDB parser.
 package streamsql_test

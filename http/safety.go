@@ -1,7 +1,7 @@
 package httpapi
 
 // Safety: the limits and checks every request passes besides the token
-// (README "Limits and safety"): browsers' cross-origin requests, response
+// (docs/operations.md, "Limits and safety"): browsers' cross-origin requests, response
 // headers, content types and encodings, the body's size and read time, and
 // the cap on concurrent streams.
 

@@ -23,7 +23,7 @@ const maxPGName = 63
 // CheckName validates a name a statement creates, before it reaches the
 // catalog's keys, URL paths, sink ids or generated SQL. what says what it
 // names ("table", "view", "column", "alias"). The rule, one for names in
-// SQL and in URLs (README "Limits and safety"): a name is 1 to MaxNameLen
+// SQL and in URLs (docs/operations.md, "Limits and safety"): a name is 1 to MaxNameLen
 // bytes of UTF-8 in Unicode normalization form NFC, neither "." nor "..",
 // without whitespace at either end and without control, format (bidi
 // controls, zero-width characters) or line and paragraph separator

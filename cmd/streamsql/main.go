@@ -120,7 +120,7 @@ Host is loopback or named by --allowed-host (421 otherwise). The limits below an
 an error (application/problem+json) and keep serving: --max-body 413,
 --max-row-size 413 naming the row, --max-json-depth 400 naming the row and
 column, --max-streams 429 with Retry-After, --body-timeout 408,
---max-header-bytes 431, --header-timeout closes the connection. README.md,
+--max-header-bytes 431, --header-timeout closes the connection. docs/operations.md,
 "Limits and safety", has the whole list.
 
 flags:
