@@ -1,4 +1,4 @@
-// Package httpapi serves the HTTP API of SPEC section 3 with chi: SQL,
+// Package httpapi serves the HTTP API (docs/http-api.md, docs/openapi.yaml) with chi: SQL,
 // ingest, tables, queries, results, checkpoints, health and metrics, and
 // the web console's assets. Handlers translate between HTTP and package
 // queries; errors are application/problem+json.

@@ -120,13 +120,16 @@ func New(e *queries.Engine, opts Options) http.Handler {
 		r.With(s.longLived).Get("/v1/queries/{name}/changes", s.changes)
 		r.With(s.longLived).Post("/v1/checkpoints", s.checkpoints)
 		r.Get("/v1/examples", s.examples)
-		r.Handle("/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
-		// Profiles, behind the same token as the API.
-		r.HandleFunc("/debug/pprof/*", pprof.Index)
-		r.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-		r.With(s.longLived).HandleFunc("/debug/pprof/profile", pprof.Profile)
-		r.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		r.With(s.longLived).HandleFunc("/debug/pprof/trace", pprof.Trace)
+		r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
+		// Profiles, behind the same token as the API; GET only (symbol
+		// takes POST too: go tool pprof posts its addresses), as
+		// docs/openapi.yaml says.
+		r.Get("/debug/pprof/*", pprof.Index)
+		r.Get("/debug/pprof/cmdline", pprof.Cmdline)
+		r.With(s.longLived).Get("/debug/pprof/profile", pprof.Profile)
+		r.Get("/debug/pprof/symbol", pprof.Symbol)
+		r.Post("/debug/pprof/symbol", pprof.Symbol)
+		r.With(s.longLived).Get("/debug/pprof/trace", pprof.Trace)
 	})
 	if opts.Web != nil {
 		// The console's assets need no token: they hold no data, and the
@@ -550,7 +553,7 @@ func (s *server) checkpoints(w http.ResponseWriter, r *http.Request) {
 // heartbeatEvery is how often a quiet /changes stream gets a heartbeat.
 const heartbeatEvery = 10 * time.Second
 
-// changes streams a query's changes (SPEC section 3): NDJSON, or SSE with
+// changes streams a query's changes (docs/http-api.md): NDJSON, or SSE with
 // Accept: text/event-stream; ?snapshot=true, ?from=<seq> (or
 // Last-Event-ID: the last seq received), ?consistency=latest|committed.
 // Each batch of records is flushed; the query never waits for the
