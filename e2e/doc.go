@@ -49,6 +49,10 @@
 //     NULL rows come due, and after flush rows; DROP VIEW of a view others
 //     read (409 naming them), what cannot feed another query (422); a view
 //     reading a view whose name sorts after its own, through a restart.
+//   - backup_test.go: the backups of docs/operations.md as written there:
+//     stop and copy (SIGTERM, wait, cp -a), and the online copy of a paused
+//     server (kill -STOP, cp -a, kill -CONT); a server on the copy serves
+//     the original's results and goes on as it does.
 //   - changes_test.go: a committed /changes reader through a SIGKILL: it
 //     shows exactly the rows the restarted server reads at its marker, while
 //     a latest reader had seen the counts the crash rolled back.

@@ -1035,7 +1035,7 @@ func (sc *temporalScenario) resultsLatest(t *testing.T, view string) resultSet {
 // version and one an hour past it. SPEC section 2: an idle table side
 // "stops holding back the watermark of the operators it feeds (a stream
 // row waiting in an AS OF join for an idle table side is released at
-// once)", and README: "an idle table side stops holding it back after
+// once)", and docs/sql.md: "an idle table side stops holding it back after
 // idle_timeout". So neither bid shows before about 5s, and both show soon
 // after, joined with the version they see (the only one, or NULL for a
 // bidder without a person).
