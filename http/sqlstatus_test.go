@@ -162,14 +162,15 @@ func TestExplainAndDescribe(t *testing.T) {
 
 // TestGroupByAliasAndPosition: GROUP BY a select alias and GROUP BY a
 // position group as GROUP BY the expression does (MySQL), windows too;
-// ORDER BY a position sorts a pull query.
+// HAVING takes an alias; ORDER BY a position sorts a pull query.
 func TestGroupByAliasAndPosition(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.sql(bidsDDL + ";\n" + aggView + ";\n" +
 		"CREATE VIEW by_alias AS SELECT auction AS a, window_start, window_end, SUM(price) AS volume FROM bids GROUP BY a, TUMBLE(ts, '10s');\n" +
 		"CREATE VIEW by_position AS SELECT window_start, window_end, auction, SUM(price) AS volume FROM bids GROUP BY TUMBLE(ts, '10s'), 3;\n" +
-		"CREATE VIEW by_bucket AS SELECT price % 2 AS odd, COUNT(*) AS n FROM bids GROUP BY odd")
+		"CREATE VIEW by_bucket AS SELECT price % 2 AS odd, COUNT(*) AS n FROM bids GROUP BY odd;\n" +
+		"CREATE VIEW busy AS SELECT auction AS a, COUNT(*) AS n FROM bids GROUP BY 1 HAVING n > 1")
 	e.ingest("bids", bidRows)
 	e.checkpoint()
 	rows := func(sql string) []map[string]any {
@@ -189,6 +190,10 @@ func TestGroupByAliasAndPosition(t *testing.T) {
 	// prices 100, 251, 7, 50: two even, two odd.
 	if got := rows("SELECT * FROM by_bucket ORDER BY 1 DESC"); !reflect.DeepEqual(got, []map[string]any{{"odd": json.Number("1"), "n": json.Number("2")}, {"odd": json.Number("0"), "n": json.Number("2")}}) {
 		t.Errorf("GROUP BY an alias of an expression: %v", got)
+	}
+	// HAVING an alias: auction 1 has three bids, auction 2 one.
+	if got := rows("SELECT * FROM busy"); !reflect.DeepEqual(got, []map[string]any{{"a": json.Number("1"), "n": json.Number("3")}}) {
+		t.Errorf("HAVING an alias: %v", got)
 	}
 	e.sqlErr("SELECT * FROM agg ORDER BY 8", 422, "ORDER BY 8", "7 columns")
 }

@@ -524,7 +524,19 @@ func (b *builder) aggregation(sel *parser.Select, st *stream, filter plan.Expr, 
 	}
 	var having plan.Expr
 	if sel.Having != nil {
-		if having, err = postScope.bind(sel.Having); err != nil {
+		// HAVING may name a select alias (HAVING n > 1), as in MySQL; a
+		// column of the input of that name comes first, as in GROUP BY.
+		hs := *postScope
+		hs.rewrite = func(e parser.Expr) (plan.Expr, bool, error) {
+			if c, ok := e.(*parser.ColumnRef); ok && c.Table == "" && len(base.index().cols[foldKey(c.Name)]) == 0 {
+				if f := aliasField(fields, c.Name); f != nil {
+					x, err := postScope.bind(f.Expr)
+					return x, true, err
+				}
+			}
+			return postScope.rewrite(e)
+		}
+		if having, err = hs.bind(sel.Having); err != nil {
 			return nil, err
 		}
 	}
@@ -616,13 +628,7 @@ func groupItems(items []parser.Expr, fields []parser.Field, base *scope) ([]pars
 			if g.Table != "" || len(base.index().cols[foldKey(g.Name)]) > 0 {
 				continue
 			}
-			for k := range fields {
-				if fields[k].Alias != "" && strings.EqualFold(fields[k].Alias, g.Name) {
-					f = &fields[k]
-					break
-				}
-			}
-			if f == nil {
+			if f = aliasField(fields, g.Name); f == nil {
 				continue // not an alias: bound (and refused) as a column
 			}
 		default:
@@ -634,6 +640,16 @@ func groupItems(items []parser.Expr, fields []parser.Field, base *scope) ([]pars
 		out[i] = f.Expr
 	}
 	return out, nil
+}
+
+// aliasField is the select-list item whose alias is name, or nil.
+func aliasField(fields []parser.Field, name string) *parser.Field {
+	for k := range fields {
+		if fields[k].Alias != "" && strings.EqualFold(fields[k].Alias, name) {
+			return &fields[k]
+		}
+	}
+	return nil
 }
 
 // groupItemText is a GROUP BY item as written, for messages.

@@ -9,3 +9,7 @@ SELECT channel AS c, COUNT(*) AS n FROM bids GROUP BY n;
 SELECT channel AS c, COUNT(*) AS n FROM bids GROUP BY 3;
 SELECT channel AS c, COUNT(*) AS n FROM bids GROUP BY 0;
 SELECT channel AS c, COUNT(*) AS n FROM bids GROUP BY d
+;
+SELECT channel AS c, COUNT(*) AS n FROM bids GROUP BY c HAVING n > 1 AND c <> 'web';
+SELECT window_start, auction AS a, SUM(price) AS volume FROM bids GROUP BY TUMBLE(ts, '10s'), a HAVING volume > 100;
+SELECT auction AS price, COUNT(*) AS n FROM bids GROUP BY auction HAVING price > 1
