@@ -69,7 +69,7 @@ func convertStmt(n ast.StmtNode) (Stmt, error) {
 			// EXPLAIN t, DESCRIBE t and DESC t all parse as EXPLAIN of SHOW
 			// COLUMNS: the statement's first keyword tells them apart.
 			if s.Tp == ast.ShowColumns {
-				if FirstKeyword(n.Text()) == "EXPLAIN" {
+				if firstKeyword(n.Text()) == "EXPLAIN" {
 					return &Explain{Name: s.Table.Name.L}, nil
 				}
 				return &Describe{Name: s.Table.Name.L}, nil

@@ -102,8 +102,8 @@ func TestExplainOrDescribe(t *testing.T) {
 			}
 		}
 	}
-	if FirstKeyword("  -- c\n# d\n/* e */ desc t") != "DESC" || FirstKeyword("'EXPLAIN' t") != "" {
-		t.Error("FirstKeyword reads comments or strings as keywords")
+	if firstKeyword("  -- c\n# d\n/* e */ desc t") != "DESC" || firstKeyword("'EXPLAIN' t") != "" {
+		t.Error("firstKeyword reads comments or strings as keywords")
 	}
 }
 

@@ -90,9 +90,9 @@ func quotedEnd(s string, off int) int {
 	return len(s)
 }
 
-// FirstKeyword is the first word of a statement's text, upper case,
+// firstKeyword is the first word of a statement's text, upper case,
 // skipping white space and comments ("" when there is none).
-func FirstKeyword(text string) string {
+func firstKeyword(text string) string {
 	sc := scanner{s: text}
 	for {
 		k, a, b := sc.next()
@@ -109,8 +109,9 @@ func FirstKeyword(text string) string {
 var hintKeywords = map[string]bool{"SELECT": true, "INSERT": true, "REPLACE": true, "UPDATE": true, "DELETE": true}
 
 // misplacedHint finds the first optimizer hint of text that does not come
-// right after SELECT (or INSERT, ...): its byte range and the word before
-// it ("" at the start). ok is false when every hint is in its place.
+// right after SELECT (or INSERT, ...): its byte range and the token before
+// it as written ("" at the start). ok is false when every hint is in its
+// place.
 func misplacedHint(text string) (start, end int, after string, ok bool) {
 	sc := scanner{s: text}
 	prev := ""
@@ -120,11 +121,11 @@ func misplacedHint(text string) (start, end int, after string, ok bool) {
 		case tokEOF:
 			return 0, 0, "", false
 		case tokHint:
-			if !hintKeywords[prev] {
+			if !hintKeywords[strings.ToUpper(prev)] {
 				return a, b, prev, true
 			}
 		case tokWord:
-			prev = strings.ToUpper(text[a:b])
+			prev = text[a:b]
 		default:
 			prev = text[a:b]
 		}
