@@ -748,14 +748,15 @@ func TestSQLOptions(t *testing.T) {
 		t.Errorf("changes results = %v, want both windows", rows)
 	}
 
-	// Unknown options are named.
-	e.sqlErr("SET emit_mood = 'changes'", 400, "emit_mood")
+	// Unknown options are named (422, as every unknown name is), bad
+	// values too (400: malformed; TestSQLStatusCodes has the rule).
+	e.sqlErr("SET emit_mood = 'changes'", 422, "emit_mood", "did you mean emit_mode?")
 	e.sqlErr("SET emit_mode = 'sometimes'", 400, "sometimes")
-	e.sqlErr("CREATE VIEW bad AS SELECT /*+ SET_VAR(emit_mod=on_window_close) */ window_start, COUNT(*) AS n FROM bids GROUP BY TUMBLE(ts, '10s')", 400, "emit_mod")
+	e.sqlErr("CREATE VIEW bad AS SELECT /*+ SET_VAR(emit_mod=on_window_close) */ window_start, COUNT(*) AS n FROM bids GROUP BY TUMBLE(ts, '10s')", 422, "emit_mod")
 	e.sqlErr("CREATE VIEW bad AS SELECT /*+ SET_VAR(parallelism=0) */ window_start, COUNT(*) AS n FROM bids GROUP BY TUMBLE(ts, '10s')", 400, "parallelism")
 	e.problem(e.get("/v1/queries/bad"), 404)
 	// A misspelled hint name (not SET_VAR at all) is refused, naming it.
-	p := e.problem(e.do("POST", "/v1/sql", "application/sql", "CREATE VIEW bad AS SELECT /*+ SET_VARS(emit_mode=on_window_close) */ window_start, COUNT(*) AS n FROM bids GROUP BY TUMBLE(ts, '10s')"), 400)
+	p := e.problem(e.do("POST", "/v1/sql", "application/sql", "CREATE VIEW bad AS SELECT /*+ SET_VARS(emit_mode=on_window_close) */ window_start, COUNT(*) AS n FROM bids GROUP BY TUMBLE(ts, '10s')"), 422)
 	if d := strings.ToLower(p["detail"].(string)); !strings.Contains(d, "set_vars") {
 		t.Errorf("misspelled hint: detail %q does not name SET_VARS", p["detail"])
 	}

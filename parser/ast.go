@@ -68,8 +68,14 @@ type Show struct {
 // Describe is DESCRIBE name.
 type Describe struct{ Name string }
 
-// Explain is EXPLAIN select.
-type Explain struct{ Select *Select }
+// Explain is EXPLAIN of a statement, or of a query by name. Exactly one
+// field is set.
+type Explain struct {
+	Select *Select     // EXPLAIN SELECT ...
+	Insert *Insert     // EXPLAIN INSERT INTO t SELECT ...
+	View   *CreateView // EXPLAIN CREATE [OR REPLACE] VIEW v AS SELECT ...
+	Name   string      // EXPLAIN name: the plan the query name runs
+}
 
 // SetVar is one NAME = value of SET or a SET_VAR hint.
 type SetVar struct {
@@ -255,6 +261,10 @@ type Like struct {
 	Not        bool
 }
 
+// Position is a select-list position in GROUP BY or ORDER BY (GROUP BY 1:
+// the first column), 1-based as written.
+type Position struct{ N int }
+
 // Cast is CAST(X AS type). Type is BIGINT, DOUBLE, VARCHAR, TIMESTAMP.
 type Cast struct {
 	X    Expr
@@ -273,3 +283,4 @@ func (*Between) exprNode()   {}
 func (*IsNull) exprNode()    {}
 func (*Like) exprNode()      {}
 func (*Cast) exprNode()      {}
+func (*Position) exprNode()  {}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/format"
 	"github.com/pingcap/tidb/pkg/parser/mysql"
 	"github.com/pingcap/tidb/pkg/parser/opcode"
 	"github.com/pingcap/tidb/pkg/parser/test_driver"
@@ -22,6 +23,9 @@ func convertStmt(n ast.StmtNode) (Stmt, error) {
 		return convertCreateTable(n)
 	case *ast.CreateViewStmt:
 		sel, ok := n.Select.(*ast.SelectStmt)
+		if _, setOp := n.Select.(*ast.SetOprStmt); setOp {
+			return nil, unsupported("UNION, EXCEPT and INTERSECT")
+		}
 		if !ok {
 			return nil, unsupported("CREATE VIEW must be AS SELECT")
 		}
@@ -34,29 +38,7 @@ func convertStmt(n ast.StmtNode) (Stmt, error) {
 		}
 		return &CreateView{Name: n.ViewName.Name.L, OrReplace: n.OrReplace, Select: s}, nil
 	case *ast.InsertStmt:
-		if n.Select == nil || len(n.Lists) > 0 || n.Setlist {
-			return nil, unsupported("INSERT ... VALUES; use INSERT INTO t SELECT ..., or POST rows to /v1/tables/{table}/rows")
-		}
-		if len(n.Columns) > 0 {
-			return nil, unsupported("a column list in INSERT INTO; columns map by position")
-		}
-		if n.IsReplace || n.IgnoreErr || len(n.OnDuplicate) > 0 {
-			return nil, unsupported("REPLACE, IGNORE or ON DUPLICATE KEY UPDATE in INSERT")
-		}
-		name, err := singleTable(n.Table)
-		if err != nil {
-			return nil, err
-		}
-		sel, ok := n.Select.(*ast.SelectStmt)
-		if !ok {
-			return nil, unsupported("INSERT INTO must be followed by SELECT")
-		}
-		s, err := convertSelect(sel)
-		if err != nil {
-			return nil, err
-		}
-		s.Hints = append(convertHints(n.TableHints), s.Hints...)
-		return &Insert{Table: name, Select: s}, nil
+		return convertInsert(n)
 	case *ast.DropTableStmt:
 		d := &Drop{View: n.IsView, IfExists: n.IfExists}
 		for _, t := range n.Tables {
@@ -83,8 +65,13 @@ func convertStmt(n ast.StmtNode) (Stmt, error) {
 			return nil, unsupported("EXPLAIN ANALYZE")
 		}
 		switch s := n.Stmt.(type) {
-		case *ast.ShowStmt: // DESCRIBE t parses as EXPLAIN of SHOW COLUMNS
+		case *ast.ShowStmt:
+			// EXPLAIN t, DESCRIBE t and DESC t all parse as EXPLAIN of SHOW
+			// COLUMNS: the statement's first keyword tells them apart.
 			if s.Tp == ast.ShowColumns {
+				if firstKeyword(n.Text()) == "EXPLAIN" {
+					return &Explain{Name: s.Table.Name.L}, nil
+				}
 				return &Describe{Name: s.Table.Name.L}, nil
 			}
 		case *ast.SelectStmt:
@@ -93,8 +80,14 @@ func convertStmt(n ast.StmtNode) (Stmt, error) {
 				return nil, err
 			}
 			return &Explain{Select: sel}, nil
+		case *ast.InsertStmt:
+			ins, err := convertInsert(s)
+			if err != nil {
+				return nil, err
+			}
+			return &Explain{Insert: ins}, nil
 		}
-		return nil, unsupported("EXPLAIN of anything but SELECT")
+		return nil, unsupported("EXPLAIN of this statement; %s", explainTakes)
 	case *ast.SetStmt:
 		set := &Set{}
 		for _, v := range n.Variables {
@@ -114,6 +107,35 @@ func convertStmt(n ast.StmtNode) (Stmt, error) {
 		return nil, unsupported("UNION, EXCEPT and INTERSECT")
 	}
 	return nil, unsupported("statement %s", stmtName(n))
+}
+
+func convertInsert(n *ast.InsertStmt) (*Insert, error) {
+	if n.Select == nil || len(n.Lists) > 0 || n.Setlist {
+		return nil, unsupported("INSERT ... VALUES; use INSERT INTO t SELECT ..., or POST rows to /v1/tables/{table}/rows")
+	}
+	if len(n.Columns) > 0 {
+		return nil, unsupported("a column list in INSERT INTO; columns map by position")
+	}
+	if n.IsReplace || n.IgnoreErr || len(n.OnDuplicate) > 0 {
+		return nil, unsupported("REPLACE, IGNORE or ON DUPLICATE KEY UPDATE in INSERT")
+	}
+	name, err := singleTable(n.Table)
+	if err != nil {
+		return nil, err
+	}
+	sel, ok := n.Select.(*ast.SelectStmt)
+	if _, setOp := n.Select.(*ast.SetOprStmt); setOp {
+		return nil, unsupported("UNION, EXCEPT and INTERSECT")
+	}
+	if !ok {
+		return nil, unsupported("INSERT INTO must be followed by SELECT")
+	}
+	s, err := convertSelect(sel)
+	if err != nil {
+		return nil, err
+	}
+	s.Hints = append(convertHints(n.TableHints), s.Hints...)
+	return &Insert{Table: name, Select: s}, nil
 }
 
 func stmtName(n ast.StmtNode) string {
@@ -298,7 +320,7 @@ func convertSelect(n *ast.SelectStmt) (*Select, error) {
 			return nil, unsupported("GROUP BY ... WITH ROLLUP")
 		}
 		for _, it := range n.GroupBy.Items {
-			e, err := convertExpr(it.Expr)
+			e, err := convertItem(it.Expr)
 			if err != nil {
 				return nil, err
 			}
@@ -312,7 +334,7 @@ func convertSelect(n *ast.SelectStmt) (*Select, error) {
 	}
 	if n.OrderBy != nil {
 		for _, it := range n.OrderBy.Items {
-			e, err := convertExpr(it.Expr)
+			e, err := convertItem(it.Expr)
 			if err != nil {
 				return nil, err
 			}
@@ -332,6 +354,18 @@ func convertSelect(n *ast.SelectStmt) (*Select, error) {
 		}
 	}
 	return s, nil
+}
+
+// convertItem converts a GROUP BY or ORDER BY item, where a position
+// (GROUP BY 1) names a column of the select list.
+func convertItem(e ast.ExprNode) (Expr, error) {
+	if p, ok := e.(*ast.PositionExpr); ok {
+		if p.P != nil {
+			return nil, unsupported("a parameter as a GROUP BY or ORDER BY position")
+		}
+		return &Position{N: p.N}, nil
+	}
+	return convertExpr(e)
 }
 
 func intLiteral(e ast.ExprNode, what string) (int64, error) {
@@ -710,7 +744,19 @@ func convertExpr(n ast.ExprNode) (Expr, error) {
 	case *ast.DefaultExpr:
 		return nil, unsupported("DEFAULT")
 	}
-	return nil, unsupported("expression %T", n)
+	return nil, unsupported("expression %s", exprText(n))
+}
+
+// exprText is e's SQL, for messages about it (never a Go type name).
+func exprText(e ast.ExprNode) string {
+	var b strings.Builder
+	if err := e.Restore(format.NewRestoreCtx(format.DefaultRestoreFlags|format.RestoreStringWithoutCharset, &b)); err != nil || b.Len() == 0 {
+		if t := strings.TrimSpace(e.Text()); t != "" {
+			return t
+		}
+		return "of this kind"
+	}
+	return b.String()
 }
 
 func convertFunc(n *ast.FuncCallExpr) (Expr, error) {

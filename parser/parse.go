@@ -73,36 +73,57 @@ func Parse(sql string) ([]Statement, error) {
 		}
 		return before, err
 	}
-	nodes, warns, err := parseSQL(sql)
+	// text is sql with the keyword EXPLAIN of each EXPLAIN CREATE VIEW
+	// blanked out (the TiDB parser has no EXPLAIN of CREATE): the same
+	// length, so every position in it is a position in sql.
+	text := sql
+	var explains []int
+	nodes, warns, err := parseSQL(text)
+	for err != nil && len(explains) < MaxExplainCreate {
+		m := posRE.FindStringSubmatch(err.Error())
+		if m == nil {
+			break
+		}
+		line, _ := strconv.Atoi(m[1])
+		col, _ := strconv.Atoi(m[2])
+		at, ok := explainBefore(text, min(offsetOf(text, line, col)+1, len(text)))
+		if !ok {
+			break
+		}
+		text = text[:at] + strings.Repeat(" ", len("EXPLAIN")) + text[at+len("EXPLAIN"):]
+		explains = append(explains, at)
+		nodes, warns, err = parseSQL(text)
+	}
 	if err != nil {
 		perr := &Error{Kind: Syntax, Msg: "syntax error: " + cleanMsg(err.Error())}
 		if m := posRE.FindStringSubmatch(err.Error()); m != nil {
 			perr.Line, _ = strconv.Atoi(m[1])
 			perr.Column, _ = strconv.Atoi(m[2])
 			// The position is the end of the token the parser could not take.
-			if h := syntaxHint(sql, min(offsetOf(sql, perr.Line, perr.Column)+1, len(sql))); h != "" {
+			if h := syntaxHint(text, min(offsetOf(text, perr.Line, perr.Column)+1, len(text))); h != "" {
 				perr.Msg += "; " + h
 			}
 		}
 		// Find how many statements precede the error: parse the text up to
 		// the last statement boundary before the error position.
-		before := parsePrefix(sql, offsetOf(sql, perr.Line, perr.Column))
+		before := parsePrefix(sql, text, explains, offsetOf(text, perr.Line, perr.Column))
 		perr.Statement = len(before)
 		return before, perr
 	}
 	if len(warns) > 0 {
-		// The TiDB parser reports unknown or malformed hints as warnings and
-		// drops them; streamsql treats every warning as an error.
-		msgs := make([]string, len(warns))
-		for i, w := range warns {
-			msgs[i] = cleanMsg(w.Error())
-		}
-		idx := warningStatement(sql, nodes)
-		out, _ := convertAll(sql, nodes[:idx])
-		return out, &Error{Kind: Syntax, Statement: idx, Msg: strings.Join(msgs, "; ")}
+		// The TiDB parser reports unknown or misplaced hints as warnings
+		// (without a position) and drops them; streamsql treats every
+		// warning as an error, positioned by reading the statement's text.
+		idx := warningStatement(nodes)
+		out, _ := convertAll(sql, text, explains, nodes[:idx])
+		return out, warningError(text, nodes, idx, warns)
 	}
-	return convertAll(sql, nodes)
+	return convertAll(sql, text, explains, nodes)
 }
+
+// MaxExplainCreate is the most EXPLAIN CREATE VIEW statements one request
+// may hold (each one costs a parse of the request).
+const MaxExplainCreate = 16
 
 // parseSQL runs the TiDB parser, turning its panics (its test driver panics
 // on some numeric literals, such as integers of more than 81 digits) into
@@ -118,30 +139,29 @@ func parseSQL(sql string) (nodes []ast.StmtNode, warns []error, err error) {
 }
 
 // convertAll converts nodes, stopping at the first unsupported construct.
-func convertAll(sql string, nodes []ast.StmtNode) ([]Statement, error) {
+// nodes were parsed from text, which is sql with the EXPLAIN keywords at
+// offsets explains blanked out.
+func convertAll(sql, text string, explains []int, nodes []ast.StmtNode) ([]Statement, error) {
 	out := make([]Statement, 0, len(nodes))
-	from := 0
 	lines := lineCounter{s: sql, line: 1, col: 1}
+	loc := locator{text: text, explains: explains}
 	for i, n := range nodes {
-		text := strings.TrimSpace(n.Text())
-		// Locate the statement in the request: statements are in order.
-		off := from
-		if j := strings.Index(sql[from:], text); j >= 0 {
-			off = from + j
-			from = off + len(text)
-		}
-		st := Statement{Text: strings.TrimSpace(strings.TrimRight(text, ";"))}
+		off, end, explained := loc.next(n)
+		st := Statement{Text: strings.TrimSpace(strings.TrimRight(sql[off:end], ";"))}
 		line, col := lines.at(off)
 		st.Pos = Pos{Index: i, Offset: off, Line: line, Column: col}
 		if msg, at, word, ok := checkDepth(n); !ok {
 			if at >= off && at < len(sql) {
 				line, col = lineCol(sql, at)
-			} else if l, c := LineColAt(text, word); l > 0 {
-				line, col = lineCol(sql, off+offsetOf(text, l, c))
+			} else if l, c := LineColAt(st.Text, word); l > 0 {
+				line, col = lineCol(sql, off+offsetOf(st.Text, l, c))
 			}
 			return out, &Error{Kind: Unsupported, Statement: i, Line: line, Column: col, Msg: msg}
 		}
 		s, err := convertStmt(n)
+		if err == nil && explained {
+			s, err = explainOf(s)
+		}
 		if err != nil {
 			return out, &Error{Kind: Unsupported, Statement: i, Line: line, Column: col, Msg: err.Error()}
 		}
@@ -151,18 +171,55 @@ func convertAll(sql string, nodes []ast.StmtNode) ([]Statement, error) {
 	return out, nil
 }
 
-// parsePrefix returns the statements wholly before byte offset off.
-func parsePrefix(sql string, off int) []Statement {
-	if off > len(sql) {
-		off = len(sql)
+// locator finds statements, in order, in the text they were parsed from:
+// each is looked for after the one before, so locating all of a request's
+// is linear in its length.
+type locator struct {
+	text     string
+	explains []int // the offsets of blanked EXPLAIN keywords
+	from     int
+}
+
+// next locates the next statement n: its start (its EXPLAIN, when one of
+// explains is its), its end, and whether it is explained.
+func (l *locator) next(n ast.StmtNode) (off, end int, explained bool) {
+	body := strings.TrimSpace(n.Text())
+	off = l.from
+	if j := strings.Index(l.text[l.from:], body); j >= 0 {
+		off = l.from + j
 	}
-	for cut := strings.LastIndexByte(sql[:off], ';'); cut >= 0; cut = strings.LastIndexByte(sql[:cut], ';') {
-		nodes, warns, err := parseSQL(sql[:cut+1])
+	end = min(off+len(body), len(l.text))
+	// An EXPLAIN blanked out between the previous statement and this one
+	// is this statement's.
+	for _, at := range l.explains {
+		if at >= l.from && at < off {
+			explained, off = true, at
+		}
+	}
+	l.from = end
+	return off, end, explained
+}
+
+// explainOf is EXPLAIN of the statement s (read without its EXPLAIN).
+func explainOf(s Stmt) (Stmt, error) {
+	if cv, ok := s.(*CreateView); ok {
+		return &Explain{View: cv}, nil
+	}
+	return nil, unsupported("EXPLAIN of this statement; %s", explainTakes)
+}
+
+// explainTakes says what EXPLAIN explains, for rejection messages.
+const explainTakes = "EXPLAIN takes SELECT ..., INSERT INTO t SELECT ..., CREATE VIEW v AS SELECT ... or the name of a view or sink query"
+
+// parsePrefix returns the statements wholly before byte offset off.
+func parsePrefix(sql, text string, explains []int, off int) []Statement {
+	if off > len(text) {
+		off = len(text)
+	}
+	for cut := strings.LastIndexByte(text[:off], ';'); cut >= 0; cut = strings.LastIndexByte(text[:cut], ';') {
+		nodes, warns, err := parseSQL(text[:cut+1])
 		if err == nil && len(warns) == 0 {
-			out, _ := convertAll(sql, nodes)
-			if len(out) == len(nodes) {
-				return out
-			}
+			out, _ := convertAll(sql, text, explains, nodes)
 			return out
 		}
 	}
@@ -170,13 +227,61 @@ func parsePrefix(sql string, off int) []Statement {
 }
 
 // warningStatement finds the first statement that, parsed alone, warns.
-func warningStatement(sql string, nodes []ast.StmtNode) int {
+func warningStatement(nodes []ast.StmtNode) int {
 	for i, n := range nodes {
 		if _, w, err := parseSQL(n.Text()); err == nil && len(w) > 0 {
 			return i
 		}
 	}
 	return 0
+}
+
+var unknownHintRE = regexp.MustCompile(`^Optimizer hint ([A-Za-z0-9_]+) is not supported by TiDB`)
+
+// warningError is the error of statement idx's warnings, each said once,
+// positioned at the hint it is about when the text shows it.
+func warningError(text string, nodes []ast.StmtNode, idx int, warns []error) *Error {
+	perr := &Error{Kind: Syntax, Statement: idx}
+	loc := locator{text: text}
+	var off, end int
+	for _, n := range nodes[:idx+1] {
+		off, end, _ = loc.next(n)
+	}
+	body := text[off:end]
+	at := -1
+	if a, b, after, ok := misplacedHint(body); ok {
+		hint := body[a:b]
+		where := "at the start of the statement"
+		if after != "" {
+			where = "after " + after
+		}
+		perr.Msg = fmt.Sprintf("optimizer hint %s is %s; hints go right after SELECT (or INSERT): write SELECT %s ...", hint, where, hint)
+		at = a
+	} else {
+		seen := map[string]bool{}
+		var msgs []string
+		for _, w := range warns {
+			msg := cleanMsg(w.Error())
+			if m := unknownHintRE.FindStringSubmatch(msg); m != nil {
+				// An unknown hint name: SQL that parses, naming what does
+				// not exist (as an unknown option does).
+				perr.Kind = Unsupported
+				msg = fmt.Sprintf("unknown optimizer hint %s; streamsql takes SET_VAR(option=value)", m[1])
+				if at < 0 {
+					at = hintNamed(body, m[1])
+				}
+			}
+			if !seen[msg] {
+				seen[msg] = true
+				msgs = append(msgs, msg)
+			}
+		}
+		perr.Msg = strings.Join(msgs, "; ")
+	}
+	if at >= 0 {
+		perr.Line, perr.Column = lineCol(text, off+at)
+	}
+	return perr
 }
 
 // syntaxHint explains syntax errors that come from join syntax streamsql

@@ -245,6 +245,8 @@ func (s *scope) bindNode(e parser.Expr) (plan.Expr, error) {
 		return &plan.Call{Fn: "cast", Args: []plan.Expr{x}, T: t}, nil
 	case *parser.Interval:
 		return nil, errf("INTERVAL", "INTERVAL is only allowed in time arithmetic such as ts + INTERVAL 10 SECOND")
+	case *parser.Position:
+		return nil, errf("", "position %d: positions are for GROUP BY and ORDER BY", e.N)
 	}
 	return nil, errf("", "unsupported expression")
 }

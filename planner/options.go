@@ -69,7 +69,7 @@ func ApplyOptions(opts *plan.Options, vars []parser.SetVar, where string) error 
 		case "results_retention":
 			opts.ResultsRetention, err = dur(true)
 		default:
-			return badf(v.Name, "unknown option %s in %s (options: %s)", v.Name, where, strings.Join(OptionNames, ", "))
+			return errf(v.Name, "unknown option %s in %s%s (options: %s)", v.Name, where, didYouMean(v.Name, OptionNames), strings.Join(OptionNames, ", "))
 		}
 		if err != nil {
 			return err

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/streamsql/streamsql/parser"
@@ -338,7 +339,14 @@ func (b *builder) aggregation(sel *parser.Select, st *stream, filter plan.Expr, 
 	var groups []plan.Expr
 	ekeys := newExprKeys()
 	groupIdx := map[int]int{} // group expressions by their exprKeys number
-	for _, g := range sel.GroupBy {
+	items, err := groupItems(sel.GroupBy, fields, base)
+	if err != nil {
+		return nil, err
+	}
+	// The window first, so that its window_start and window_end may come
+	// before it in GROUP BY.
+	isWin := make([]bool, len(items))
+	for i, g := range items {
 		w, err := windowCall(g, st)
 		if err != nil {
 			return nil, err
@@ -347,7 +355,11 @@ func (b *builder) aggregation(sel *parser.Select, st *stream, filter plan.Expr, 
 			if win != nil {
 				return nil, errf("GROUP", "GROUP BY has more than one window")
 			}
-			win = w
+			win, isWin[i] = w, true
+		}
+	}
+	for i, g := range items {
+		if isWin[i] {
 			continue
 		}
 		if containsAggregate(g) {
@@ -512,7 +524,19 @@ func (b *builder) aggregation(sel *parser.Select, st *stream, filter plan.Expr, 
 	}
 	var having plan.Expr
 	if sel.Having != nil {
-		if having, err = postScope.bind(sel.Having); err != nil {
+		// HAVING may name a select alias (HAVING n > 1), as in MySQL; a
+		// column of the input of that name comes first, as in GROUP BY.
+		hs := *postScope
+		hs.rewrite = func(e parser.Expr) (plan.Expr, bool, error) {
+			if c, ok := e.(*parser.ColumnRef); ok && c.Table == "" && len(base.index().cols[foldKey(c.Name)]) == 0 {
+				if f := aliasField(fields, c.Name); f != nil {
+					x, err := postScope.bind(f.Expr)
+					return x, true, err
+				}
+			}
+			return postScope.rewrite(e)
+		}
+		if having, err = hs.bind(sel.Having); err != nil {
 			return nil, err
 		}
 	}
@@ -583,6 +607,60 @@ func (b *builder) aggregation(sel *parser.Select, st *stream, filter plan.Expr, 
 		}
 	}
 	return &planned{s: st.aggregated(av, out, output, win != nil), key: key, out: out, par: p, keyOut: keyOut, keyNames: keyNames}, nil
+}
+
+// groupItems resolves the items of GROUP BY as MySQL does: a position
+// names that column of the select list (GROUP BY 1 is the first), and a
+// name that is no column of the input names the select-list item of that
+// alias (the input's columns come first, as in MySQL).
+func groupItems(items []parser.Expr, fields []parser.Field, base *scope) ([]parser.Expr, error) {
+	out := make([]parser.Expr, len(items))
+	for i, g := range items {
+		out[i] = g
+		var f *parser.Field
+		switch g := g.(type) {
+		case *parser.Position:
+			if g.N < 1 || g.N > len(fields) {
+				return nil, errf("GROUP", "GROUP BY %d: the select list has %d columns (positions count from 1)", g.N, len(fields))
+			}
+			f = &fields[g.N-1]
+		case *parser.ColumnRef:
+			if g.Table != "" || len(base.index().cols[foldKey(g.Name)]) > 0 {
+				continue
+			}
+			if f = aliasField(fields, g.Name); f == nil {
+				continue // not an alias: bound (and refused) as a column
+			}
+		default:
+			continue
+		}
+		if containsAggregate(f.Expr) {
+			return nil, errf("GROUP", "GROUP BY %s: %s is an aggregate; group by columns or expressions of the input", groupItemText(g), outputName(*f))
+		}
+		out[i] = f.Expr
+	}
+	return out, nil
+}
+
+// aliasField is the select-list item whose alias is name, or nil.
+func aliasField(fields []parser.Field, name string) *parser.Field {
+	for k := range fields {
+		if fields[k].Alias != "" && strings.EqualFold(fields[k].Alias, name) {
+			return &fields[k]
+		}
+	}
+	return nil
+}
+
+// groupItemText is a GROUP BY item as written, for messages.
+func groupItemText(e parser.Expr) string {
+	switch e := e.(type) {
+	case *parser.Position:
+		return strconv.Itoa(e.N)
+	case *parser.ColumnRef:
+		return e.Name
+	}
+	return "item"
 }
 
 // givenWindow recognises cascading windows: GROUP BY an upstream window's
@@ -702,6 +780,14 @@ func Pull(sel *parser.Select, view *plan.ViewDef) (*plan.PullQuery, error) {
 		return nil, err
 	}
 	for _, o := range sel.OrderBy {
+		if p, ok := o.Expr.(*parser.Position); ok {
+			// ORDER BY 2: the second column of the select list.
+			if p.N < 1 || p.N > len(q.Project) {
+				return nil, errf("ORDER", "ORDER BY %d: the select list has %d columns (positions count from 1)", p.N, len(q.Project))
+			}
+			q.Order = append(q.Order, plan.SortKey{Expr: q.Project[p.N-1], Desc: o.Desc})
+			continue
+		}
 		x, err := sc.bind(o.Expr)
 		if err != nil {
 			// ORDER BY an output alias.

@@ -60,11 +60,11 @@ func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 	}
 	def := &plan.TableDef{Name: ct.Name, Engine: ct.Engine, Connection: ct.Connection, EventTime: -1, Retention: 24 * 3600 * 1000, SQL: text}
 	if def.Engine == "" {
-		return nil, errf(ct.Name, "table %s needs an ENGINE: http or nexmark (sources), postgres (sinks)", ct.Name)
+		return nil, errf(ct.Name, "table %s needs an ENGINE: %s", ct.Name, engineList)
 	}
 	own, ok := engineAttrs[def.Engine]
 	if !ok {
-		return nil, errf(def.Engine, "unknown ENGINE=%s; use http, nexmark or kafka (sources), postgres or kafka (sinks)", def.Engine)
+		return nil, errf(def.Engine, "unknown ENGINE=%s%s; use %s", def.Engine, didYouMean(def.Engine, keysOf(engineAttrsSet)), engineList)
 	}
 	attrs := map[string]any{}
 	if ct.Attributes != "" {
@@ -168,9 +168,10 @@ func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 				if def.IsSink() {
 					role = "sink (it has a \"delivery\")"
 				}
-				return nil, badf(k, "ENGINE_ATTRIBUTE key %q does not apply to Kafka table %s, a %s", k, ct.Name, role)
+				return nil, errf(k, "ENGINE_ATTRIBUTE key %q does not apply to Kafka table %s, a %s (it takes %s)", k, ct.Name, role, strings.Join(validKeys(def, own), ", "))
 			}
-			return nil, badf(k, "unknown ENGINE_ATTRIBUTE key %q for ENGINE=%s", k, def.Engine)
+			valid := validKeys(def, own)
+			return nil, errf(k, "unknown ENGINE_ATTRIBUTE key %q for ENGINE=%s%s; ENGINE=%s takes %s", k, def.Engine, didYouMean(k, valid), def.Engine, strings.Join(valid, ", "))
 		}
 		dur := func() (int64, error) {
 			if s == "0" || s == "0s" {
@@ -257,7 +258,7 @@ func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 		}
 	}
 	if def.Engine == "kafka" && def.Attrs["topic"] == "" {
-		return nil, badf("topic", "ENGINE=kafka table %s needs ENGINE_ATTRIBUTE topic", ct.Name)
+		return nil, errf("topic", "ENGINE=kafka table %s needs ENGINE_ATTRIBUTE topic", ct.Name)
 	}
 	if def.Engine == "postgres" && def.Attrs["table"] == "" && len(def.Name) > maxPGName {
 		return nil, badf(def.Name, "sink table name %s is %d bytes long, over PostgreSQL's limit of %d: name the PostgreSQL table with ENGINE_ATTRIBUTE table", quoteName(def.Name), len(def.Name), maxPGName)
@@ -280,10 +281,31 @@ func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 	}
 	if def.Engine == "nexmark" {
 		if def.Attrs["kind"] == "" {
-			return nil, badf("kind", "ENGINE=nexmark needs ENGINE_ATTRIBUTE kind: person, auction or bid")
+			return nil, errf("kind", "ENGINE=nexmark needs ENGINE_ATTRIBUTE kind: person, auction or bid")
 		}
 	}
 	return def, nil
+}
+
+// engineList names the engines, for messages.
+const engineList = "http, nexmark or kafka (sources), postgres or kafka (sinks)"
+
+// engineAttrsSet is the set of engines.
+var engineAttrsSet = func() map[string]bool {
+	m := map[string]bool{}
+	for e := range engineAttrs {
+		m[e] = true
+	}
+	return m
+}()
+
+// validKeys are the ENGINE_ATTRIBUTE keys table def takes (own: its
+// engine's keys, for its role), sorted.
+func validKeys(def *plan.TableDef, own map[string]bool) []string {
+	if def.IsSink() {
+		return keysOf(own)
+	}
+	return keysOf(sourceAttrs, own)
 }
 
 // validTopic reports whether s is a legal Kafka topic name.

@@ -947,62 +947,88 @@ func showCreate(name, sql string) Result {
 	return Result{Kind: "show", Name: name, Columns: cols, Rows: []Object{{cols, []any{name, sql}}}}
 }
 
+// describe answers DESCRIBE (DESC, SHOW COLUMNS): the columns of a table
+// or of a view's results, with "PRI" on those of the key: a table's
+// PRIMARY KEY, a view's upsert key (window_start, window_end and the GROUP
+// BY columns it selects; none for a view without aggregation, whose rows
+// are keyed by a row id).
 func (e *Engine) describe(s *parser.Describe, st *parser.Statement) (Result, error) {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	var cols plan.Schema
-	var pk []string
+	key := map[int]bool{}
 	if t, ok := e.tables[s.Name]; ok {
-		cols, pk = t.Columns, t.PrimaryKey
-	} else if v, ok := e.views[s.Name]; ok && v.Graph != nil {
+		cols = t.Columns
+		for _, k := range t.PrimaryKey {
+			key[cols.Index(k)] = true
+		}
+	} else if v, ok := e.views[s.Name]; ok {
+		if v.Graph == nil {
+			return Result{}, stmtErr(409, st, "view %s is not running: %s", s.Name, orNoReason(v))
+		}
 		cols = v.Graph.Out
+		if v.Graph.Key != plan.KeyRowID {
+			for _, o := range v.Graph.KeyOut {
+				if o >= 0 {
+					key[o] = true
+				}
+			}
+		}
 	} else {
 		return Result{}, stmtErr(404, st, "unknown table or view %s", s.Name)
 	}
 	names := []string{"name", "type", "nullable", "key"}
 	rows := make([]Object, len(cols))
 	for i, c := range cols {
-		key := ""
-		for _, k := range pk {
-			if strings.EqualFold(k, c.Name) {
-				key = "PRI"
-			}
+		k := ""
+		if key[i] {
+			k = "PRI"
 		}
-		rows[i] = Object{names, []any{c.Name, c.Type.String(), !c.NotNull, key}}
+		rows[i] = Object{names, []any{c.Name, c.Type.String(), !c.NotNull, k}}
 	}
 	return Result{Kind: "describe", Name: s.Name, Columns: names, Rows: rows}, nil
 }
 
+// explain answers EXPLAIN: of a query by name, the plan it runs (a table
+// without one is described, as MySQL's EXPLAIN t is DESCRIBE t); of a
+// statement, the plan planner.Explain gives it.
 func (e *Engine) explain(s *parser.Explain, st *parser.Statement, set []parser.SetVar) (Result, error) {
 	var text string
-	var v *View
-	if s.Select.From != nil {
+	if s.Name != "" {
 		e.mu.RLock()
-		v = e.views[s.Select.From.Name]
+		v, isQuery := e.views[s.Name]
+		_, isTable := e.tables[s.Name]
 		e.mu.RUnlock()
-	}
-	if v != nil {
-		if v.Graph == nil {
-			return Result{}, stmtErr(422, st, "view %s is not running", v.Record.Name)
+		switch {
+		case isQuery && v.Graph == nil:
+			return Result{}, stmtErr(409, st, "query %s is not running: %s", s.Name, orNoReason(v))
+		case isQuery:
+			text = v.Explain()
+		case isTable:
+			return e.describe(&parser.Describe{Name: s.Name}, st)
+		default:
+			return Result{}, stmtErr(404, st, "unknown view %s (EXPLAIN name shows a view's or a sink query's plan; EXPLAIN SELECT ... the plan of a query)", s.Name)
 		}
-		q, err := planner.Pull(s.Select, &plan.ViewDef{Name: v.Record.Name, Out: v.Graph.Out})
-		if err != nil {
-			return Result{}, err
-		}
-		text = q.Explain()
 	} else {
 		opts := e.defaults()
 		if err := planner.ApplyOptions(&opts, set, "SET"); err != nil {
 			return Result{}, err
 		}
-		g, err := planner.Query(s.Select, e.planCatalog(), opts, "explain", plan.SinkResults)
-		if err != nil {
+		var err error
+		if text, err = planner.Explain(s, e.planCatalog(), opts); err != nil {
 			return Result{}, err
 		}
-		text = g.Explain()
 	}
 	cols := []string{"plan"}
-	return Result{Kind: "explain", Columns: cols, Rows: []Object{{cols, []any{text}}}}, nil
+	return Result{Kind: "explain", Name: s.Name, Columns: cols, Rows: []Object{{cols, []any{text}}}}, nil
+}
+
+// orNoReason is why query v has no plan.
+func orNoReason(v *View) string {
+	if v.StartErr != nil {
+		return v.StartErr.Error()
+	}
+	return "it has no plan"
 }
 
 // pull runs SELECT over a view's results.
@@ -1028,7 +1054,7 @@ func (e *Engine) pull(s *parser.Select, st *parser.Statement) (Result, error) {
 	case !isView:
 		return Result{}, stmtErr(404, st, "unknown view %s", name)
 	case v.Graph == nil:
-		return Result{}, stmtErr(422, st, "view %s is not running", name)
+		return Result{}, stmtErr(409, st, "view %s is not running: %s", name, orNoReason(v))
 	}
 	q, err := planner.Pull(s, &plan.ViewDef{Name: name, Out: v.Graph.Out})
 	if err != nil {
