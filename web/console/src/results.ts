@@ -200,7 +200,6 @@ export class LiveResults {
       this.colgroup.replaceChildren(h('col', { style: 'width: 28px' }), ...v.widths.map((w) => h('col', { style: `width: ${w}px` })));
       this.table.style.width = `${28 + v.widths.reduce((a, w) => a + w, 0)}px`;
     }
-    this.sort = v.sort;
     for (const th of this.headRow.querySelectorAll<HTMLElement>('th[data-col]')) {
       const want = v.sort.col === th.dataset.col ? (v.sort.desc ? 'descending' : 'ascending') : null;
       if (th.getAttribute('aria-sort') !== want) {
