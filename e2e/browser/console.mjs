@@ -199,7 +199,7 @@ try {
       const got = await page.evaluate(() => {
         const boxes = {};
         for (const g of document.querySelectorAll('#dag .dag-op')) {
-          const r = g.querySelector('rect.dag-op-box');
+          const r = g.querySelector('rect');
           boxes[g.dataset.id] = { x: +r.getAttribute('x'), y: +r.getAttribute('y'), w: +r.getAttribute('width'), h: +r.getAttribute('height') };
         }
         const edges = [...document.querySelectorAll('#dag path.dag-edge')].map((p) => {
@@ -278,7 +278,7 @@ CREATE VIEW per_customer AS SELECT customer, COUNT(*) AS orders, SUM(amount) AS 
     const customers = new Set(rows.map((r) => r.customer)).size;
     check(want.rows.length === customers, `GET /results of per_customer has ${want.rows.length} rows, want ${customers}`);
     await page.goto(`${BASE}/#/query/per_customer/results`);
-    await page.waitForSelector('#results-table');
+    await page.waitForSelector('#results-table', { state: 'attached' });
     // No change comes: every row shown is from the snapshot.
     const deadline = Date.now() + 10000;
     let n = 0;
@@ -445,7 +445,7 @@ CREATE VIEW ${VIEW} AS
   ENGINE=nexmark ENGINE_ATTRIBUTE='{"kind": "bid", "event_time": "date_time", "events_per_second": ${EPS}, "events": ${EVENTS}}';
 CREATE VIEW fast_bids AS SELECT auction, bidder, price, date_time FROM fastbid;`);
     await page.goto(`${BASE}/#/query/fast_bids/results`);
-    await page.waitForSelector('#results-table');
+    await page.waitForSelector('#results-table', { state: 'attached' });
     const blank = await page.context().newPage();
     await blank.goto('about:blank');
     const timed = async (f) => {
@@ -462,7 +462,7 @@ CREATE VIEW fast_bids AS SELECT auction, bidder, price, date_time FROM fastbid;`
     while (Date.now() - t0 < 30000) {
       const at = Date.now();
       const [[cms, wm], [bms]] = await Promise.all([
-        timed(() => page.evaluate(() => document.querySelector('#results-watermark').textContent)),
+        timed(() => page.evaluate(() => document.querySelector('#results-watermark')?.textContent ?? null)),
         timed(() => blank.evaluate(() => 1)),
       ]);
       samples.push({ t: at - t0, cms, bms, wm });
@@ -479,11 +479,12 @@ CREATE VIEW fast_bids AS SELECT auction, bidder, price, date_time FROM fastbid;`
     const q = (xs, p) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(p * xs.length))];
     const cs = samples.map((x) => x.cms), bs = samples.map((x) => x.bms);
     console.log(`  ${fmt(rate)} changes/s over ${span.toFixed(1)} s; ${samples.length} samples: console p50 ${cs.length && q(cs, 0.5).toFixed(1)} ms, p99 ${q(cs, 0.99).toFixed(1)} ms, max ${Math.max(...cs).toFixed(1)} ms; blank page p50 ${q(bs, 0.5).toFixed(1)} ms, p99 ${q(bs, 0.99).toFixed(1)} ms, max ${Math.max(...bs).toFixed(1)} ms`);
-    check(span >= 29.5 && rate >= 5000, `the query published ${fmt(rate)} changes/s over ${span.toFixed(1)} s: the test needs 5,000/s for 30 s`);
     // The console is blamed only when the blank page answered quickly at
     // the same moment (a busy machine slows both).
     const slow = samples.filter((x) => x.cms > 200 && x.bms <= 50);
     check(slow.length === 0, `the page took over 200 ms to answer while a blank page answered in 50 ms or less: ${JSON.stringify(slow.slice(0, 5))}`);
+    // The load was what the test is about.
+    check(span >= 29.5 && rate >= 5000, `the query published ${fmt(rate)} changes/s over ${span.toFixed(1)} s: the test needs 5,000/s for 30 s`);
     for (let from = 0; from + 5000 <= 30000; from += 5000) {
       const wms = new Set(samples.filter((x) => x.t >= from && x.t < from + 5000).map((x) => x.wm));
       check(wms.size >= 2, `the watermark shown did not move between ${from / 1000} s and ${from / 1000 + 5} s: ${[...wms]}`);

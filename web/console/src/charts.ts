@@ -44,7 +44,7 @@ export class LineChart {
             const ago = Math.round(this.t1 - t);
             return ago <= 0 ? 'now' : `-${ago}s`;
           }) },
-        { stroke: '#7a8190', grid: { stroke: '#eceff3' }, ticks: { stroke: '#eceff3' }, font: '10px system-ui, sans-serif', size: 60,
+        { stroke: '#7a8190', grid: { stroke: '#eceff3' }, ticks: { stroke: '#eceff3' }, font: '10px system-ui, sans-serif', size: 74,
           values: (_u, splits) => splits.map((v) => this.fmt(v)) },
       ],
       series: [{}, ...series.map((x) => ({ label: x.name, stroke: x.color, width: 1.8, points: { show: false }, spanGaps: false }))],
