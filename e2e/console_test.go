@@ -3,8 +3,9 @@ package e2e
 // The web console in headless Chromium: Debian's chromium (installed here
 // with apt-get when missing and we are root), driven by playwright-core
 // (pinned in e2e/browser/package-lock.json; never a downloaded browser)
-// against the real server with --token. The steps and their checks are in
-// e2e/browser/console.mjs; screenshots of every page go to
+// against the real server with --token, and a second one started with
+// --demo for the operator graphs of the demo views. The steps and their
+// checks are in e2e/browser/console.mjs; screenshots of every page go to
 // $STREAMSQL_SCREENSHOTS, else e2e/testdata/screenshots (git-ignored).
 
 import (
@@ -19,7 +20,7 @@ import (
 	"time"
 )
 
-const browserTimeout = 3 * time.Minute
+const browserTimeout = 4 * time.Minute
 
 func TestConsoleBrowser(t *testing.T) {
 	chromium := ensureChromium(t)
@@ -35,12 +36,13 @@ func TestConsoleBrowser(t *testing.T) {
 	os.RemoveAll(shots)
 	const token = "console-e2e-token"
 	s := startServer(t, "--token", token)
+	demo := startServer(t, "--demo")
 
 	ctx, cancel := context.WithTimeout(context.Background(), browserTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", "console.mjs")
 	cmd.Dir = driver
-	cmd.Env = append(os.Environ(), "BASE_URL="+s.base, "TOKEN="+token, "SHOTS="+shots, "CHROMIUM="+chromium)
+	cmd.Env = append(os.Environ(), "BASE_URL="+s.base, "DEMO_URL="+demo.base, "TOKEN="+token, "SHOTS="+shots, "CHROMIUM="+chromium)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()

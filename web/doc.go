@@ -1,6 +1,8 @@
-// Package web holds the console's assets, embedded with go:embed and served
-// at / by the HTTP API. For now a placeholder page that lists the views and
-// links to their results.
+// Package web holds the web console: its sources (console/: TypeScript,
+// built by build.sh) and the built files (static/, committed), embedded with
+// go:embed and served at / by the HTTP API. bundle_test.go checks that
+// static/ was built from the sources as they are and loads nothing from
+// outside the server.
 package web
 
 import (

@@ -193,4 +193,5 @@ export const dropQuery = (name: string) => request('DELETE', `/v1/queries/${enco
 export const stopQuery = (name: string) => request('POST', `/v1/queries/${encodeURIComponent(name)}/stop`);
 export const resumeQuery = (name: string) => request('POST', `/v1/queries/${encodeURIComponent(name)}/resume`);
 export const csvURL = (name: string) => `/v1/queries/${encodeURIComponent(name)}/results?format=csv&consistency=latest`;
+export const resultsURL = (name: string) => `/v1/queries/${encodeURIComponent(name)}/results?consistency=latest`;
 export const changesURL = (name: string) => `/v1/queries/${encodeURIComponent(name)}/changes?snapshot=true`;

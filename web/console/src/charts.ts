@@ -1,11 +1,14 @@
-// Small SVG line charts over time.
+// Line charts over time, drawn by uPlot (canvas): one instance per chart,
+// kept while its tab is shown and fed new samples with setData, so a
+// refresh redraws without rebuilding anything.
 
-import { s, h } from './dom';
+import uPlot from 'uplot';
+import 'uplot/dist/uPlot.min.css';
+import { h, clear } from './dom';
 
-export interface Series {
+export interface SeriesSpec {
   name: string;
   color: string;
-  points: [number, number | null][]; // [time ms, value]
 }
 
 function nice(max: number): number {
@@ -15,45 +18,58 @@ function nice(max: number): number {
   return 10 * p;
 }
 
-export function lineChart(id: string, title: string, series: Series[], fmt: (v: number) => string, floor = 0, spanMs = 120_000): HTMLElement {
-  const W = 470, H = 170, L = 68, R = 10, T = 12, B = 22;
-  const now = Math.max(Date.now(), ...series.flatMap((x) => x.points.map((p) => p[0])));
-  const t0 = now - spanMs;
-  let max = floor;
-  for (const x of series) for (const [t, v] of x.points) if (t >= t0 && v !== null && Number.isFinite(v)) max = Math.max(max, v);
-  const ymax = nice(max);
-  const X = (t: number) => L + ((t - t0) / spanMs) * (W - L - R);
-  const Y = (v: number) => T + (1 - v / ymax) * (H - T - B);
-  const svg = s('svg', { class: 'chart', width: W, height: H, viewBox: `0 0 ${W} ${H}` });
-  for (let i = 0; i <= 4; i++) {
-    const v = (ymax * i) / 4;
-    svg.append(
-      s('line', { x1: L, x2: W - R, y1: Y(v), y2: Y(v), stroke: i ? '#eceff3' : '#aab', 'stroke-width': 1 }),
-      s('text', { x: L - 6, y: Y(v) + 4, 'text-anchor': 'end', class: 'axis' }, fmt(v)),
-    );
+export class LineChart {
+  readonly el: HTMLElement;
+  private u: uPlot;
+  private legend: HTMLElement;
+  private t1 = Date.now() / 1000;
+
+  // floor is the least top of the y axis; spanMs how much time it shows.
+  constructor(id: string, title: string, private series: SeriesSpec[], private fmt: (v: number) => string, private floor = 0, private spanMs = 120_000) {
+    this.legend = h('div', { class: 'legend' });
+    const plot = h('div', { class: 'chart' });
+    this.el = h('figure', { class: 'chart-box', id, 'data-points': 0 }, h('figcaption', {}, title), plot, this.legend);
+    const opts: uPlot.Options = {
+      width: 470,
+      height: 170,
+      legend: { show: false },
+      cursor: { drag: { x: false, y: false } },
+      scales: {
+        x: { time: true, range: () => [this.t1 - this.spanMs / 1000, this.t1] },
+        y: { range: (_u, _min, max) => [0, nice(Math.max(this.floor, Number.isFinite(max) ? max : 0))] },
+      },
+      axes: [
+        { stroke: '#7a8190', grid: { stroke: '#eceff3' }, ticks: { stroke: '#eceff3' }, font: '10px system-ui, sans-serif',
+          values: (_u, splits) => splits.map((t) => {
+            const ago = Math.round(this.t1 - t);
+            return ago <= 0 ? 'now' : `-${ago}s`;
+          }) },
+        { stroke: '#7a8190', grid: { stroke: '#eceff3' }, ticks: { stroke: '#eceff3' }, font: '10px system-ui, sans-serif', size: 74,
+          values: (_u, splits) => splits.map((v) => this.fmt(v)) },
+      ],
+      series: [{}, ...series.map((x) => ({ label: x.name, stroke: x.color, width: 1.8, points: { show: false }, spanGaps: false }))],
+    };
+    this.u = new uPlot(opts, [[], ...series.map(() => [])], plot);
   }
-  for (let sec = 0; sec <= spanMs / 1000; sec += 30) {
-    const x = X(now - sec * 1000);
-    svg.append(s('text', { x, y: H - 6, 'text-anchor': 'middle', class: 'axis' }, sec ? `-${sec}s` : 'now'));
+
+  // update draws samples: times in ms, and per series its values at them
+  // (null: no value then).
+  update(times: number[], values: (number | null)[][]) {
+    this.t1 = Math.max(Date.now(), ...times) / 1000;
+    const t0 = this.t1 - this.spanMs / 1000;
+    const xs = times.map((t) => t / 1000);
+    const ys = values.map((v) => v.map((x) => (x === null || !Number.isFinite(x) ? null : x)));
+    let points = 0;
+    for (const y of ys) y.forEach((v, i) => v !== null && xs[i] >= t0 && points++);
+    this.u.setData([xs, ...ys] as uPlot.AlignedData);
+    this.el.dataset.points = String(points);
+    clear(this.legend, this.series.map((x, k) => {
+      const last = [...ys[k]].reverse().find((v) => v !== null);
+      return h('span', {}, h('i', { style: `background:${x.color}` }), `${x.name}: ${last === undefined || last === null ? '–' : this.fmt(last)}`);
+    }));
   }
-  let points = 0;
-  for (const x of series) {
-    let d = '';
-    let pen = false;
-    for (const [t, v] of x.points) {
-      if (t < t0 || v === null || !Number.isFinite(v)) {
-        pen = false;
-        continue;
-      }
-      d += `${pen ? 'L' : 'M'} ${X(t).toFixed(1)} ${Y(v).toFixed(1)} `;
-      pen = true;
-      points++;
-    }
-    if (d) svg.append(s('path', { d, fill: 'none', stroke: x.color, 'stroke-width': 1.8, 'stroke-linejoin': 'round', class: 'series' }));
+
+  destroy() {
+    this.u.destroy();
   }
-  const legend = h('div', { class: 'legend' }, series.map((x) => {
-    const last = [...x.points].reverse().find((p) => p[1] !== null);
-    return h('span', {}, h('i', { style: `background:${x.color}` }), `${x.name}: ${last && last[1] !== null ? fmt(last[1]) : '–'}`);
-  }));
-  return h('figure', { class: 'chart-box', id, 'data-points': points }, h('figcaption', {}, title), svg, legend);
 }

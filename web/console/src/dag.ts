@@ -1,18 +1,119 @@
-// The operator graph: stages left to right by depth, each stage's operator
-// chain top to bottom, one node per operator with the rows that reached it
-// and its stage's backpressure (how full its input queues are).
+// The operator graph: one box per stage holding its operator chain, one node
+// per operator with the rows that reached it and its stage's backpressure
+// (how full its input queues are), and one edge per input of a stage (the
+// plan's edges: GET /v1/queries/{name} graph.stages[].inputs), from the
+// producer's last operator to the consumer's first. ELK (elkjs, its layered
+// algorithm, the stages as compound nodes) places the boxes and routes the
+// edges around them, top to bottom; the layout is computed once per shape
+// of the graph and kept, so the figures refresh without moving anything.
+//
+// Each inter-stage edge carries data-from and data-to (the stage ids) and
+// data-from-op and data-to-op (the operator nodes' data-id), and starts and
+// ends on those nodes' boxes.
 
+import type { ELK, ElkNode, ElkExtendedEdge, ElkLabel } from 'elkjs/lib/elk.bundled.js';
 import type { StageInfo } from './api';
 import { s, h, fmtInt, fmtRate, fmtBytes } from './dom';
 import { rate } from './rates';
 
 const NODE_W = 250;
 const NODE_H = 58;
-const GAP_Y = 18;
-const STAGE_PAD = 12;
-const STAGE_HEAD = 22;
-const COL_GAP = 140;
-const ROW_GAP = 30;
+const STAGE_HEAD = 24;
+const PAD = 12;
+const LABEL_W = 180;
+const LABEL_H = 30;
+const MARGIN = 10;
+
+export interface Box {
+  x: number;
+  y: number;
+  w: number;
+  h: number;
+}
+
+export interface Layout {
+  width: number;
+  height: number;
+  stages: Map<number, Box>;
+  ops: Map<string, Box>; // by "stage.operator"
+  // Edges by "from->to" (stage ids): their points, and their label's box.
+  edges: Map<string, { points: { x: number; y: number }[]; label: Box | null }>;
+  chains: Map<string, { x: number; y: number }[]>; // by "stage.k" (from op k-1 to op k)
+}
+
+// ELK is loaded when a graph is first shown (it is most of the bundle).
+let elk: Promise<ELK> | null = null;
+const layouts = new Map<string, Promise<Layout>>();
+
+// shape is what the layout depends on: the stages, their operator counts
+// and their inputs.
+function shape(stages: StageInfo[]): string {
+  return JSON.stringify(stages.map((st) => [st.id, st.operators.length, st.inputs.map((e) => e.from)]));
+}
+
+const opId = (stage: number, k: number) => `${stage}.${k}`;
+
+// layout places the graph with ELK (cached per shape).
+export function layout(stages: StageInfo[]): Promise<Layout> {
+  const key = shape(stages);
+  let p = layouts.get(key);
+  if (!p) {
+    p = computeLayout(stages);
+    layouts.set(key, p);
+    p.catch(() => layouts.delete(key));
+  }
+  return p;
+}
+
+async function computeLayout(stages: StageInfo[]): Promise<Layout> {
+  const byId = new Map(stages.map((st) => [st.id, st]));
+  const graph: ElkNode = {
+    id: 'root',
+    layoutOptions: {
+      'elk.algorithm': 'layered',
+      'elk.direction': 'DOWN',
+      'elk.hierarchyHandling': 'INCLUDE_CHILDREN',
+      'elk.edgeRouting': 'ORTHOGONAL',
+      'elk.json.shapeCoords': 'ROOT',
+      'elk.json.edgeCoords': 'ROOT',
+      'elk.edgeLabels.placement': 'CENTER',
+      'elk.layered.spacing.nodeNodeBetweenLayers': '36',
+      'elk.layered.spacing.edgeNodeBetweenLayers': '20',
+      'elk.spacing.nodeNode': '36',
+      'elk.spacing.edgeNode': '24',
+      'elk.spacing.edgeEdge': '16',
+      'elk.padding': `[top=${MARGIN},left=${MARGIN},bottom=${MARGIN},right=${MARGIN}]`,
+    },
+    children: stages.map((st) => ({
+      id: `s${st.id}`,
+      layoutOptions: { 'elk.padding': `[top=${STAGE_HEAD + PAD},left=${PAD},bottom=${PAD},right=${PAD}]`, 'elk.spacing.nodeNode': '20' },
+      children: st.operators.map((_, k) => ({ id: opId(st.id, k), width: NODE_W, height: NODE_H })),
+      edges: st.operators.slice(1).map((_, k) => ({ id: `c${opId(st.id, k + 1)}`, sources: [opId(st.id, k)], targets: [opId(st.id, k + 1)] })),
+    })),
+    edges: stages.flatMap((st) =>
+      st.inputs
+        .filter((e) => byId.has(e.from) && byId.get(e.from)!.operators.length && st.operators.length)
+        .map((e): ElkExtendedEdge => ({
+          id: `e${e.from}->${st.id}`,
+          sources: [opId(e.from, byId.get(e.from)!.operators.length - 1)],
+          targets: [opId(st.id, 0)],
+          labels: [{ id: `l${e.from}->${st.id}`, text: 'rows', width: LABEL_W, height: LABEL_H }],
+        })),
+    ),
+  };
+  elk ??= import('elkjs/lib/elk.bundled.js').then((m) => new m.default());
+  const out = await (await elk).layout(graph);
+  const box = (n: ElkNode | ElkLabel): Box => ({ x: n.x ?? 0, y: n.y ?? 0, w: n.width ?? 0, h: n.height ?? 0 });
+  const pts = (e: ElkExtendedEdge) => e.sections?.length ? [e.sections[0].startPoint, ...(e.sections[0].bendPoints ?? []), e.sections[0].endPoint] : [];
+  const l: Layout = { width: out.width ?? 0, height: out.height ?? 0, stages: new Map(), ops: new Map(), edges: new Map(), chains: new Map() };
+  for (const sn of out.children ?? []) {
+    l.stages.set(Number(sn.id.slice(1)), box(sn));
+    for (const op of sn.children ?? []) l.ops.set(op.id, box(op));
+    for (const e of sn.edges ?? []) l.chains.set(e.id.slice(1), pts(e));
+  }
+  for (const e of out.edges ?? []) l.edges.set(e.id.slice(1), { points: pts(e), label: e.labels?.[0] ? box(e.labels[0]) : null });
+  return l;
+}
 
 function fillColor(q: number): string {
   if (q >= 0.9) return '#fde2e1';
@@ -30,61 +131,19 @@ function truncate(t: string, n: number) {
   return t.length > n ? t.slice(0, n - 1) + '…' : t;
 }
 
-export function renderDAG(query: string, stages: StageInfo[], selected: string | null, onSelect: (id: string) => void): HTMLElement {
-  const byId = new Map(stages.map((st) => [st.id, st]));
-  const depth = new Map<number, number>();
-  const depthOf = (id: number): number => {
-    if (depth.has(id)) return depth.get(id)!;
-    const st = byId.get(id);
-    const d = st && st.inputs.length ? 1 + Math.max(...st.inputs.map((e) => depthOf(e.from))) : 0;
-    depth.set(id, d);
-    return d;
-  };
-  const cols: StageInfo[][] = [];
-  for (const st of stages) (cols[depthOf(st.id)] ??= []).push(st);
+const path = (p: { x: number; y: number }[]) => p.map((q, i) => `${i ? 'L' : 'M'} ${q.x.toFixed(1)} ${q.y.toFixed(1)}`).join(' ');
 
-  // Place stages: x by column, y stacked within a column.
-  const pos = new Map<number, { x: number; y: number; w: number; h: number }>();
-  let height = 0;
-  cols.forEach((col, c) => {
-    let y = 10;
-    for (const st of col) {
-      const hgt = STAGE_HEAD + STAGE_PAD * 2 + st.operators.length * NODE_H + (st.operators.length - 1) * GAP_Y;
-      pos.set(st.id, { x: 10 + c * (NODE_W + STAGE_PAD * 2 + COL_GAP), y, w: NODE_W + STAGE_PAD * 2, h: hgt });
-      y += hgt + ROW_GAP;
-    }
-    height = Math.max(height, y);
-  });
-  const width = 20 + cols.length * (NODE_W + STAGE_PAD * 2) + (cols.length - 1) * COL_GAP;
+export async function renderDAG(query: string, stages: StageInfo[], selected: string | null, onSelect: (id: string) => void): Promise<HTMLElement> {
+  const l = await layout(stages);
+  const byId = new Map(stages.map((st) => [st.id, st]));
+  const width = Math.ceil(l.width), height = Math.ceil(l.height);
   const svg = s('svg', { class: 'dag', id: 'dag', width, height, viewBox: `0 0 ${width} ${height}`, role: 'img', 'aria-label': `operator graph of ${query}` },
     s('defs', {}, s('marker', { id: 'arrow', viewBox: '0 0 10 10', refX: 10, refY: 5, markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse' },
       s('path', { d: 'M 0 0 L 10 5 L 0 10 z', fill: '#667' }))));
 
-  const opY = (st: StageInfo, k: number) => pos.get(st.id)!.y + STAGE_HEAD + STAGE_PAD + k * (NODE_H + GAP_Y);
-
-  // Edges between stages: from the producer's last operator to the
-  // consumer's first.
   for (const st of stages) {
-    const p = pos.get(st.id)!;
-    st.inputs.forEach((e) => {
-      const from = byId.get(e.from);
-      if (!from) return;
-      const fp = pos.get(from.id)!;
-      const x1 = fp.x + fp.w - STAGE_PAD, y1 = opY(from, from.operators.length - 1) + NODE_H / 2;
-      const x2 = p.x + STAGE_PAD, y2 = opY(st, 0) + NODE_H / 2;
-      const mx = (x1 + x2) / 2;
-      const label = e.partition !== 'hash' ? 'forward' : e.key?.length ? `hash[${e.key.join(',')}]` : 'hash[] (one key: all rows)';
-      const r = rate(`edge:${query}:${from.id}`, from.rows_out);
-      svg.append(
-        s('path', { class: 'dag-edge', d: `M ${x1} ${y1} C ${mx} ${y1}, ${mx} ${y2}, ${x2} ${y2}`, fill: 'none', stroke: '#667', 'stroke-width': 1.5, 'marker-end': 'url(#arrow)' }),
-        s('text', { x: mx, y: (y1 + y2) / 2 - 6, 'text-anchor': 'middle', class: 'dag-edge-label' }, label),
-        s('text', { x: mx, y: (y1 + y2) / 2 + 12, 'text-anchor': 'middle', class: 'dag-edge-label muted' }, `${fmtInt(from.rows_out)} rows · ${fmtRate(r)}`),
-      );
-    });
-  }
-
-  for (const st of stages) {
-    const p = pos.get(st.id)!;
+    const p = l.stages.get(st.id);
+    if (!p) continue;
     const q = st.queue_fill ?? 0;
     const g = s('g', { class: 'dag-stage', 'data-stage': st.id });
     g.append(
@@ -94,34 +153,57 @@ export function renderDAG(query: string, stages: StageInfo[], selected: string |
         st.inputs.length ? `input queues ${Math.round(q * 100)}%` : ''),
     );
     st.operators.forEach((op, k) => {
-      const id = `${st.id}.${k}`;
-      const x = p.x + STAGE_PAD, y = opY(st, k);
+      const id = opId(st.id, k);
+      const b = l.ops.get(id)!;
       // Backpressure shows on the operator that reads the queues.
       const bp = k === 0 && st.inputs.length ? q : 0;
       const r = rate(`op:${query}:${id}`, op.rows);
       const node = s('g', { class: `dag-op${selected === id ? ' selected' : ''}`, 'data-op': op.name, 'data-id': id, tabindex: 0 },
         s('title', {}, op.explain),
-        s('rect', { x, y, width: NODE_W, height: NODE_H, rx: 6, fill: fillColor(bp), stroke: selected === id ? '#1f5fbf' : strokeColor(bp), 'stroke-width': selected === id ? 2.5 : 1.2 }),
-        s('text', { x: x + 10, y: y + 18, class: 'dag-op-name' }, op.name),
-        s('text', { x: x + NODE_W - 10, y: y + 18, 'text-anchor': 'end', class: 'dag-op-rows' }, `${fmtInt(op.rows)} rows`),
-        s('text', { x: x + NODE_W - 10, y: y + 33, 'text-anchor': 'end', class: 'dag-op-rate muted' },
+        s('rect', { class: 'dag-op-box', x: b.x, y: b.y, width: b.w, height: b.h, rx: 6, fill: fillColor(bp), stroke: selected === id ? '#1f5fbf' : strokeColor(bp), 'stroke-width': selected === id ? 2.5 : 1.2 }),
+        s('text', { x: b.x + 10, y: b.y + 18, class: 'dag-op-name' }, op.name),
+        s('text', { x: b.x + b.w - 10, y: b.y + 18, 'text-anchor': 'end', class: 'dag-op-rows' }, `${fmtInt(op.rows)} rows`),
+        s('text', { x: b.x + b.w - 10, y: b.y + 33, 'text-anchor': 'end', class: 'dag-op-rate muted' },
           op.state_bytes === undefined ? fmtRate(r) : [fmtRate(r), `state ${fmtBytes(op.state_bytes)}`].filter((t) => t !== '–').join(' · ')),
-        s('text', { x: x + 10, y: y + 49, class: 'dag-op-explain' }, truncate(op.explain.replace(/^\S+\s*/, ''), 36)),
+        s('text', { x: b.x + 10, y: b.y + 49, class: 'dag-op-explain' }, truncate(op.explain.replace(/^\S+\s*/, ''), 36)),
       );
       node.addEventListener('click', () => onSelect(id));
+      node.addEventListener('keydown', (ev) => {
+        if ((ev as KeyboardEvent).key === 'Enter') onSelect(id);
+      });
       g.append(node);
-      if (k > 0) {
-        const py = opY(st, k - 1) + NODE_H;
-        g.append(s('line', { x1: x + NODE_W / 2, y1: py, x2: x + NODE_W / 2, y2: y, stroke: '#667', 'stroke-width': 1.5, 'marker-end': 'url(#arrow)' }));
-      }
+      const chain = l.chains.get(id);
+      if (k > 0 && chain?.length) g.append(s('path', { class: 'dag-chain', d: path(chain), fill: 'none', stroke: '#667', 'stroke-width': 1.5, 'marker-end': 'url(#arrow)' }));
     });
     svg.append(g);
   }
 
-  const sel = selected ? stages.flatMap((st) => st.operators.map((op, k) => ({ id: `${st.id}.${k}`, op, st }))).find((x) => x.id === selected) : undefined;
+  // Edges last, over the stage boxes.
+  for (const st of stages) {
+    for (const e of st.inputs) {
+      const from = byId.get(e.from);
+      const le = l.edges.get(`${e.from}->${st.id}`);
+      if (!from || !le || le.points.length < 2) continue;
+      const label = e.partition !== 'hash' ? 'forward' : e.key?.length ? `hash[${e.key.join(',')}]` : 'hash[] (one key: all rows)';
+      const r = rate(`edge:${query}:${from.id}`, from.rows_out);
+      const g = s('g', { class: 'dag-edge-group' },
+        s('path', { class: 'dag-edge', d: path(le.points), fill: 'none', stroke: '#667', 'stroke-width': 1.5, 'marker-end': 'url(#arrow)',
+          'data-from': from.id, 'data-to': st.id, 'data-from-op': opId(from.id, from.operators.length - 1), 'data-to-op': opId(st.id, 0) }));
+      if (le.label) {
+        const lx = le.label.x + 4, ly = le.label.y;
+        g.append(
+          s('text', { x: lx, y: ly + 12, class: 'dag-edge-label' }, label),
+          s('text', { x: lx, y: ly + 26, class: 'dag-edge-label muted' }, `${fmtInt(from.rows_out)} rows · ${fmtRate(r)}`),
+        );
+      }
+      svg.append(g);
+    }
+  }
+
+  const sel = selected ? stages.flatMap((st) => st.operators.map((op, k) => ({ id: opId(st.id, k), op, st }))).find((x) => x.id === selected) : undefined;
   return h('div', { class: 'dag-wrap' },
     h('p', { class: 'muted' }, 'One node per operator, with the rows that reached it. A stage\'s input queues filling up (amber from 50%, red from 90%) means it is what slows the query down: its producers wait. Click an operator for its full EXPLAIN line.'),
-    h('div', { class: 'scroll' }, svg),
+    h('div', { class: 'dag-scroll' }, svg),
     sel ? h('pre', { class: 'op-detail', id: 'op-detail' }, `Stage ${sel.st.id}, operator ${sel.id.split('.')[1]}: ${sel.op.explain}\nrows: ${fmtInt(sel.op.rows)}` +
       (sel.op.state_bytes !== undefined ? `\nstate: ${fmtBytes(sel.op.state_bytes)} (an estimate of the heap it takes)` : '')) : null,
   );

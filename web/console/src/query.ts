@@ -6,7 +6,7 @@ import * as api from './api';
 import { h, clear, fmtInt, fmtRate, fmtBytes, fmtDuration, stateBadge, dataTable } from './dom';
 import { LiveResults } from './results';
 import { renderDAG } from './dag';
-import { lineChart, type Series } from './charts';
+import { LineChart } from './charts';
 import { renderTimeline } from './timeline';
 import { rate, lagSeconds } from './rates';
 import { deleteButton } from './overview';
@@ -48,7 +48,6 @@ export function queryPage(root: HTMLElement, name: string, tab: string, go: (has
     live.start();
   }
   let selected: string | null = null;
-  let lastQuery: api.QueryInfo | null = null;
   let hasServerMetrics = true;
   let lastCheckpoints: api.CheckpointStat[] = [];
 
@@ -105,6 +104,8 @@ export function queryPage(root: HTMLElement, name: string, tab: string, go: (has
     );
   }
 
+  let charts: { thr: LineChart; lag: LineChart; cp: LineChart; queue: LineChart; source: HTMLElement } | null = null;
+
   async function renderMetrics() {
     let samples: api.MetricSample[] = localSamples.get(name) ?? [];
     let source = 'sampled by the console every second (this server has no /metrics endpoint)';
@@ -115,20 +116,23 @@ export function queryPage(root: HTMLElement, name: string, tab: string, go: (has
         source = `GET /v1/queries/${name}/metrics, one sample every ${m.interval_ms} ms`;
       } else hasServerMetrics = false;
     }
-    const pts = (f: (x: api.MetricSample) => number | null | undefined): [number, number | null][] =>
-      samples.map((x) => [sampleTime(x.t), f(x) ?? null]);
-    const thr: Series[] = [
-      { name: 'rows in/s', color: '#2f6fd0', points: pts((x) => x.rows_in_per_s) },
-      { name: 'rows out/s', color: '#e07b00', points: pts((x) => x.rows_out_per_s) },
-    ];
-    clear(body,
-      h('p', { class: 'muted' }, `Last two minutes; ${source}.`),
-      h('div', { class: 'charts' },
-        lineChart('chart-throughput', 'Throughput', thr, (v) => fmtRate(v).replace('/s', '')),
-        lineChart('chart-lag', 'Latency: watermark lag (s)', [{ name: 'watermark lag', color: '#8e44ad', points: pts((x) => x.watermark_lag_s) }], (v) => fmtDuration(v)),
-        lineChart('chart-checkpoint', 'Checkpoint duration (ms)', [{ name: 'checkpoint', color: '#3b8e4a', points: pts((x) => x.checkpoint_ms) }], (v) => `${Math.round(v)}ms`),
-        lineChart('chart-queue', 'Backpressure: fullest input queue', [{ name: 'queue fill', color: '#c62828', points: pts((x) => (x.queue_fill === undefined ? null : x.queue_fill * 100)) }], (v) => `${Math.round(v)}%`, 100),
-      ));
+    if (!charts) {
+      charts = {
+        thr: new LineChart('chart-throughput', 'Throughput', [{ name: 'rows in/s', color: '#2f6fd0' }, { name: 'rows out/s', color: '#e07b00' }], (v) => fmtRate(v).replace('/s', '')),
+        lag: new LineChart('chart-lag', 'Latency: watermark lag (s)', [{ name: 'watermark lag', color: '#8e44ad' }], (v) => fmtDuration(v)),
+        cp: new LineChart('chart-checkpoint', 'Checkpoint duration (ms)', [{ name: 'checkpoint', color: '#3b8e4a' }], (v) => `${Math.round(v)}ms`),
+        queue: new LineChart('chart-queue', 'Backpressure: fullest input queue', [{ name: 'queue fill', color: '#c62828' }], (v) => `${Math.round(v)}%`, 100),
+        source: h('p', { class: 'muted' }),
+      };
+      clear(body, charts.source, h('div', { class: 'charts' }, charts.thr.el, charts.lag.el, charts.cp.el, charts.queue.el));
+    }
+    charts.source.textContent = `Last two minutes; ${source}.`;
+    const times = samples.map((x) => sampleTime(x.t));
+    const col = (f: (x: api.MetricSample) => number | null | undefined) => samples.map((x) => f(x) ?? null);
+    charts.thr.update(times, [col((x) => x.rows_in_per_s), col((x) => x.rows_out_per_s)]);
+    charts.lag.update(times, [col((x) => x.watermark_lag_s)]);
+    charts.cp.update(times, [col((x) => x.checkpoint_ms)]);
+    charts.queue.update(times, [col((x) => (x.queue_fill === undefined ? null : x.queue_fill * 100))]);
   }
 
   function renderProblems(q: api.QueryInfo, cps: api.CheckpointStat[]) {
@@ -150,7 +154,6 @@ export function queryPage(root: HTMLElement, name: string, tab: string, go: (has
 
   async function refresh() {
     const [q, ts, cps] = await Promise.all([api.query(name), api.tables().catch(() => [] as api.TableInfo[]), api.checkpoints(name).catch(() => [] as api.CheckpointStat[])]);
-    lastQuery = q;
     lastCheckpoints = cps;
     const rin = rate('qin:' + name, q.counters.rows_in);
     const rout = rate('qout:' + name, q.counters.rows_out);
@@ -166,13 +169,23 @@ export function queryPage(root: HTMLElement, name: string, tab: string, go: (has
     renderSummary(q, rin, rout);
     live?.setWatermark(q.watermark);
     switch (tab) {
-      case 'graph':
-        clear(body, stages.length ? renderDAG(name, stages, selected, (id) => {
+      case 'graph': {
+        if (!stages.length) {
+          clear(body, h('p', { class: 'muted' }, 'No plan: the query is not running.'));
+          break;
+        }
+        const onSelect = (id: string) => {
           selected = id;
-          if (lastQuery) clear(body, renderDAG(name, lastQuery.graph?.stages ?? [], selected, () => {}));
           refresh();
-        }) : h('p', { class: 'muted' }, 'No plan: the query is not running.'));
+        };
+        const el = await renderDAG(name, stages, selected, onSelect);
+        // Keep the graph's scroll position across refreshes.
+        const old = body.querySelector('.dag-wrap .dag-scroll');
+        const left = old?.scrollLeft ?? 0, top = old?.scrollTop ?? 0;
+        clear(body, el);
+        if (left || top) el.querySelector('.dag-scroll')?.scrollTo(left, top);
         break;
+      }
       case 'metrics':
         await renderMetrics();
         break;
@@ -188,5 +201,12 @@ export function queryPage(root: HTMLElement, name: string, tab: string, go: (has
         break;
     }
   }
-  return { refresh, interval: 1000, dispose: () => live?.stop() };
+  return {
+    refresh,
+    interval: 1000,
+    dispose: () => {
+      live?.stop();
+      if (charts) for (const c of [charts.thr, charts.lag, charts.cp, charts.queue]) c.destroy();
+    },
+  };
 }
