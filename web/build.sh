@@ -11,6 +11,21 @@ npm ci --no-audit --no-fund
 npx tsc --noEmit
 npx vite build
 
+# The licences of the npm packages the bundle contains (the production
+# dependencies, not the build tools), shipped with it: MIT asks for its
+# notice to go with copies; elkjs is EPL-2.0 (or GPL-3.0-or-later), whose
+# source is the npm package named here, unmodified.
+{
+  echo "The streamsql console (web/static) contains these npm packages, unmodified,"
+  echo "each under its own licence, reproduced below. Their sources are the npm"
+  echo "packages of these names and versions (https://www.npmjs.com/package/<name>)."
+  npm ls --omit=dev --all --parseable | tail -n +2 | LC_ALL=C sort -u | while IFS= read -r d; do
+    node -e 'const p=require(process.argv[1]+"/package.json"); console.log("\n==== "+p.name+" "+p.version+" ("+p.license+")\n")' "$d"
+    lic=$(find "$d" -maxdepth 1 -iname 'LICEN[CS]E*' | head -1)
+    if [ -n "$lic" ]; then cat "$lic"; else echo "(the package ships no licence file; its package.json says the licence above)"; fi
+  done
+} >../static/THIRD-PARTY-LICENSES.txt
+
 # The sources' hash, computed the same way by web/bundle_test.go: every
 # file under web/console but node_modules and dot-files, in byte order of
 # its path, as "path\nsha256(content)\n", hashed with SHA-256.

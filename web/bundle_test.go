@@ -3,6 +3,7 @@ package web
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
@@ -126,4 +127,42 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// TestBundleLicenses: the licences shipped with the bundle
+// (static/THIRD-PARTY-LICENSES.txt, written by build.sh from the packages
+// npm installed) name each package of the lock file that is not a build
+// tool, at its locked version.
+func TestBundleLicenses(t *testing.T) {
+	lock, err := os.ReadFile(filepath.Join("console", "package-lock.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var l struct {
+		Packages map[string]struct {
+			Version string `json:"version"`
+			Dev     bool   `json:"dev"`
+		} `json:"packages"`
+	}
+	if err := json.Unmarshal(lock, &l); err != nil {
+		t.Fatal(err)
+	}
+	notices, err := fs.ReadFile(static, "static/THIRD-PARTY-LICENSES.txt")
+	if err != nil {
+		t.Fatalf("the bundle ships no licences (run web/build.sh): %v", err)
+	}
+	n := 0
+	for path, p := range l.Packages {
+		if path == "" || p.Dev {
+			continue
+		}
+		name := path[strings.LastIndex(path, "node_modules/")+len("node_modules/"):]
+		if !strings.Contains(string(notices), "==== "+name+" "+p.Version+" (") {
+			t.Errorf("THIRD-PARTY-LICENSES.txt lacks %s %s (run web/build.sh)", name, p.Version)
+		}
+		n++
+	}
+	if n == 0 {
+		t.Fatal("the lock file lists no bundled packages")
+	}
 }
