@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -161,6 +162,11 @@ type markerValue struct {
 	// OutOfRange: arithmetic results beyond their type's range (NULL).
 	OutOfRange int64            `json:"out_of_range,omitempty"`
 	Offsets    map[string]int64 `json:"offsets,omitempty"`
+	// RecentLate and RecentBad are the last late rows and undecodable
+	// records (at most MaxLateSamples, MaxBadSamples) counted up to the
+	// checkpoint, so a restart shows the samples of the counts it restores.
+	RecentLate []LateRow   `json:"recent_late,omitempty"`
+	RecentBad  []BadRecord `json:"recent_bad,omitempty"`
 }
 
 // Start builds the job's tasks from its graph and starts it. Only the
@@ -257,6 +263,8 @@ func (j *Job) lastMarker() (uint64, []byte, error) {
 	j.lateRows.Store(j.marker.Late)
 	j.badRecords.Store(j.marker.Bad)
 	j.outOfRange.Store(j.marker.OutOfRange)
+	j.lateKeep = slices.Clone(j.marker.RecentLate)
+	j.badKeep = slices.Clone(j.marker.RecentBad)
 	if j.results != nil {
 		j.results.restoring(id)
 	}
@@ -362,10 +370,7 @@ func (j *Job) setState(s string, err error) {
 func (j *Job) addLate(n int64, rows []LateRow) {
 	j.lateRows.Add(n)
 	j.mu.Lock()
-	j.lateKeep = append(j.lateKeep, rows...)
-	if over := len(j.lateKeep) - MaxLateSamples; over > 0 {
-		j.lateKeep = append(j.lateKeep[:0:0], j.lateKeep[over:]...)
-	}
+	j.lateKeep = keepLast(j.lateKeep, rows, MaxLateSamples)
 	j.mu.Unlock()
 }
 
@@ -373,11 +378,18 @@ func (j *Job) addLate(n int64, rows []LateRow) {
 func (j *Job) addBad(n int64, recs []BadRecord) {
 	j.badRecords.Add(n)
 	j.mu.Lock()
-	j.badKeep = append(j.badKeep, recs...)
-	if over := len(j.badKeep) - MaxBadSamples; over > 0 {
-		j.badKeep = append(j.badKeep[:0:0], j.badKeep[over:]...)
-	}
+	j.badKeep = keepLast(j.badKeep, recs, MaxBadSamples)
 	j.mu.Unlock()
+}
+
+// keepLast appends add to kept and keeps the last n (a new array when it
+// drops some: kept may be shared with a copy handed out).
+func keepLast[T any](kept, add []T, n int) []T {
+	kept = append(kept, add...)
+	if over := len(kept) - n; over > 0 {
+		kept = append(kept[:0:0], kept[over:]...)
+	}
+	return kept
 }
 
 // opPrefix is where operator op of vertex v keeps its state (shared by the
