@@ -683,8 +683,10 @@ func (e *Engine) StopQuery(ctx context.Context, name string) (QueryInfo, error) 
 	// A final checkpoint or catalog write refused (a full disk: 507)
 	// leaves the query running, as it was: it is stopped only once both
 	// are written.
+	var ckpt uint64
 	if job.Graph.Options.CheckpointInterval > 0 {
-		if _, err := job.Checkpoint(ctx); err != nil {
+		var err error
+		if ckpt, err = job.Checkpoint(ctx); err != nil {
 			return QueryInfo{}, fmt.Errorf("stop %s: final checkpoint: %w", name, err)
 		}
 	}
@@ -701,6 +703,7 @@ func (e *Engine) StopQuery(ctx context.Context, name string) (QueryInfo, error) 
 	}
 	e.views[name] = &View{Record: rec, Graph: v.Graph, Results: v.Results, stopping: job}
 	e.wunlock()
+	e.logQuery("query stopped", rec, "checkpoint", ckpt)
 	if err := job.Stop(); err != nil {
 		e.log.Warn("stopped query still stopping", "query", name, "err", err)
 	}
@@ -753,6 +756,7 @@ func (e *Engine) ResumeQuery(name string) (QueryInfo, error) {
 	if err != nil {
 		return QueryInfo{}, err
 	}
+	e.logQuery("query resumed", rec)
 	return e.Query(name)
 }
 

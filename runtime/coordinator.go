@@ -328,11 +328,17 @@ func (j *Job) Done() <-chan struct{} {
 
 // WaitSinks waits until the external sink has committed checkpoint id (an
 // exactly_once sink commits after the marker), or ctx ends, and reports
-// its progress; ok is false when it is still pending.
+// its progress; ok is false when it is still pending (or the job
+// stopped first).
 func (j *Job) WaitSinks(ctx context.Context, id uint64) (sinks []SinkStatus, ok bool) {
 	if j.committer == nil {
 		return nil, true
 	}
+	// Nor past the job: a query that fails (its sink's target refused the
+	// epoch for good) commits nothing more.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(j.ctx, cancel)()
 	ok = j.committer.waitCommitted(ctx, id)
 	return []SinkStatus{j.committer.status()}, ok
 }

@@ -85,8 +85,10 @@ type Job struct {
 	// committer writes the external sink, if the query has one.
 	committer *committer
 	// restored is the checkpoint whose state the job started from (0:
-	// none; restoredCheckpoint).
+	// none; restoredCheckpoint); began is when Start was called (the
+	// restore time is logged from it).
 	restored uint64
+	began    time.Time
 	acks     chan ack
 	force    chan chan checkpointResult
 	ntasks   int
@@ -179,7 +181,7 @@ type markerValue struct {
 func Start(g *plan.Graph, deps Deps, o StartOptions) (*Job, error) {
 	j := &Job{ID: o.QueryID, Name: o.Name, Graph: g, store: deps.Store, logger: deps.Logger, results: o.Results,
 		force: make(chan chan checkpointResult, 16), state: StateStarting,
-		stopped: make(chan struct{}), stallTimeout: o.StallTimeout}
+		stopped: make(chan struct{}), stallTimeout: o.StallTimeout, began: time.Now()}
 	if j.stallTimeout == 0 {
 		j.stallTimeout = DefaultStallTimeout
 	}
@@ -240,6 +242,10 @@ func Start(g *plan.Graph, deps Deps, o StartOptions) (*Job, error) {
 func (j *Job) taskRestored() {
 	if j.toRestore.Add(-1) == 0 {
 		j.setState(StateRunning, nil)
+		if j.restored > 0 {
+			j.logger.Info("query recovered", "query", j.Name, "id", j.ID, "checkpoint", j.restored,
+				"restore_ms", durationMs(time.Since(j.began)))
+		}
 	}
 }
 
@@ -353,7 +359,7 @@ func (j *Job) run(name string, fn func(context.Context) error) {
 }
 
 func (j *Job) fail(err error) {
-	j.logger.Error("query failed", "query", j.Name, "err", err)
+	j.logger.Error("query failed", "query", j.Name, "id", j.ID, "reason", err)
 	j.setState(StateFailed, err)
 	j.cancel()
 }
