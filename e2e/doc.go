@@ -90,6 +90,9 @@
 //     point catalog.after_drop) and the next start removing every key of
 //     the table's log (counted by internal/storetest, a process of its
 //     own); an Idempotency-Key reused with other rows (422 naming it).
+//   - restart_state_test.go: what GET /v1/queries shows after a restart
+//     (SIGTERM, then SIGKILL twice) before any new row: the watermark it
+//     had and the recent late rows of the late_rows it restores.
 //   - torn_memtable_test.go: a restart after a SIGKILL that left an empty
 //     Badger memtable file (one landing while Badger creates it).
 //   - hang_test.go: a query that does not answer and a sink that hangs: a

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"bufio"
 	"context"
-	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -491,18 +490,7 @@ func (s *server) results(w http.ResponseWriter, r *http.Request) {
 		}
 	case "csv":
 		w.Header().Set("Content-Type", "text/csv")
-		cw := csv.NewWriter(w)
-		cw.Write(queries.ColumnNames(schema))
-		for _, r := range rows {
-			rec := make([]string, len(r))
-			for i, v := range r {
-				if !v.IsNull() {
-					rec[i] = fmt.Sprint(queries.JSONValue(v))
-				}
-			}
-			cw.Write(rec)
-		}
-		cw.Flush()
+		writeCSV(w, queries.ColumnNames(schema), rows)
 	default:
 		problem(w, &queries.Error{Status: 400, Title: "malformed request", Detail: "format must be json, ndjson or csv, not " + format, Statement: -1})
 	}

@@ -286,6 +286,15 @@ func watermarkJSON(wm int64) any {
 	return plan.FormatTime(wm)
 }
 
+// lateRowsJSON is recent_late_rows: each late row's offset and event time.
+func lateRowsJSON(rows []runtime.LateRow) []any {
+	out := make([]any, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, map[string]any{"offset": r.Offset, "event_time": plan.FormatTime(r.EventTime)})
+	}
+	return out
+}
+
 // QueryInfo describes a continuous query for the API.
 type QueryInfo struct {
 	Name           string           `json:"name"`
@@ -488,8 +497,11 @@ func (e *Engine) Query(name string) (QueryInfo, error) {
 		}
 		if c, ok := runtime.LastCheckpointOf(e.store, v.Record.ID); ok {
 			qi.LastCheckpoint = c.ID
-			qi.Counters = map[string]int64{"rows_in": c.RowsIn, "rows_out": c.RowsOut, "late_rows": c.Late}
+			qi.Counters = map[string]int64{"rows_in": c.RowsIn, "rows_out": c.RowsOut, "late_rows": c.Late, "bad_records": c.Bad,
+				"out_of_range": c.OutOfRange}
 			qi.Offsets = c.Offsets
+			qi.RecentLateRows = lateRowsJSON(c.RecentLate)
+			qi.RecentBadRecords = c.RecentBad
 		}
 		return qi, nil
 	}
@@ -513,9 +525,7 @@ func (e *Engine) Query(name string) (QueryInfo, error) {
 	qi.RecentBadRecords = st.RecentBad
 	qi.Lag = st.Lag
 	qi.StateSize = map[string]int64{"rows": st.StateRows, "bytes": st.StateBytes}
-	for _, r := range st.RecentLate {
-		qi.RecentLateRows = append(qi.RecentLateRows, map[string]any{"offset": r.Offset, "event_time": plan.FormatTime(r.EventTime)})
-	}
+	qi.RecentLateRows = lateRowsJSON(st.RecentLate)
 	if v.Results != nil {
 		qi.Sinks["results"] = map[string]any{"committed_checkpoint": v.Results.Committed()}
 	}
@@ -673,8 +683,10 @@ func (e *Engine) StopQuery(ctx context.Context, name string) (QueryInfo, error) 
 	// A final checkpoint or catalog write refused (a full disk: 507)
 	// leaves the query running, as it was: it is stopped only once both
 	// are written.
+	var ckpt uint64
 	if job.Graph.Options.CheckpointInterval > 0 {
-		if _, err := job.Checkpoint(ctx); err != nil {
+		var err error
+		if ckpt, err = job.Checkpoint(ctx); err != nil {
 			return QueryInfo{}, fmt.Errorf("stop %s: final checkpoint: %w", name, err)
 		}
 	}
@@ -691,6 +703,7 @@ func (e *Engine) StopQuery(ctx context.Context, name string) (QueryInfo, error) 
 	}
 	e.views[name] = &View{Record: rec, Graph: v.Graph, Results: v.Results, stopping: job}
 	e.wunlock()
+	e.logQuery("query stopped", rec, "checkpoint", ckpt)
 	if err := job.Stop(); err != nil {
 		e.log.Warn("stopped query still stopping", "query", name, "err", err)
 	}
@@ -743,6 +756,7 @@ func (e *Engine) ResumeQuery(name string) (QueryInfo, error) {
 	if err != nil {
 		return QueryInfo{}, err
 	}
+	e.logQuery("query resumed", rec)
 	return e.Query(name)
 }
 

@@ -10,10 +10,17 @@ import (
 // persons together).
 const DemoRate = 2000
 
+// DemoRetention is the demo's windowed views' results_retention: each
+// keeps the windows that ended in the last ten minutes of event time
+// (the demo's event time follows the wall clock), so a demo left running
+// stays bounded.
+const DemoRetention = "10m"
+
 // DemoSQL is what `streamsql serve --demo` creates: throttled Nexmark
 // streams whose event time starts at baseTime (ms), and views over them:
 // one in changes mode, one in on_window_close mode, a windowed join
-// (Nexmark q7) and an interval join.
+// (Nexmark q7: append-only, one row per 10 s window, or a few on a tie)
+// and an aggregation over an interval join.
 func DemoSQL(baseTime int64) string {
 	attrs := func(kind string) string {
 		return fmt.Sprintf(`ENGINE=nexmark ENGINE_ATTRIBUTE='{"kind": "%s", "event_time": "date_time", "events_per_second": %d, "base_time": %d}'`, kind, DemoRate, baseTime)
@@ -25,10 +32,10 @@ CREATE TABLE auction (id BIGINT, item_name VARCHAR(64), description VARCHAR(256)
 CREATE TABLE person (id BIGINT, name VARCHAR(64), email_address VARCHAR(64), credit_card VARCHAR(64), city VARCHAR(64),
   state VARCHAR(8), date_time TIMESTAMP(3), extra VARCHAR(256)) ` + attrs("person") + `;
 CREATE VIEW bids_per_channel AS
-  SELECT window_start, window_end, channel, COUNT(*) AS bids, MAX(price) AS max_price
+  SELECT /*+ SET_VAR(results_retention='` + DemoRetention + `') */ window_start, window_end, channel, COUNT(*) AS bids, MAX(price) AS max_price
   FROM bid GROUP BY TUMBLE(date_time, '10s'), channel;
 CREATE VIEW hot_auctions AS
-  SELECT /*+ SET_VAR(emit_mode=on_window_close) */ window_start, window_end, auction, COUNT(*) AS bids
+  SELECT /*+ SET_VAR(emit_mode=on_window_close) SET_VAR(results_retention='` + DemoRetention + `') */ window_start, window_end, auction, COUNT(*) AS bids
   FROM bid GROUP BY HOP(date_time, '2s', '10s'), auction HAVING COUNT(*) >= 5;
 CREATE VIEW highest_bid AS
   SELECT b.auction, b.price, b.bidder, b.date_time
@@ -37,8 +44,9 @@ CREATE VIEW highest_bid AS
     ON b.price = m.maxprice
   WHERE b.date_time >= m.window_end - INTERVAL 10 SECOND AND b.date_time < m.window_end;
 CREATE VIEW bids_on_new_auctions AS
-  SELECT a.id AS auction, a.category, b.bidder, b.price
-  FROM bid b JOIN auction a ON b.auction = a.id AND b.date_time BETWEEN a.date_time AND a.date_time + INTERVAL 10 SECOND`
+  SELECT /*+ SET_VAR(results_retention='` + DemoRetention + `') */ window_start, window_end, a.category, COUNT(*) AS bids, MAX(b.price) AS max_price
+  FROM bid b JOIN auction a ON b.auction = a.id AND b.date_time BETWEEN a.date_time AND a.date_time + INTERVAL 10 SECOND
+  GROUP BY TUMBLE(b.date_time, '10s'), a.category`
 }
 
 // Demo creates the demo tables and views, unless an earlier start did.

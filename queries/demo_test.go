@@ -6,10 +6,12 @@ import (
 	"time"
 
 	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/window"
 )
 
 // TestDemo: the demo creates its tables and views once (a restart keeps
-// them), in the emit modes and shapes it promises, and they produce rows.
+// them), in the emit modes and shapes it promises, with a results
+// retention on every windowed view, and they produce rows.
 func TestDemo(t *testing.T) {
 	cfg := Config{DataDir: t.TempDir(), CheckpointInterval: time.Second, EmitInterval: 20 * time.Millisecond}
 	e, err := Open(cfg)
@@ -26,6 +28,22 @@ func TestDemo(t *testing.T) {
 	}
 	if len(modes) != 4 || modes["bids_per_channel"] != plan.EmitChanges || modes["hot_auctions"] != plan.EmitOnWindowClose {
 		t.Fatalf("demo views: %v", modes)
+	}
+	// A demo left running stays bounded: every windowed view drops the
+	// windows older than the retention; the one append-only view is
+	// highest_bid, one row per 10 s window (or a few on a tie).
+	retention, err := window.ParseDuration(DemoRetention)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range e.Queries() {
+		g := e.views[q.Name].Graph
+		switch {
+		case g.Key == plan.KeyWindowGroup && g.Options.ResultsRetention != retention:
+			t.Errorf("demo view %s keeps its windows for %s, want %s", q.Name, window.FormatDuration(g.Options.ResultsRetention), DemoRetention)
+		case g.Key != plan.KeyWindowGroup && q.Name != "highest_bid":
+			t.Errorf("demo view %s has %s results, which no retention bounds", q.Name, g.Key)
+		}
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {

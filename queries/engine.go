@@ -655,9 +655,25 @@ func (e *Engine) create(op string, rec *viewRecord, check func() error, prepare 
 			return err
 		}
 		old = prev
+		if prev != nil {
+			e.logQuery("query replaced", *rec, "replaced_id", prev.Record.ID)
+		} else {
+			e.logQuery("query created", *rec)
+		}
 		return nil
 	})
 	return old, err
+}
+
+// logQuery logs a query's lifecycle event msg with its name, id and, for
+// an INSERT INTO ... SELECT, its sink table, then args (no SQL: it may
+// quote what should not be in a log).
+func (e *Engine) logQuery(msg string, rec viewRecord, args ...any) {
+	attrs := []any{"query", rec.Name, "id", rec.ID}
+	if rec.Sink != "" {
+		attrs = append(attrs, "sink", rec.Sink)
+	}
+	e.log.Info(msg, append(attrs, args...)...)
 }
 
 // register stores a new query's record (replacing one of the same name)

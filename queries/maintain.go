@@ -368,6 +368,7 @@ func (e *Engine) unregisterQuery(v *View) error {
 	if e.views[v.Record.Name] == v {
 		delete(e.views, v.Record.Name)
 	}
+	e.logQuery("query dropped", v.Record)
 	return nil
 }
 

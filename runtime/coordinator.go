@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/streamsql/streamsql/internal/fault"
@@ -52,6 +53,8 @@ func (j *Job) coordinate() {
 		moved    uint64                  // the sources' moved counts at the last barrier
 		lastCkpt = time.Now()
 		totals   = counts{j.marker.RowsIn, j.marker.RowsOut, j.marker.Late, j.marker.Bad, j.marker.OutOfRange}
+		// The last late rows and bad records the totals counted.
+		recentLate, recentBad = j.marker.RecentLate, j.marker.RecentBad
 	)
 	// A checkpoint is due at the first tick from half a tick before the
 	// interval is over: the tick that ends it comes a little less than
@@ -106,7 +109,7 @@ func (j *Job) coordinate() {
 		default:
 			fault.Point("checkpoint.before_marker")
 			m := markerValue{ID: cur.CheckpointID, Time: time.Now().UnixMilli(), RowsIn: totals.rowsIn, RowsOut: totals.rowsOut, Late: totals.late, Bad: totals.bad,
-				OutOfRange: totals.outOfRange, Offsets: offsets}
+				OutOfRange: totals.outOfRange, Offsets: offsets, RecentLate: recentLate, RecentBad: recentBad}
 			val, _ := json.Marshal(m)
 			if err := j.store.CommitMarker(markerKey(j.ID), cur.CheckpointID, val); err != nil {
 				res.err = fmt.Errorf("checkpoint %d: commit marker: %w", cur.CheckpointID, err)
@@ -135,6 +138,8 @@ func (j *Job) coordinate() {
 			// timed out: its state writes are in the store, and a later
 			// marker covers them.
 			totals.add(a.deltas)
+			recentLate = keepLast(slices.Clip(recentLate), a.late, MaxLateSamples)
+			recentBad = keepLast(slices.Clip(recentBad), a.bad, MaxBadSamples)
 		}
 		if !inFlight || a.epoch != cur.Epoch {
 			return
@@ -323,11 +328,17 @@ func (j *Job) Done() <-chan struct{} {
 
 // WaitSinks waits until the external sink has committed checkpoint id (an
 // exactly_once sink commits after the marker), or ctx ends, and reports
-// its progress; ok is false when it is still pending.
+// its progress; ok is false when it is still pending (or the job
+// stopped first).
 func (j *Job) WaitSinks(ctx context.Context, id uint64) (sinks []SinkStatus, ok bool) {
 	if j.committer == nil {
 		return nil, true
 	}
+	// Nor past the job: a query that fails (its sink's target refused the
+	// epoch for good) commits nothing more.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(j.ctx, cancel)()
 	ok = j.committer.waitCommitted(ctx, id)
 	return []SinkStatus{j.committer.status()}, ok
 }
@@ -437,9 +448,11 @@ func (j *Job) Status() Status {
 // Checkpointed is what query qid's last completed checkpoint recorded:
 // its id, counters, and the source offsets a restart resumes reading from.
 type Checkpointed struct {
-	ID                    uint64
-	RowsIn, RowsOut, Late int64
-	Offsets               map[string]int64
+	ID                                     uint64
+	RowsIn, RowsOut, Late, Bad, OutOfRange int64
+	Offsets                                map[string]int64
+	RecentLate                             []LateRow
+	RecentBad                              []BadRecord
 }
 
 // LastCheckpointOf reads query qid's last completed checkpoint (ok false
@@ -453,5 +466,6 @@ func LastCheckpointOf(store state.Versioned, qid uint64) (Checkpointed, bool) {
 	if json.Unmarshal(val, &m) != nil {
 		return Checkpointed{}, false
 	}
-	return Checkpointed{ID: id, RowsIn: m.RowsIn, RowsOut: m.RowsOut, Late: m.Late, Offsets: m.Offsets}, true
+	return Checkpointed{ID: id, RowsIn: m.RowsIn, RowsOut: m.RowsOut, Late: m.Late, Bad: m.Bad, OutOfRange: m.OutOfRange,
+		Offsets: m.Offsets, RecentLate: m.RecentLate, RecentBad: m.RecentBad}, true
 }

@@ -344,7 +344,7 @@ type alBatch struct {
 }
 
 func newCommitter(pub esink.Publisher, ext *plan.ExternalSink, sinkID string, store state.Versioned, qid uint64, j *Job) *committer {
-	return &committer{pub: pub, ext: ext, sinkID: sinkID, store: store, prefix: journalPrefix(qid), logger: j.logger, restored: j.restored,
+	return &committer{pub: pub, ext: ext, sinkID: sinkID, store: store, prefix: journalPrefix(qid), logger: j.logger.With("query", j.Name), restored: j.restored,
 		poke: make(chan struct{}, 1), batches: make(chan alBatch, alBatches), pending: map[uint64]int64{},
 		changed: make(chan struct{}), undone: make(chan struct{})}
 }
@@ -851,6 +851,8 @@ func (c *committer) setErr(err error) {
 	}
 	if err != nil {
 		c.logger.Warn("sink unavailable, retrying", "sink", c.ext.Table, "err", err)
+	} else {
+		c.logger.Info("sink recovered", "sink", c.ext.Table, "after", c.lastErr)
 	}
 	c.lastErr = err
 	close(c.changed)

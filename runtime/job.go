@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -84,8 +85,10 @@ type Job struct {
 	// committer writes the external sink, if the query has one.
 	committer *committer
 	// restored is the checkpoint whose state the job started from (0:
-	// none; restoredCheckpoint).
+	// none; restoredCheckpoint); began is when Start was called (the
+	// restore time is logged from it).
 	restored uint64
+	began    time.Time
 	acks     chan ack
 	force    chan chan checkpointResult
 	ntasks   int
@@ -161,6 +164,11 @@ type markerValue struct {
 	// OutOfRange: arithmetic results beyond their type's range (NULL).
 	OutOfRange int64            `json:"out_of_range,omitempty"`
 	Offsets    map[string]int64 `json:"offsets,omitempty"`
+	// RecentLate and RecentBad are the last late rows and undecodable
+	// records (at most MaxLateSamples, MaxBadSamples) counted up to the
+	// checkpoint, so a restart shows the samples of the counts it restores.
+	RecentLate []LateRow   `json:"recent_late,omitempty"`
+	RecentBad  []BadRecord `json:"recent_bad,omitempty"`
 }
 
 // Start builds the job's tasks from its graph and starts it. Only the
@@ -173,7 +181,7 @@ type markerValue struct {
 func Start(g *plan.Graph, deps Deps, o StartOptions) (*Job, error) {
 	j := &Job{ID: o.QueryID, Name: o.Name, Graph: g, store: deps.Store, logger: deps.Logger, results: o.Results,
 		force: make(chan chan checkpointResult, 16), state: StateStarting,
-		stopped: make(chan struct{}), stallTimeout: o.StallTimeout}
+		stopped: make(chan struct{}), stallTimeout: o.StallTimeout, began: time.Now()}
 	if j.stallTimeout == 0 {
 		j.stallTimeout = DefaultStallTimeout
 	}
@@ -234,6 +242,10 @@ func Start(g *plan.Graph, deps Deps, o StartOptions) (*Job, error) {
 func (j *Job) taskRestored() {
 	if j.toRestore.Add(-1) == 0 {
 		j.setState(StateRunning, nil)
+		if j.restored > 0 {
+			j.logger.Info("query recovered", "query", j.Name, "id", j.ID, "checkpoint", j.restored,
+				"restore_ms", durationMs(time.Since(j.began)))
+		}
 	}
 }
 
@@ -257,6 +269,8 @@ func (j *Job) lastMarker() (uint64, []byte, error) {
 	j.lateRows.Store(j.marker.Late)
 	j.badRecords.Store(j.marker.Bad)
 	j.outOfRange.Store(j.marker.OutOfRange)
+	j.lateKeep = slices.Clone(j.marker.RecentLate)
+	j.badKeep = slices.Clone(j.marker.RecentBad)
 	if j.results != nil {
 		j.results.restoring(id)
 	}
@@ -345,7 +359,7 @@ func (j *Job) run(name string, fn func(context.Context) error) {
 }
 
 func (j *Job) fail(err error) {
-	j.logger.Error("query failed", "query", j.Name, "err", err)
+	j.logger.Error("query failed", "query", j.Name, "id", j.ID, "reason", err)
 	j.setState(StateFailed, err)
 	j.cancel()
 }
@@ -362,10 +376,7 @@ func (j *Job) setState(s string, err error) {
 func (j *Job) addLate(n int64, rows []LateRow) {
 	j.lateRows.Add(n)
 	j.mu.Lock()
-	j.lateKeep = append(j.lateKeep, rows...)
-	if over := len(j.lateKeep) - MaxLateSamples; over > 0 {
-		j.lateKeep = append(j.lateKeep[:0:0], j.lateKeep[over:]...)
-	}
+	j.lateKeep = keepLast(j.lateKeep, rows, MaxLateSamples)
 	j.mu.Unlock()
 }
 
@@ -373,11 +384,18 @@ func (j *Job) addLate(n int64, rows []LateRow) {
 func (j *Job) addBad(n int64, recs []BadRecord) {
 	j.badRecords.Add(n)
 	j.mu.Lock()
-	j.badKeep = append(j.badKeep, recs...)
-	if over := len(j.badKeep) - MaxBadSamples; over > 0 {
-		j.badKeep = append(j.badKeep[:0:0], j.badKeep[over:]...)
-	}
+	j.badKeep = keepLast(j.badKeep, recs, MaxBadSamples)
 	j.mu.Unlock()
+}
+
+// keepLast appends add to kept and keeps the last n (a new array when it
+// drops some: kept may be shared with a copy handed out).
+func keepLast[T any](kept, add []T, n int) []T {
+	kept = append(kept, add...)
+	if over := len(kept) - n; over > 0 {
+		kept = append(kept[:0:0], kept[over:]...)
+	}
+	return kept
 }
 
 // opPrefix is where operator op of vertex v keeps its state (shared by the

@@ -83,8 +83,8 @@ type Counters struct {
 
 // LateRow identifies a row dropped as late: its source offset and event time.
 type LateRow struct {
-	Offset    int64
-	EventTime int64
+	Offset    int64 `json:"offset"`
+	EventTime int64 `json:"event_time"`
 }
 
 // late counts one late row.

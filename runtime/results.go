@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -225,12 +224,13 @@ func (r *Results) Load(id uint64) error {
 }
 
 // readLog reads an updating query's results at checkpoint at, in key
-// order.
+// order (CompareKeys).
 func (r *Results) readLog(at uint64) ([]plan.Row, error) {
 	keys, vals, _, err := readStateLog(r.store, r.prefix, at)
 	if err != nil {
 		return nil, err
 	}
+	slices.SortFunc(keys, func(a, b string) int { return CompareKeys(unsafeBytes(a), unsafeBytes(b), false) })
 	rows := make([]plan.Row, len(keys))
 	for i, k := range keys {
 		if rows[i], err = r.decodeRow(vals[k]); err != nil {
@@ -428,7 +428,9 @@ func (r *Results) Snapshot(at uint64) ([]KeyedRow, error) {
 	return out, nil
 }
 
-// Rows returns the rows in key order: the latest ones, or (committed) the
+// Rows returns the rows in key order (CompareKeys: by the values of
+// window_start, window_end and the GROUP BY columns; append-only results
+// by row id, the source offset): the latest ones, or (committed) the
 // ones as of the last completed checkpoint.
 func (r *Results) Rows(committed bool) ([]plan.Row, error) {
 	r.mu.RLock()
@@ -458,7 +460,7 @@ func (r *Results) Rows(committed bool) ([]plan.Row, error) {
 		if err != nil {
 			return nil, err
 		}
-		slices.SortFunc(all, func(a, b kv) int { return strings.Compare(a.k, b.k) })
+		slices.SortFunc(all, func(a, b kv) int { return CompareKeys(unsafeBytes(a.k), unsafeBytes(b.k), false) })
 		rows := make([]plan.Row, len(all))
 		for i, e := range all {
 			rows[i] = e.row
@@ -476,7 +478,8 @@ func (r *Results) Rows(committed bool) ([]plan.Row, error) {
 	return rows, nil
 }
 
-// appendOnlyRows reads append-only results in key order: the rows in the
+// appendOnlyRows reads append-only results in row id order (CompareKeys:
+// the source offset, a join's left then right row id): the rows in the
 // blocks as of the last completed checkpoint and, unless committed, those
 // published since.
 func (r *Results) appendOnlyRows(committed bool) ([]plan.Row, error) {
@@ -506,7 +509,7 @@ func (r *Results) appendOnlyRows(committed bool) ([]plan.Row, error) {
 	// Row ids are unique per query, so no key should appear twice; if one
 	// did, the one read last wins, as with an update of the key.
 	slices.SortFunc(keys, func(a, b keyed) int {
-		if c := strings.Compare(a.k, b.k); c != 0 {
+		if c := CompareKeys(unsafeBytes(a.k), unsafeBytes(b.k), true); c != 0 {
 			return c
 		}
 		return a.i - b.i

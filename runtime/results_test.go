@@ -119,7 +119,8 @@ func TestAppendOnlyResults(t *testing.T) {
 			b := &Batch{}
 			m := RowMeta{Offset: int64(1000 - i)} // keys out of emit order
 			if i%5 == 0 {
-				m.ID = fmt.Sprintf("id-%03d", i)
+				// A join's row id: (left offset, right offset).
+				m.ID = string(AppendValue(AppendValue(nil, plan.Int(int64(i))), plan.Int(int64(-i))))
 			}
 			b.Append(testRow(i), m)
 			if err := sinks[i%2].Emit(b); err != nil {
@@ -247,7 +248,7 @@ type keyedTestRow struct {
 
 func sortedRows(rs []keyedTestRow) []plan.Row {
 	rs = slices.Clone(rs)
-	slices.SortFunc(rs, func(a, b keyedTestRow) int { return strings.Compare(a.key, b.key) })
+	slices.SortFunc(rs, func(a, b keyedTestRow) int { return CompareKeys([]byte(a.key), []byte(b.key), true) })
 	out := make([]plan.Row, len(rs))
 	for i, r := range rs {
 		out[i] = r.row

@@ -57,6 +57,9 @@ func (s *sourceTask) run(ctx context.Context) error {
 		return err
 	}
 	s.job.taskRestored()
+	if err := s.resumeWatermark(); err != nil {
+		return err
+	}
 	if c, ok := s.reader.(interface{ Close() }); ok {
 		defer c.Close()
 	}
@@ -120,6 +123,29 @@ func (s *sourceTask) run(ctx context.Context) error {
 	}
 }
 
+// resumeWatermark forwards the watermark restored with the source's
+// position (its tracker's maximum event time, its idle floor) before any
+// row: every operator downstream saw it before the checkpoint's barrier,
+// so it closes nothing they had not closed, but without it the sinks
+// (and the query's status) had no watermark until a row came.
+func (s *sourceTask) resumeWatermark() error {
+	if s.spec.ProcTime {
+		return nil // idle() moves it with the clock
+	}
+	wm := s.currentWM(time.Now().UnixMilli())
+	if wm <= s.wm {
+		return nil
+	}
+	s.wm = wm
+	s.published.Store(wm)
+	s.moved.Add(1)
+	if err := s.chain.watermark(wm); err != nil {
+		return fmt.Errorf("%s: %w", s.name, err)
+	}
+	s.publish()
+	return nil
+}
+
 // currentWM is the source's watermark now.
 func (s *sourceTask) currentWM(now int64) int64 {
 	if s.spec.ProcTime {
@@ -144,6 +170,7 @@ func (s *sourceTask) afterPoll() {
 		if n, samples := br.TakeBad(); n > 0 {
 			s.job.addBad(n, samples)
 			s.sinceCkpt.bad += n
+			s.badSince = keepLast(s.badSince, samples, MaxBadSamples)
 		}
 	}
 	if pr, ok := s.reader.(problemReader); ok {

@@ -22,6 +22,10 @@ type ack struct {
 	bytes   int
 	offsets map[string]int64 // a source task's positions
 	deltas  counts
+	// late and bad are the last late rows and undecodable records since
+	// the task's previous checkpoint barrier (bounded), for the marker.
+	late []LateRow
+	bad  []BadRecord
 	// align is how long the barrier was held up at this task: from its
 	// first input's barrier to its last (alignment), plus a sink's wait
 	// for room at the barrier (backpressure from an external system).
@@ -55,8 +59,11 @@ type taskBase struct {
 	logs []*stateLog
 	// writes feeds writeLoop (started at the first checkpoint).
 	writes chan stateWrite
-	// sinceCkpt: counters since the last checkpoint barrier.
+	// sinceCkpt: counters since the last checkpoint barrier;
+	// lateSince and badSince the last few samples of them.
 	sinceCkpt counts
+	lateSince []LateRow
+	badSince  []BadRecord
 	// stateRows is this task's operators' state size, read by Status;
 	// stateBytes[i] operator i's estimate of the heap its state takes.
 	stateRows  *atomic.Int64
@@ -160,8 +167,8 @@ func (t *taskBase) barrier(ctx context.Context, b Barrier, aligned time.Duration
 		}
 		return nil
 	}
-	a.deltas = t.sinceCkpt
-	t.sinceCkpt = counts{}
+	a.deltas, a.late, a.bad = t.sinceCkpt, t.lateSince, t.badSince
+	t.sinceCkpt, t.lateSince, t.badSince = counts{}, nil, nil
 	if t.writes == nil {
 		t.writes = make(chan stateWrite, 1)
 		go t.writeLoop(ctx)
@@ -263,6 +270,7 @@ func (t *taskBase) publish() {
 	if c.LateRows != 0 || len(c.Late) > 0 {
 		t.job.addLate(c.LateRows, c.Late)
 		t.sinceCkpt.late += c.LateRows
+		t.lateSince = keepLast(t.lateSince, c.Late, MaxLateSamples)
 		c.LateRows, c.Late = 0, c.Late[:0]
 	}
 	if c.RowsOut != 0 {
