@@ -40,7 +40,17 @@ type ChangeStream struct {
 	awaitCkp bool  // committed snapshot: taken at the first checkpoint record
 	lateness int64 // of the query's windows (closed_before)
 	keyNames []string
+	// snap are the snapshot rows not yet encoded (from snapPos on): a
+	// large snapshot goes out snapshotChunk records per Next, so that
+	// the stream's first bytes leave at once; snapSeq is the cursor its
+	// snapshot_end names.
+	snap    []runtime.KeyedRow
+	snapPos int
+	snapSeq uint64
 }
+
+// snapshotChunk is how many snapshot records one Next encodes.
+const snapshotChunk = 1024
 
 // Changes opens the change stream of view name: the schema record first,
 // then (snapshot) the current rows, then changes as they are published.
@@ -82,7 +92,10 @@ func (e *Engine) Changes(name string, o ChangesOptions) (*ChangeStream, error) {
 	c.add(0, "schema", map[string]any{"type": "schema", "query": name, "columns": cols, "key_columns": c.keyNames,
 		"key_kind": v.Graph.Key.String(), "emit_mode": v.Graph.Options.EmitMode.String(), "seq": sub.Cursor()})
 	if o.Snapshot && !o.Committed {
-		c.snapshot(rows)
+		c.snap, c.snapSeq = rows, sub.Cursor()
+		if len(rows) == 0 {
+			c.encodeSnapshot(0)
+		}
 	}
 	return c, nil
 }
@@ -111,11 +124,21 @@ func (c *ChangeStream) add(seq uint64, typ string, v any) {
 	c.pending = append(c.pending, ChangeRecord{Seq: seq, Type: typ, JSON: b})
 }
 
-func (c *ChangeStream) snapshot(rows []runtime.KeyedRow) {
-	for _, r := range rows {
+// encodeSnapshot adds up to n of the snapshot rows not yet sent (all of
+// them for n = 0) to pending, and snapshot_end after the last.
+func (c *ChangeStream) encodeSnapshot(n int) {
+	end := len(c.snap)
+	if n > 0 && c.snapPos+n < end {
+		end = c.snapPos + n
+	}
+	for _, r := range c.snap[c.snapPos:end] {
 		c.add(0, "snapshot", map[string]any{"type": "snapshot", "key": c.key(r.Key), "row": Objects(c.g.Out, []plan.Row{r.Row})[0]})
 	}
-	c.add(0, "snapshot_end", map[string]any{"type": "snapshot_end", "rows": len(rows), "seq": c.sub.Cursor()})
+	c.snapPos = end
+	if end == len(c.snap) {
+		c.add(0, "snapshot_end", map[string]any{"type": "snapshot_end", "rows": len(c.snap), "seq": c.snapSeq})
+		c.snap, c.snapPos = nil, 0
+	}
 }
 
 // key renders an encoded upsert key (or row id) as a JSON object.
@@ -143,6 +166,9 @@ func (c *ChangeStream) key(k string) Object {
 // heartbeat). A reader that fell behind the log gets a "lagged" record and
 // runtime.ErrLagged.
 func (c *ChangeStream) Next(ctx context.Context, wait time.Duration) ([]ChangeRecord, error) {
+	if c.snap != nil && len(c.pending) < snapshotChunk {
+		c.encodeSnapshot(snapshotChunk)
+	}
 	if len(c.pending) > 0 {
 		out := c.pending
 		c.pending = nil
@@ -171,7 +197,9 @@ func (c *ChangeStream) Next(ctx context.Context, wait time.Duration) ([]ChangeRe
 				return nil, err
 			}
 			c.awaitCkp = false
-			c.snapshot(rows)
+			// At once, in order: the changes after this record follow it.
+			c.snap, c.snapSeq = rows, c.sub.Cursor()
+			c.encodeSnapshot(0)
 		}
 		switch r.Kind {
 		case runtime.ChangeUpsert:

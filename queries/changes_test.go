@@ -208,3 +208,76 @@ func TestChangesCommitted(t *testing.T) {
 		}
 	}
 }
+
+// TestChangesLargeSnapshot: a snapshot of more rows than one chunk goes
+// out over several reads (the stream's first bytes do not wait for the
+// whole snapshot to be encoded), each row once, snapshot_end after the
+// last, then the changes.
+func TestChangesLargeSnapshot(t *testing.T) {
+	e, err := Open(Config{DataDir: t.TempDir(), CheckpointInterval: time.Hour, EmitInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(context.Background())
+	exec(t, e, changesSQL)
+	watch, err := e.Changes("v", ChangesOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 2*snapshotChunk + 500
+	ingestKeys(t, e, 0, n)
+	readChanges(t, watch, n) // every row is in the latest results
+
+	s, err := e.Changes("v", ChangesOptions{Snapshot: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	seen := map[float64]bool{}
+	reads, ended := 0, false
+	for !ended {
+		recs, err := s.Next(ctx, 100*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reads++
+		if len(recs) > snapshotChunk+1 {
+			t.Fatalf("read %d returned %d records: the snapshot was encoded at once", reads, len(recs))
+		}
+		for _, r := range recs {
+			var c struct {
+				changeJSON
+				Rows int `json:"rows"`
+			}
+			if err := json.Unmarshal(r.JSON, &c); err != nil {
+				t.Fatal(err)
+			}
+			switch c.Type {
+			case "snapshot":
+				if ended {
+					t.Fatal("a snapshot record after snapshot_end")
+				}
+				k := c.Key["k"].(float64)
+				if seen[k] {
+					t.Fatalf("key %v twice in the snapshot", k)
+				}
+				seen[k] = true
+			case "snapshot_end":
+				ended = true
+				if c.Rows != n {
+					t.Fatalf("snapshot_end says %d rows, want %d", c.Rows, n)
+				}
+			case "change":
+				t.Fatalf("a change before snapshot_end: %s", r.JSON)
+			}
+		}
+	}
+	if len(seen) != n || reads < 3 {
+		t.Fatalf("%d keys in the snapshot over %d reads, want %d over at least 3", len(seen), reads, n)
+	}
+	ingestKeys(t, e, n, n+1)
+	if c := readChanges(t, s, 1); c[0].Key["k"] != float64(n) {
+		t.Fatalf("the change after the snapshot: %+v", c[0])
+	}
+}
