@@ -3,19 +3,32 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
+	"io"
 	"os"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"time"
+
+	"golang.org/x/term"
 
 	httpapi "github.com/streamsql/streamsql/http"
 	"github.com/streamsql/streamsql/queries"
 )
 
-func bench(args []string) error {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+const benchUsage = `usage: streamsql bench [flags]
+
+Runs a Nexmark query in-process over generated events and reports events
+per CPU second, checkpoint times and peak memory; with --ingest, posts
+NDJSON bids to an in-process server over loopback HTTP with durable
+acknowledgements and reports rows per CPU second. docs/benchmarks.md has
+the figures.
+`
+
+func (c *cli) bench(args []string) error {
+	cmd := newCommand("bench", benchUsage)
+	fs := cmd.fs
 	query := fs.String("query", "q0", "example query: "+strings.Join(queries.BenchQueries(), ", "))
 	events := fs.Int64("events", 10_000_000, "generator events")
 	ckpt := fs.Duration("checkpoint-interval", time.Second, "checkpoint interval (0: off)")
@@ -26,8 +39,15 @@ func bench(args []string) error {
 	clients := fs.Int("clients", 4, "--ingest: concurrent HTTP clients")
 	rows := fs.Int64("rows", 2_000_000, "--ingest: rows to post")
 	batch := fs.Int("batch", 1000, "--ingest: rows per request")
-	if err := fs.Parse(args); err != nil {
+	rest, err := cmd.parse(c, args)
+	if err != nil {
 		return err
+	}
+	if len(rest) > 0 {
+		return cmd.fail("bench takes no arguments, got %q", rest)
+	}
+	if !slices.Contains(queries.BenchQueries(), *query) {
+		return cmd.fail("--query %q: use one of %s", *query, strings.Join(queries.BenchQueries(), ", "))
 	}
 	if *ingest {
 		cfg := httpapi.IngestBenchConfig{Clients: *clients, Rows: *rows, Batch: *batch}
@@ -39,7 +59,7 @@ func bench(args []string) error {
 			defer f.Close()
 			cfg.CPUProfile = f
 		}
-		return benchIngest(cfg, *asJSON)
+		return benchIngest(c.stdout, cfg, *asJSON)
 	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -52,6 +72,7 @@ func bench(args []string) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	out := c.stdout
 	cfg := queries.BenchConfig{Query: *query, Events: *events, CheckpointInterval: *ckpt, Parallelism: *par}
 	tty := isTerminal(os.Stderr)
 	if tty {
@@ -72,36 +93,33 @@ func bench(args []string) error {
 		return err
 	}
 	if *asJSON {
-		return json.NewEncoder(os.Stdout).Encode(res)
+		return json.NewEncoder(out).Encode(res)
 	}
-	fmt.Printf("query %s: %d events in, %d changes out, %d result rows, parallelism %d, checkpoint interval %s\n",
+	fmt.Fprintf(out, "query %s: %d events in, %d changes out, %d result rows, parallelism %d, checkpoint interval %s\n",
 		res.Query, res.Events, res.RowsOut, res.ResultRows, res.Parallelism, *ckpt)
-	fmt.Printf("wall %.2fs, cpu %.2fs, peak rss %.0f MiB\n", res.WallSeconds, res.CPUSeconds, float64(res.PeakRSSBytes)/(1<<20))
-	fmt.Printf("%.0f events per CPU second, %.0f per second\n", res.EventsPerCPUSec, res.EventsPerSecond)
-	fmt.Printf("%d checkpoints: p50 %d ms / %d bytes, p99 %d ms / %d bytes\n", res.Checkpoints, res.CheckpointP50Ms, res.CheckpointP50B, res.CheckpointP99Ms, res.CheckpointP99B)
+	fmt.Fprintf(out, "wall %.2fs, cpu %.2fs, peak rss %.0f MiB\n", res.WallSeconds, res.CPUSeconds, float64(res.PeakRSSBytes)/(1<<20))
+	fmt.Fprintf(out, "%.0f events per CPU second, %.0f per second\n", res.EventsPerCPUSec, res.EventsPerSecond)
+	fmt.Fprintf(out, "%d checkpoints: p50 %d ms / %d bytes, p99 %d ms / %d bytes\n", res.Checkpoints, res.CheckpointP50Ms, res.CheckpointP50B, res.CheckpointP99Ms, res.CheckpointP99B)
 	return nil
 }
 
-// isTerminal reports whether f is a terminal (a character device), where
-// bench draws its progress line.
-func isTerminal(f *os.File) bool {
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
+// isTerminal reports whether f is a terminal, where bench draws its
+// progress line (/dev/null is a character device, not a terminal).
+func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
 
-func benchIngest(cfg httpapi.IngestBenchConfig, asJSON bool) error {
+func benchIngest(out io.Writer, cfg httpapi.IngestBenchConfig, asJSON bool) error {
 	res, err := httpapi.IngestBench(context.Background(), cfg)
 	if err != nil {
 		return err
 	}
 	if asJSON {
-		return json.NewEncoder(os.Stdout).Encode(res)
+		return json.NewEncoder(out).Encode(res)
 	}
-	fmt.Printf("ingest: %d rows in %d requests of %d (%.0f MiB NDJSON) from %d clients, durable acknowledgements\n",
+	fmt.Fprintf(out, "ingest: %d rows in %d requests of %d (%.0f MiB NDJSON) from %d clients, durable acknowledgements\n",
 		res.Rows, res.Requests, res.Batch, float64(res.BodyBytes)/(1<<20), res.Clients)
-	fmt.Printf("wall %.2fs, cpu %.2fs (the whole process: server and the in-process clients), peak rss %.0f MiB (bodies included)\n",
+	fmt.Fprintf(out, "wall %.2fs, cpu %.2fs (the whole process: server and the in-process clients), peak rss %.0f MiB (bodies included)\n",
 		res.WallSeconds, res.CPUSeconds, float64(res.PeakRSSBytes)/(1<<20))
-	fmt.Printf("%.0f rows per CPU second, %.0f per second\n", res.RowsPerCPUSec, res.RowsPerSecond)
-	fmt.Printf("request latency p50 %.1f ms, p99 %.1f ms\n", res.LatencyP50Ms, res.LatencyP99Ms)
+	fmt.Fprintf(out, "%.0f rows per CPU second, %.0f per second\n", res.RowsPerCPUSec, res.RowsPerSecond)
+	fmt.Fprintf(out, "request latency p50 %.1f ms, p99 %.1f ms\n", res.LatencyP50Ms, res.LatencyP99Ms)
 	return nil
 }

@@ -1,92 +1,206 @@
 // Command streamsql is the streamsql server and its command-line client:
-// `streamsql serve` runs the server, `streamsql sql` sends SQL to one, and
-// `streamsql bench` runs a Nexmark query in-process. Flags, wiring and
-// signals only: the logic lives in the packages.
+// `streamsql serve` runs the server, `streamsql sql` sends SQL to one (or,
+// without arguments on a terminal, is an interactive shell), `streamsql
+// bench` runs a Nexmark query in-process, and `streamsql version` says what
+// was built. Flags, wiring, signals and the client's output only: the logic
+// lives in the packages. docs/cli.md describes every command and flag.
+//
+// Files: main.go (dispatch, help, exit codes), serve.go (the server's
+// flags, the bind check, TLS), sql.go (the SQL client: --addr, requests,
+// errors with a caret), format.go (tables, expanded rows, CSV), shell.go
+// (the interactive shell and statement ends), bench.go, version.go.
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"strings"
+
+	"golang.org/x/term"
+)
+
+// Exit codes: 0 success, 1 a failure while running (the server answered
+// an error, a connection or a file failed), 2 a wrong command line.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
 )
 
 const usage = `usage: streamsql <command> [flags]
 
 commands:
-  serve   run the server (streamsql serve --help)
-  sql     send SQL to a server: streamsql sql [--addr A] [--token T] 'SQL' (or SQL on stdin)
-  bench   run a Nexmark query in-process and report events per CPU second;
-          bench --ingest: durable NDJSON ingest over loopback HTTP, rows per CPU second
+  serve     run the server
+  sql       send SQL to a server: streamsql sql 'SQL'; SQL on stdin; or,
+            without arguments on a terminal, an interactive shell
+  bench     run a Nexmark query in-process and report events per CPU second;
+            bench --ingest: durable NDJSON ingest over loopback HTTP
+  version   print the version and the commit it was built from
+  help      streamsql help <command> prints a command's flags
+
+Each command takes --help. docs/cli.md has them all.
 `
 
+// cli is the process's outside world, so that commands can be run in a test.
+type cli struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string
+	// stdinTTY and stdoutTTY: whether stdin and stdout are terminals.
+	stdinTTY, stdoutTTY bool
+}
+
 func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprint(os.Stderr, usage)
-		os.Exit(2)
-	}
-	var err error
-	switch os.Args[1] {
-	case "serve":
-		err = serve(os.Args[2:])
-	case "sql":
-		err = sqlCmd(os.Args[2:])
-	case "bench":
-		err = bench(os.Args[2:])
-	case "-h", "--help", "help":
-		fmt.Print(usage)
-		return
-	default:
-		fmt.Fprintf(os.Stderr, "streamsql: unknown command %q\n%s", os.Args[1], usage)
-		os.Exit(2)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "streamsql:", err)
-		os.Exit(1)
+	c := &cli{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv,
+		stdinTTY: term.IsTerminal(int(os.Stdin.Fd())), stdoutTTY: term.IsTerminal(int(os.Stdout.Fd()))}
+	os.Exit(c.run(os.Args[1:]))
+}
+
+// commands maps each command to its function.
+func commands() map[string]func(*cli, []string) error {
+	return map[string]func(*cli, []string) error{
+		"serve":   (*cli).serve,
+		"sql":     (*cli).sqlCmd,
+		"bench":   (*cli).bench,
+		"version": (*cli).version,
 	}
 }
 
-func sqlCmd(args []string) error {
-	fs := flag.NewFlagSet("sql", flag.ContinueOnError)
-	addr := fs.String("addr", "127.0.0.1:8080", "server address")
-	token := fs.String("token", os.Getenv("STREAMSQL_TOKEN"), "bearer token (default $STREAMSQL_TOKEN)")
-	if err := fs.Parse(args); err != nil {
-		return err
+// run runs the command line args (without the program name) and returns
+// the exit code.
+func (c *cli) run(args []string) int {
+	if len(args) == 0 {
+		fmt.Fprint(c.stderr, usage)
+		return exitUsage
 	}
-	text := strings.Join(fs.Args(), " ")
-	if text == "" {
-		b, err := io.ReadAll(os.Stdin)
-		if err != nil {
-			return err
+	name, rest := args[0], args[1:]
+	switch name {
+	case "-h", "-help", "--help":
+		fmt.Fprint(c.stdout, usage)
+		return exitOK
+	case "help":
+		if len(rest) == 0 {
+			fmt.Fprint(c.stdout, usage)
+			return exitOK
 		}
-		text = string(b)
+		if len(rest) > 1 {
+			fmt.Fprintf(c.stderr, "streamsql help: one command at a time, got %q\n\n%s", rest, usage)
+			return exitUsage
+		}
+		if _, ok := commands()[rest[0]]; !ok {
+			fmt.Fprintf(c.stderr, "streamsql help: unknown command %q\n\n%s", rest[0], usage)
+			return exitUsage
+		}
+		name, rest = rest[0], []string{"--help"}
+	case "-version", "--version":
+		name, rest = "version", nil
 	}
-	req, err := http.NewRequest("POST", "http://"+*addr+"/v1/sql", strings.NewReader(text))
-	if err != nil {
-		return err
+	cmd, ok := commands()[name]
+	if !ok {
+		fmt.Fprintf(c.stderr, "streamsql: unknown command %q\n\n%s", name, usage)
+		return exitUsage
 	}
-	req.Header.Set("Content-Type", "application/sql")
-	if *token != "" {
-		req.Header.Set("Authorization", "Bearer "+*token)
+	return c.exit(name, cmd(c, rest))
+}
+
+// exit reports err of command name and returns the exit code.
+func (c *cli) exit(name string, err error) int {
+	var ue *usageError
+	switch {
+	case err == nil, errors.Is(err, errHelp):
+		return exitOK
+	case errors.As(err, &ue):
+		fmt.Fprintf(c.stderr, "streamsql %s: %v\n\n", name, ue.err)
+		ue.usage(c.stderr)
+		return exitUsage
+	case errors.Is(err, errReported):
+		return exitError
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
+	fmt.Fprintf(c.stderr, "streamsql %s: %v\n", name, err)
+	return exitError
+}
+
+// errHelp: the command printed its usage on stdout, as asked (exit 0).
+var errHelp = errors.New("help printed")
+
+// errReported: the command failed and has said why (exit 1).
+var errReported = errors.New("error reported")
+
+// usageError is a wrong command line: the message, then the command's
+// usage, go to stderr (exit 2).
+type usageError struct {
+	err   error
+	usage func(io.Writer)
+}
+
+func (e *usageError) Error() string { return e.err.Error() }
+
+// command is one command's flags and the text --help prints before them.
+type command struct {
+	fs   *flag.FlagSet
+	head string
+}
+
+func newCommand(name, head string) *command {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are reported once, by exit
+	fs.Usage = func() {}
+	return &command{fs: fs, head: head}
+}
+
+// usage writes the command's help: its head and every flag.
+func (cmd *command) usage(w io.Writer) {
+	fmt.Fprint(w, cmd.head)
+	n := 0
+	cmd.fs.VisitAll(func(*flag.Flag) { n++ })
+	if n > 0 {
+		fmt.Fprint(w, "\nflags:\n")
+		cmd.fs.SetOutput(w)
+		cmd.fs.PrintDefaults()
+		cmd.fs.SetOutput(io.Discard)
 	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	var pretty bytes.Buffer
-	if json.Indent(&pretty, body, "", "  ") == nil {
-		body = pretty.Bytes()
+}
+
+// fail is a usage error of this command.
+func (cmd *command) fail(format string, args ...any) error {
+	return &usageError{err: fmt.Errorf(format, args...), usage: cmd.usage}
+}
+
+// parse parses args. Flags may come before and after the arguments
+// (streamsql sql 'SHOW TABLES' --format csv); after "--" everything is an
+// argument. --help prints the usage on stdout and returns errHelp.
+func (cmd *command) parse(c *cli, args []string) ([]string, error) {
+	var pos []string
+	for {
+		err := cmd.fs.Parse(args)
+		if errors.Is(err, flag.ErrHelp) {
+			cmd.usage(c.stdout)
+			return nil, errHelp
+		}
+		if err != nil {
+			return nil, &usageError{err: err, usage: cmd.usage}
+		}
+		rest := cmd.fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		// Parse stops at the first argument, or after "--".
+		if len(args)-len(rest) > 0 && args[len(args)-len(rest)-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
 	}
-	os.Stdout.Write(append(body, '\n'))
-	if resp.StatusCode != 200 {
-		return errors.New(resp.Status)
+}
+
+// oneOf checks that v is one of the allowed values of flag name.
+func oneOf(name, v string, allowed ...string) error {
+	for _, a := range allowed {
+		if v == a {
+			return nil
+		}
 	}
-	return nil
+	return fmt.Errorf("--%s %q: use %s", name, v, strings.Join(allowed, ", "))
 }

@@ -2,8 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"log/slog"
@@ -74,14 +75,14 @@ const serveUsage = `usage: streamsql serve [flags]
 
 Runs the server. It listens on loopback unless told otherwise; any other
 address needs --token. Without --token it answers only requests whose
-Host is loopback or named by --allowed-host (421 otherwise). The limits below answer a request beyond them with
-an error (application/problem+json) and keep serving: --max-body 413,
---max-row-size 413 naming the row, --max-json-depth 400 naming the row and
-column, --max-streams 429 with Retry-After, --body-timeout 408,
---max-header-bytes 431, --header-timeout closes the connection. docs/operations.md,
-"Limits and safety", has the whole list.
-
-flags:
+Host is loopback or named by --allowed-host (421 otherwise). With
+--tls-cert and --tls-key it serves HTTPS instead of HTTP. The limits below
+answer a request beyond them with an error (application/problem+json) and
+keep serving: --max-body 413, --max-row-size 413 naming the row,
+--max-json-depth 400 naming the row and column, --max-streams 429 with
+Retry-After, --body-timeout 408, --max-header-bytes 431, --header-timeout
+closes the connection. docs/operations.md, "Limits and safety", has the
+whole list; docs/cli.md every flag.
 `
 
 // stallOption maps --stall-timeout to queries.Config.StallTimeout: 0
@@ -93,15 +94,14 @@ func stallOption(d time.Duration) time.Duration {
 	return d
 }
 
-func serve(args []string) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // a bad flag is reported once, by main
-	fs.Usage = func() {}
+func (c *cli) serve(args []string) error {
+	cmd := newCommand("serve", serveUsage)
+	fs := cmd.fs
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address; anything but loopback (0.0.0.0, [::], an empty host, a name resolving elsewhere) requires --token")
 	data := fs.String("data", "./streamsql-data", "data directory (embedded Badger stores)")
 	ckpt := fs.Duration("checkpoint-interval", time.Second, "checkpoint interval; 0 turns checkpoints off (barriers still flow)")
 	emit := fs.Duration("emit-interval", 200*time.Millisecond, "barrier interval: how often changes are emitted")
-	token := fs.String("token", os.Getenv("STREAMSQL_TOKEN"), "bearer token required on every API request (default $STREAMSQL_TOKEN)")
+	token := fs.String("token", "", "bearer token required on every API request ($STREAMSQL_TOKEN when not given)")
 	var allowedHosts []string
 	fs.Func("allowed-host", "without --token, a `name[,name]` (optionally name:port) the server answers besides localhost, 127.0.0.1, [::1] and the host of --addr: requests with another Host get 421 (DNS rebinding); may be repeated", func(v string) error {
 		for _, h := range strings.Split(v, ",") {
@@ -128,16 +128,20 @@ func serve(args []string) error {
 	demo := fs.Bool("demo", false, "create throttled Nexmark tables and example views at the first start")
 	stall := fs.Duration("stall-timeout", queries.DefaultStallTimeout, "a query whose task works on one batch for longer, waiting for neither input nor output, is failed as not answering (0: never)")
 	diskReserve := fs.String("disk-reserve", "256MiB", "free space kept on the data directory's file system: ingest is refused (507) below it, checkpoints below half of it; 0 turns the check off")
-	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
-		fs.SetOutput(os.Stdout)
-		fmt.Print(serveUsage)
-		fs.PrintDefaults()
-		return nil
-	} else if err != nil {
-		return fmt.Errorf("serve: %w (see streamsql serve --help)", err)
+	tlsCert := fs.String("tls-cert", "", "serve HTTPS with this PEM certificate `file` (the chain, leaf first); needs --tls-key")
+	tlsKey := fs.String("tls-key", "", "the PEM private key `file` of --tls-cert")
+	rest, err := cmd.parse(c, args)
+	if err != nil {
+		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("serve takes no arguments, got %q (flags go before them? see streamsql serve --help)", fs.Args())
+	if len(rest) > 0 {
+		return cmd.fail("serve takes no arguments, got %q", rest)
+	}
+	if !flagSet(fs, "token") {
+		*token = c.getenv("STREAMSQL_TOKEN") // not the flag's default: --help would print it
+	}
+	if (*tlsCert == "") != (*tlsKey == "") {
+		return cmd.fail("--tls-cert and --tls-key go together: give both or neither")
 	}
 	for _, d := range []struct {
 		name string
@@ -147,37 +151,45 @@ func serve(args []string) error {
 		{"body-timeout", *bodyTimeout, false}, {"idle-timeout", *idleTimeout, false}, {"idempotency-window", *idem, false},
 		{"session-ttl", *sessionTTL, false}} {
 		if d.v < 0 || d.v == 0 && !d.zero {
-			return fmt.Errorf("--%s must be a positive duration, not %s", d.name, d.v)
+			return cmd.fail("--%s must be a positive duration, not %s", d.name, d.v)
 		}
 	}
 	reserve := int64(-1) // 0: no checks
 	if *diskReserve != "0" {
 		var err error
 		if reserve, err = parseSize(*diskReserve); err != nil {
-			return fmt.Errorf("--disk-reserve: %w", err)
+			return cmd.fail("--disk-reserve: %w", err)
 		}
 	}
 	if *maxDepth < 2 {
-		return fmt.Errorf("--max-json-depth must be at least 2 (a JSON array body and its row objects), not %d", *maxDepth)
+		return cmd.fail("--max-json-depth must be at least 2 (a JSON array body and its row objects), not %d", *maxDepth)
 	}
 	if *maxStreams < 1 {
-		return fmt.Errorf("--max-streams must be at least 1, not %d", *maxStreams)
+		return cmd.fail("--max-streams must be at least 1, not %d", *maxStreams)
 	}
 	if maxHeader.n > math.MaxInt32 {
-		return fmt.Errorf("--max-header-bytes %s is too large", maxHeader)
+		return cmd.fail("--max-header-bytes %s is too large", maxHeader)
 	}
 	if err := checkToken(*token); err != nil {
-		return err
+		return cmd.fail("%w", err)
 	}
 	if err := checkBind(*addr, *token != "", net.DefaultResolver.LookupIPAddr); err != nil {
 		return err
+	}
+	var tlsConfig *tls.Config
+	if *tlsCert != "" {
+		cert, err := loadKeyPair(*tlsCert, *tlsKey)
+		if err != nil {
+			return err
+		}
+		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
 	if host, _, _ := net.SplitHostPort(*addr); host != "" && net.ParseIP(host) == nil {
 		// --addr names the server (checkBind saw it resolve to loopback
 		// without a token): requests to that name are meant for it.
 		allowedHosts = append(allowedHosts, host)
 	}
-	logger := slog.New(slog.NewTextHandler(redactWriter{os.Stderr}, nil))
+	logger := slog.New(slog.NewTextHandler(redactWriter{c.stderr}, nil))
 	if *token != "" && len(*token) < 16 {
 		logger.Warn("the --token is short: anyone who can reach the server may guess it; use 16 or more random characters")
 	}
@@ -218,12 +230,26 @@ func serve(args []string) error {
 		ReadHeaderTimeout: *headerTimeout,
 		IdleTimeout:       *idleTimeout,
 		MaxHeaderBytes:    int(maxHeader.n),
+		TLSConfig:         tlsConfig,
+		// net/http's own complaints (a failed TLS handshake, a panic) go
+		// to the server log, redacted like the rest.
+		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
-	logger.Info("streamsql serving", "addr", ln.Addr().String(), "data", *data)
+	scheme := "http"
+	if tlsConfig != nil {
+		scheme = "https"
+	}
+	logger.Info("streamsql serving", "addr", ln.Addr().String(), "url", scheme+"://"+ln.Addr().String(), "data", *data)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() {
+		if tlsConfig != nil {
+			errc <- srv.ServeTLS(ln, "", "") // the certificate is in TLSConfig
+			return
+		}
+		errc <- srv.Serve(ln)
+	}()
 	select {
 	case err := <-errc:
 		return err
@@ -233,6 +259,52 @@ func serve(args []string) error {
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return srv.Shutdown(sctx)
+}
+
+// loadKeyPair reads the certificate and key of --tls-cert and --tls-key,
+// naming the file that is wrong.
+func loadKeyPair(certFile, keyFile string) (tls.Certificate, error) {
+	certPEM, err := os.ReadFile(certFile)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("--tls-cert: %w", err)
+	}
+	keyPEM, err := os.ReadFile(keyFile)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("--tls-key: %w", err)
+	}
+	if err := checkPEM(certPEM, "CERTIFICATE"); err != nil {
+		return tls.Certificate{}, fmt.Errorf("--tls-cert %s: %w", certFile, err)
+	}
+	if err := checkPEM(keyPEM, "PRIVATE KEY"); err != nil {
+		return tls.Certificate{}, fmt.Errorf("--tls-key %s: %w", keyFile, err)
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("--tls-cert %s with --tls-key %s: %w", certFile, keyFile, err)
+	}
+	return cert, nil
+}
+
+// checkPEM checks that b holds a PEM block whose type ends with kind
+// ("PRIVATE KEY" covers "EC PRIVATE KEY" and "RSA PRIVATE KEY") and,
+// for a certificate, that it parses.
+func checkPEM(b []byte, kind string) error {
+	for {
+		var block *pem.Block
+		block, b = pem.Decode(b)
+		if block == nil {
+			return fmt.Errorf("no PEM block of type %s in it", kind)
+		}
+		if !strings.HasSuffix(block.Type, kind) {
+			continue
+		}
+		if kind == "CERTIFICATE" {
+			if _, err := x509.ParseCertificate(block.Bytes); err != nil {
+				return fmt.Errorf("its certificate does not parse: %w", err)
+			}
+		}
+		return nil
+	}
 }
 
 // redactWriter is the server log's writer: it redacts the password of
