@@ -11,6 +11,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/json"
@@ -18,6 +19,7 @@ import (
 	"errors"
 	"math/big"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -391,6 +393,33 @@ func TestTLS(t *testing.T) {
 	code, _, errs = runBin(t, bin, nil, "", "sql", "--addr", "http://"+srv.addr, "SHOW TABLES")
 	if code != 1 || !strings.Contains(errs, "400") {
 		t.Errorf("http to an https server: exit %d, stderr %q", code, errs)
+	}
+
+	// With a token: sql sends it; the console's session cookie is Secure.
+	const token = "tls-test-token-0123456789"
+	srv = startTestServer(t, bin, "--tls-cert", cert, "--tls-key", key, "--token", token)
+	url = "https://" + srv.addr
+	code, out, errs = runBin(t, bin, []string{"STREAMSQL_TOKEN=" + token}, "", "sql", "--addr", url, "--cacert", cert, "--format", "csv", "SHOW TABLES")
+	if code != 0 || out != "name,type,engine\r\n" {
+		t.Errorf("sql with $STREAMSQL_TOKEN over https: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	code, _, errs = runBin(t, bin, nil, "", "sql", "--addr", url, "--cacert", cert, "SHOW TABLES")
+	if code != 1 || !strings.HasPrefix(errs, "ERROR 401: ") {
+		t.Errorf("sql without the token: exit %d, stderr %q", code, errs)
+	}
+	pool := x509.NewCertPool()
+	pemBytes, err := os.ReadFile(cert)
+	if err != nil || !pool.AppendCertsFromPEM(pemBytes) {
+		t.Fatalf("reading %s: %v", cert, err)
+	}
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}, Timeout: failGuard}
+	resp, err := hc.Post(url+"/v1/login", "application/json", strings.NewReader(`{"token": "`+token+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if c := resp.Header.Get("Set-Cookie"); resp.StatusCode != 200 || !strings.Contains(c, "; Secure") || !strings.Contains(c, "HttpOnly") {
+		t.Errorf("login over https: %s, Set-Cookie %q; want a Secure cookie", resp.Status, c)
 	}
 
 	garbage := filepath.Join(dir, "garbage.pem")

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"regexp"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -293,5 +295,39 @@ func TestRunUsage(t *testing.T) {
 	code, out, _ = run(map[string]string{"STREAMSQL_TOKEN": "s3cret-env-token"}, "sql", "--help")
 	if code != 0 || strings.Contains(out, "s3cret-env-token") {
 		t.Errorf("sql --help with $STREAMSQL_TOKEN: exit %d, prints the token: %v", code, strings.Contains(out, "s3cret-env-token"))
+	}
+}
+
+// TestCLIDoc: docs/cli.md names every flag of every command, and the
+// shell's commands.
+func TestCLIDoc(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/cli.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	flagRE := regexp.MustCompile(`(?m)^  -(\S+)`)
+	for name := range commands() {
+		var out bytes.Buffer
+		c := &cli{stdin: strings.NewReader(""), stdout: &out, stderr: &out, getenv: func(string) string { return "" }}
+		if code := c.run([]string{name, "--help"}); code != 0 {
+			t.Fatalf("%s --help: exit %d", name, code)
+		}
+		if !strings.Contains(string(doc), "## streamsql "+name) {
+			t.Errorf("docs/cli.md has no section for streamsql %s", name)
+		}
+		for _, m := range flagRE.FindAllStringSubmatch(out.String(), -1) {
+			f := "`--" + m[1]
+			if len(m[1]) == 1 {
+				f = "`-" + m[1]
+			}
+			if !strings.Contains(string(doc), f) {
+				t.Errorf("docs/cli.md does not name %s's flag %s", name, f)
+			}
+		}
+	}
+	for _, meta := range []string{`\x`, `\format`, `\?`, `\q`, "Ctrl-C", "Ctrl-D"} {
+		if !strings.Contains(string(doc), meta) || !strings.Contains(shellHelp, meta) {
+			t.Errorf("the shell's %s is missing from docs/cli.md or \\?", meta)
+		}
 	}
 }
