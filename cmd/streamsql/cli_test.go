@@ -17,9 +17,11 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"io"
 	"math/big"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -609,5 +611,65 @@ func TestShell(t *testing.T) {
 	}
 	if strings.Contains(h, "SELECT 1") {
 		t.Errorf("history has the statement Ctrl-C dropped:\n%s", h)
+	}
+}
+
+// TestShellCancel: Ctrl-C while a statement runs cancels its request (the
+// server sees the request end) and the shell goes on. The server is a
+// stand-in whose /v1/sql answers only when the request is canceled.
+func TestShellCancel(t *testing.T) {
+	bin := binary(t)
+	entered, canceled := make(chan struct{}, 1), make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if string(body) == "SHOW TABLES;\n" {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"results":[{"statement":0,"kind":"show","columns":["name"],"rows":[{"name":"after"}]}]}`)
+			return
+		}
+		entered <- struct{}{}
+		<-r.Context().Done()
+		canceled <- struct{}{}
+	}))
+	t.Cleanup(srv.Close) // after the shell is gone (cleanups run last first)
+	cmd := exec.Command(bin, "sql", "--addr", srv.URL)
+	cmd.Env = append(testEnv(t), "TERM=xterm")
+	f, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 50, Cols: 160})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-exited
+	})
+	term := newTerminal(t, f)
+	term.expect("streamsql> ")
+	term.send("SELECT slowly;\r")
+	select {
+	case <-entered:
+	case <-time.After(failGuard):
+		t.Fatalf("the statement never reached the server; screen:\n%s", term.screen())
+	}
+	term.send("\x03")
+	select {
+	case <-canceled:
+	case <-time.After(failGuard):
+		t.Fatalf("Ctrl-C did not cancel the request; screen:\n%s", term.screen())
+	}
+	term.expect("ERROR: canceled")
+	term.send("SHOW TABLES;\r")
+	term.expect(" after\n(1 row)\n")
+	term.send("\x04")
+	select {
+	case <-exited:
+		if waitErr != nil {
+			t.Errorf("the shell exited with %v, want 0", waitErr)
+		}
+	case <-time.After(failGuard):
+		t.Fatalf("the shell still runs after Ctrl-D; screen:\n%s", term.screen())
 	}
 }
