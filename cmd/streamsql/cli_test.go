@@ -123,6 +123,8 @@ func TestHelp(t *testing.T) {
 		{[]string{"serve", "--nope"}, "flag provided but not defined: -nope", "usage: streamsql serve"},
 		{[]string{"version", "--nope"}, "flag provided but not defined: -nope", "usage: streamsql version"},
 		{[]string{"serve", "--tls-cert", "c.pem"}, "--tls-cert and --tls-key go together", "usage: streamsql serve"},
+		{[]string{"serve", "--addr", "127.0.0.1"}, "missing port in address", "usage: streamsql serve"},
+		{[]string{"sql", "--addr", "http://127.0.0.1:99999", "SHOW TABLES"}, `port "99999" is not a number from 1 to 65535`, "usage: streamsql sql"},
 	} {
 		code, out, errs := runBin(t, bin, nil, "", c.args...)
 		if code != 2 || out != "" || !strings.Contains(errs, c.want) || !strings.Contains(errs, c.head) {

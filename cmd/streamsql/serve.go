@@ -173,8 +173,11 @@ func (c *cli) serve(args []string) error {
 	if err := checkToken(*token); err != nil {
 		return cmd.fail("%w", err)
 	}
+	if err := checkBind(*addr, true, nil); err != nil {
+		return cmd.fail("%w", err) // malformed (exit 2)
+	}
 	if err := checkBind(*addr, *token != "", net.DefaultResolver.LookupIPAddr); err != nil {
-		return err
+		return err // refused for what it is (exit 1)
 	}
 	var tlsConfig *tls.Config
 	if *tlsCert != "" {
