@@ -90,7 +90,7 @@ func (ss *sessions) end(id string) {
 }
 
 // login answers POST /v1/login {"token": "..."}: 200 with a new session
-// cookie (HttpOnly, SameSite=Strict, expiring with the session) when the
+// cookie (HttpOnly, SameSite=Strict, Secure over TLS, expiring with the session) when the
 // token is right, 401 when not. Without a token configured it answers 200
 // and sets nothing. The body is read up to loginLimit only.
 func (s *server) login(w http.ResponseWriter, r *http.Request) {
@@ -116,7 +116,7 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 	}
 	id, exp := s.sessions.create()
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
-		MaxAge: int(s.sessions.ttl / time.Second), Expires: exp.UTC()})
+		Secure: r.TLS != nil, MaxAge: int(s.sessions.ttl / time.Second), Expires: exp.UTC()})
 	writeJSON(w, 200, map[string]any{"token_required": true, "expires": exp.UTC().Format(time.RFC3339)})
 }
 
@@ -125,7 +125,7 @@ func (s *server) logout(w http.ResponseWriter, r *http.Request) {
 	if c, err := r.Cookie(sessionCookie); err == nil {
 		s.sessions.end(c.Value)
 	}
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
 	w.WriteHeader(http.StatusNoContent)
 }
 

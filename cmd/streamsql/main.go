@@ -1,482 +1,195 @@
-// Command streamsql is the streamsql server and its command-line client:
-// `streamsql serve` runs the server, `streamsql sql` sends SQL to one, and
-// `streamsql bench` runs a Nexmark query in-process. Flags, wiring and
-// signals only: the logic lives in the packages.
 package main
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
-	"math"
-	"net"
-	"net/http"
 	"os"
-	"os/signal"
-	"runtime/pprof"
-	"strconv"
 	"strings"
-	"syscall"
-	"time"
 
-	httpapi "github.com/streamsql/streamsql/http"
-	"github.com/streamsql/streamsql/planner/plan"
-	"github.com/streamsql/streamsql/queries"
-	"github.com/streamsql/streamsql/web"
+	"golang.org/x/term"
+)
+
+// Exit codes: 0 success, 1 a failure while running (the server answered
+// an error, a connection or a file failed), 2 a wrong command line.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
 )
 
 const usage = `usage: streamsql <command> [flags]
 
 commands:
-  serve   run the server (streamsql serve --help)
-  sql     send SQL to a server: streamsql sql [--addr A] [--token T] 'SQL' (or SQL on stdin)
-  bench   run a Nexmark query in-process and report events per CPU second;
-          bench --ingest: durable NDJSON ingest over loopback HTTP, rows per CPU second
+  serve     run the server
+  sql       send SQL to a server: streamsql sql 'SQL'; SQL on stdin; or,
+            without arguments on a terminal, an interactive shell
+  bench     run a Nexmark query in-process and report events per CPU second;
+            bench --ingest: durable NDJSON ingest over loopback HTTP
+  version   print the version and the commit it was built from
+  help      streamsql help <command> prints a command's flags
+
+Each command takes --help. docs/cli.md has them all.
 `
+
+// cli is the process's outside world, so that commands can be run in a test.
+type cli struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string
+	// stdinTTY and stdoutTTY: whether stdin and stdout are terminals.
+	stdinTTY, stdoutTTY bool
+}
 
 func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprint(os.Stderr, usage)
-		os.Exit(2)
-	}
-	var err error
-	switch os.Args[1] {
-	case "serve":
-		err = serve(os.Args[2:])
-	case "sql":
-		err = sqlCmd(os.Args[2:])
-	case "bench":
-		err = bench(os.Args[2:])
-	case "-h", "--help", "help":
-		fmt.Print(usage)
-		return
-	default:
-		fmt.Fprintf(os.Stderr, "streamsql: unknown command %q\n%s", os.Args[1], usage)
-		os.Exit(2)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "streamsql:", err)
-		os.Exit(1)
+	c := &cli{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv,
+		stdinTTY: term.IsTerminal(int(os.Stdin.Fd())), stdoutTTY: term.IsTerminal(int(os.Stdout.Fd()))}
+	os.Exit(c.run(os.Args[1:]))
+}
+
+// commands maps each command to its function.
+func commands() map[string]func(*cli, []string) error {
+	return map[string]func(*cli, []string) error{
+		"serve":   (*cli).serve,
+		"sql":     (*cli).sqlCmd,
+		"bench":   (*cli).bench,
+		"version": (*cli).version,
 	}
 }
 
-// parseSize parses 64MiB, 1KiB, 4096 and the like: a positive size.
-func parseSize(s string) (int64, error) {
-	units := []struct {
-		suffix string
-		mult   int64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}, {"B", 1}}
-	num, mult := s, int64(1)
-	for _, u := range units {
-		if strings.HasSuffix(s, u.suffix) {
-			num, mult = strings.TrimSuffix(s, u.suffix), u.mult
-			break
+// run runs the command line args (without the program name) and returns
+// the exit code.
+func (c *cli) run(args []string) int {
+	if len(args) == 0 {
+		fmt.Fprint(c.stderr, usage)
+		return exitUsage
+	}
+	name, rest := args[0], args[1:]
+	switch name {
+	case "-h", "-help", "--help":
+		fmt.Fprint(c.stdout, usage)
+		return exitOK
+	case "help":
+		if len(rest) == 0 {
+			fmt.Fprint(c.stdout, usage)
+			return exitOK
 		}
+		if len(rest) > 1 {
+			fmt.Fprintf(c.stderr, "streamsql help: one command at a time, got %q\n\n%s", rest, usage)
+			return exitUsage
+		}
+		if _, ok := commands()[rest[0]]; !ok {
+			fmt.Fprintf(c.stderr, "streamsql help: unknown command %q\n\n%s", rest[0], usage)
+			return exitUsage
+		}
+		name, rest = rest[0], []string{"--help"}
+	case "-version", "--version":
+		name, rest = "version", nil
 	}
-	n, err := strconv.ParseInt(num, 10, 64)
-	if err != nil || n <= 0 || n > math.MaxInt64/mult {
-		return 0, fmt.Errorf("bad size %q (use e.g. 64MiB, 512KiB or 4096)", s)
+	cmd, ok := commands()[name]
+	if !ok {
+		fmt.Fprintf(c.stderr, "streamsql: unknown command %q\n\n%s", name, usage)
+		return exitUsage
 	}
-	return n * mult, nil
+	return c.exit(name, cmd(c, rest))
 }
 
-// sizeFlag is a flag holding a size (parseSize).
-type sizeFlag struct{ n int64 }
-
-func (f *sizeFlag) String() string { return fmtSize(f.n) }
-
-func (f *sizeFlag) Set(s string) error {
-	n, err := parseSize(s)
-	if err != nil {
-		return err
-	}
-	f.n = n
-	return nil
-}
-
-// fmtSize writes a size as parseSize reads it, in its largest exact unit.
-func fmtSize(n int64) string {
+// exit reports err of command name and returns the exit code.
+func (c *cli) exit(name string, err error) int {
+	var ue *usageError
 	switch {
-	case n > 0 && n%(1<<30) == 0:
-		return fmt.Sprintf("%dGiB", n>>30)
-	case n > 0 && n%(1<<20) == 0:
-		return fmt.Sprintf("%dMiB", n>>20)
-	case n > 0 && n%(1<<10) == 0:
-		return fmt.Sprintf("%dKiB", n>>10)
+	case err == nil, errors.Is(err, errHelp):
+		return exitOK
+	case errors.As(err, &ue):
+		fmt.Fprintf(c.stderr, "streamsql %s: %v\n\n", name, ue.err)
+		ue.usage(c.stderr)
+		return exitUsage
+	case errors.Is(err, errReported):
+		return exitError
 	}
-	return strconv.FormatInt(n, 10)
+	fmt.Fprintf(c.stderr, "streamsql %s: %v\n", name, err)
+	return exitError
 }
 
-const serveUsage = `usage: streamsql serve [flags]
+// errHelp: the command printed its usage on stdout, as asked (exit 0).
+var errHelp = errors.New("help printed")
 
-Runs the server. It listens on loopback unless told otherwise; any other
-address needs --token. Without --token it answers only requests whose
-Host is loopback or named by --allowed-host (421 otherwise). The limits below answer a request beyond them with
-an error (application/problem+json) and keep serving: --max-body 413,
---max-row-size 413 naming the row, --max-json-depth 400 naming the row and
-column, --max-streams 429 with Retry-After, --body-timeout 408,
---max-header-bytes 431, --header-timeout closes the connection. docs/operations.md,
-"Limits and safety", has the whole list.
+// errReported: the command failed and has said why (exit 1).
+var errReported = errors.New("error reported")
 
-flags:
-`
-
-// stallOption maps --stall-timeout to queries.Config.StallTimeout: 0
-// there is the default, never is negative.
-func stallOption(d time.Duration) time.Duration {
-	if d <= 0 {
-		return -1
-	}
-	return d
+// usageError is a wrong command line: the message, then the command's
+// usage, go to stderr (exit 2).
+type usageError struct {
+	err   error
+	usage func(io.Writer)
 }
 
-func serve(args []string) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // a bad flag is reported once, by main
+func (e *usageError) Error() string { return e.err.Error() }
+
+// command is one command's flags and the text --help prints before them.
+type command struct {
+	fs   *flag.FlagSet
+	head string
+}
+
+func newCommand(name, head string) *command {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are reported once, by exit
 	fs.Usage = func() {}
-	addr := fs.String("addr", "127.0.0.1:8080", "listen address; anything but loopback (0.0.0.0, [::], an empty host, a name resolving elsewhere) requires --token")
-	data := fs.String("data", "./streamsql-data", "data directory (embedded Badger stores)")
-	ckpt := fs.Duration("checkpoint-interval", time.Second, "checkpoint interval; 0 turns checkpoints off (barriers still flow)")
-	emit := fs.Duration("emit-interval", 200*time.Millisecond, "barrier interval: how often changes are emitted")
-	token := fs.String("token", os.Getenv("STREAMSQL_TOKEN"), "bearer token required on every API request (default $STREAMSQL_TOKEN)")
-	var allowedHosts []string
-	fs.Func("allowed-host", "without --token, a `name[,name]` (optionally name:port) the server answers besides localhost, 127.0.0.1, [::1] and the host of --addr: requests with another Host get 421 (DNS rebinding); may be repeated", func(v string) error {
-		for _, h := range strings.Split(v, ",") {
-			if err := httpapi.CheckAllowedHost(strings.TrimSpace(h)); err != nil {
-				return err
-			}
-			allowedHosts = append(allowedHosts, strings.TrimSpace(h))
-		}
-		return nil
-	})
-	maxBody := &sizeFlag{httpapi.DefaultMaxBody}
-	fs.Var(maxBody, "max-body", "largest request body (a `size` such as 64MiB), as sent and, with Content-Encoding: gzip, decompressed (413 beyond)")
-	maxRow := &sizeFlag{queries.DefaultMaxRowSize}
-	fs.Var(maxRow, "max-row-size", "largest ingest row, as JSON text: a `size` (413 naming the row)")
-	maxDepth := fs.Int("max-json-depth", queries.DefaultMaxJSONDepth, "deepest nesting of JSON in ingest rows, counting a JSON array body and the row (400 naming row and column)")
-	maxStreams := fs.Int("max-streams", httpapi.DefaultMaxStreams, "most long-lived requests open at once: GET /v1/queries/{name}/changes streams, POST /v1/checkpoints waits, CPU profiles (429 with Retry-After beyond)")
-	maxHeader := &sizeFlag{64 << 10}
-	fs.Var(maxHeader, "max-header-bytes", "largest request line and headers: a `size` (431 beyond)")
-	headerTimeout := fs.Duration("header-timeout", 10*time.Second, "time a client has to send a request's headers (the connection is closed beyond)")
-	bodyTimeout := fs.Duration("body-timeout", httpapi.DefaultBodyTimeout, "time a client has to send a request's body (408 beyond)")
-	idleTimeout := fs.Duration("idle-timeout", 2*time.Minute, "how long an idle keep-alive connection is kept open")
-	idem := fs.Duration("idempotency-window", 24*time.Hour, "how long an Idempotency-Key is remembered")
-	sessionTTL := fs.Duration("session-ttl", httpapi.DefaultSessionTTL, "with --token, how long a console login lasts (logout and a restart end it sooner)")
-	demo := fs.Bool("demo", false, "create throttled Nexmark tables and example views at the first start")
-	stall := fs.Duration("stall-timeout", queries.DefaultStallTimeout, "a query whose task works on one batch for longer, waiting for neither input nor output, is failed as not answering (0: never)")
-	diskReserve := fs.String("disk-reserve", "256MiB", "free space kept on the data directory's file system: ingest is refused (507) below it, checkpoints below half of it; 0 turns the check off")
-	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
-		fs.SetOutput(os.Stdout)
-		fmt.Print(serveUsage)
-		fs.PrintDefaults()
-		return nil
-	} else if err != nil {
-		return fmt.Errorf("serve: %w (see streamsql serve --help)", err)
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("serve takes no arguments, got %q (flags go before them? see streamsql serve --help)", fs.Args())
-	}
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-		zero bool // 0 is allowed
-	}{{"checkpoint-interval", *ckpt, true}, {"emit-interval", *emit, false}, {"header-timeout", *headerTimeout, false},
-		{"body-timeout", *bodyTimeout, false}, {"idle-timeout", *idleTimeout, false}, {"idempotency-window", *idem, false},
-		{"session-ttl", *sessionTTL, false}} {
-		if d.v < 0 || d.v == 0 && !d.zero {
-			return fmt.Errorf("--%s must be a positive duration, not %s", d.name, d.v)
-		}
-	}
-	reserve := int64(-1) // 0: no checks
-	if *diskReserve != "0" {
-		var err error
-		if reserve, err = parseSize(*diskReserve); err != nil {
-			return fmt.Errorf("--disk-reserve: %w", err)
-		}
-	}
-	if *maxDepth < 2 {
-		return fmt.Errorf("--max-json-depth must be at least 2 (a JSON array body and its row objects), not %d", *maxDepth)
-	}
-	if *maxStreams < 1 {
-		return fmt.Errorf("--max-streams must be at least 1, not %d", *maxStreams)
-	}
-	if maxHeader.n > math.MaxInt32 {
-		return fmt.Errorf("--max-header-bytes %s is too large", maxHeader)
-	}
-	if err := checkToken(*token); err != nil {
-		return err
-	}
-	if err := checkBind(*addr, *token != "", net.DefaultResolver.LookupIPAddr); err != nil {
-		return err
-	}
-	if host, _, _ := net.SplitHostPort(*addr); host != "" && net.ParseIP(host) == nil {
-		// --addr names the server (checkBind saw it resolve to loopback
-		// without a token): requests to that name are meant for it.
-		allowedHosts = append(allowedHosts, host)
-	}
-	logger := slog.New(slog.NewTextHandler(redactWriter{os.Stderr}, nil))
-	if *token != "" && len(*token) < 16 {
-		logger.Warn("the --token is short: anyone who can reach the server may guess it; use 16 or more random characters")
-	}
-	// Listen before opening the data directory: a port in use is found
-	// at once, not after a recovery. Connections wait in the backlog until
-	// the catalog is loaded and the API serves.
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return fmt.Errorf("--addr %s: %w", *addr, err)
-	}
-	defer ln.Close()
-	if a, ok := ln.Addr().(*net.TCPAddr); *token == "" && (!ok || !a.IP.IsLoopback()) {
-		return fmt.Errorf("--addr %s: listening on %s, which is not loopback: set --token", *addr, ln.Addr())
-	}
-	eng, err := queries.Open(queries.Config{DataDir: *data, CheckpointInterval: *ckpt, EmitInterval: *emit, IdempotencyWindow: *idem, DiskReserve: reserve, Logger: logger,
-		Limits: queries.Limits{MaxRowSize: int(min(maxRow.n, math.MaxInt32)), MaxDepth: *maxDepth}, StallTimeout: stallOption(*stall)})
-	if err != nil {
-		return err
-	}
-	defer func() {
-		// SIGTERM: every query takes a final checkpoint, so the next start
-		// resumes without replaying anything.
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		eng.Close(ctx)
-		logger.Info("stopped")
-	}()
-	if *demo {
-		if err := eng.Demo(context.Background()); err != nil {
-			logger.Warn("demo setup", "err", err)
-		}
-	}
-	// No ReadTimeout or WriteTimeout: /changes streams for as long as its
-	// reader stays; bodies have --body-timeout instead.
-	srv := &http.Server{
-		Handler: httpapi.New(eng, httpapi.Options{Token: *token, AllowedHosts: allowedHosts, MaxBody: maxBody.n, MaxStreams: *maxStreams, BodyTimeout: *bodyTimeout,
-			SessionTTL: *sessionTTL, Logger: logger, Web: web.FS()}),
-		ReadHeaderTimeout: *headerTimeout,
-		IdleTimeout:       *idleTimeout,
-		MaxHeaderBytes:    int(maxHeader.n),
-	}
-	logger.Info("streamsql serving", "addr", ln.Addr().String(), "data", *data)
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	logger.Info("shutting down")
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	return srv.Shutdown(sctx)
+	return &command{fs: fs, head: head}
 }
 
-// redactWriter is the server log's writer: it redacts the password of
-// every connection string (plan.RedactSecrets) in what it writes (an
-// error quoting a statement or a driver's message). slog writes a record
-// in one Write, so a secret is never split between two.
-type redactWriter struct{ w io.Writer }
-
-func (r redactWriter) Write(p []byte) (int, error) {
-	if _, err := io.WriteString(r.w, plan.RedactSecrets(string(p))); err != nil {
-		return 0, err
+// usage writes the command's help: its head and every flag.
+func (cmd *command) usage(w io.Writer) {
+	fmt.Fprint(w, cmd.head)
+	n := 0
+	cmd.fs.VisitAll(func(*flag.Flag) { n++ })
+	if n > 0 {
+		fmt.Fprint(w, "\nflags:\n")
+		cmd.fs.SetOutput(w)
+		cmd.fs.PrintDefaults()
+		cmd.fs.SetOutput(io.Discard)
 	}
-	return len(p), nil
 }
 
-// checkToken refuses a token that cannot travel in an Authorization
-// header as given: spaces, control characters, non-ASCII.
-func checkToken(token string) error {
-	for _, c := range []byte(token) {
-		if c <= ' ' || c >= 0x7f {
-			return fmt.Errorf("--token must be printable ASCII without spaces (it travels in an Authorization header)")
+// fail is a usage error of this command.
+func (cmd *command) fail(format string, args ...any) error {
+	return &usageError{err: fmt.Errorf(format, args...), usage: cmd.usage}
+}
+
+// parse parses args. Flags may come before and after the arguments
+// (streamsql sql 'SHOW TABLES' --format csv); after "--" everything is an
+// argument. --help prints the usage on stdout and returns errHelp.
+func (cmd *command) parse(c *cli, args []string) ([]string, error) {
+	var pos []string
+	for {
+		err := cmd.fs.Parse(args)
+		if errors.Is(err, flag.ErrHelp) {
+			cmd.usage(c.stdout)
+			return nil, errHelp
 		}
-	}
-	return nil
-}
-
-// checkBind refuses an --addr that would listen beyond loopback without a
-// token: an empty host or 0.0.0.0 or [::] (every interface), another
-// address, or a name that resolves to anything but loopback addresses.
-// A bad port is refused here too, before the data directory is opened.
-// lookup resolves names (net.DefaultResolver.LookupIPAddr).
-func checkBind(addr string, haveToken bool, lookup func(context.Context, string) ([]net.IPAddr, error)) error {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("--addr %s: %w (use host:port, e.g. 127.0.0.1:8080)", addr, err)
-	}
-	if _, err := net.LookupPort("tcp", port); err != nil {
-		return fmt.Errorf("--addr %s: bad port: %w", addr, err)
-	}
-	if haveToken {
-		return nil
-	}
-	all := fmt.Errorf("--addr %s listens on every interface, not only loopback: set --token (or listen on 127.0.0.1)", addr)
-	if host == "" {
-		return all
-	}
-	var ips []net.IP
-	if ip := net.ParseIP(host); ip != nil {
-		ips = []net.IP{ip}
-	} else {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		addrs, err := lookup(ctx, host)
 		if err != nil {
-			return fmt.Errorf("--addr %s: cannot resolve %s to check that it is loopback: %w", addr, host, err)
+			return nil, &usageError{err: err, usage: cmd.usage}
 		}
-		for _, a := range addrs {
-			ips = append(ips, a.IP)
+		rest := cmd.fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
 		}
+		// Parse stops at the first argument, or after "--".
+		if len(args)-len(rest) > 0 && args[len(args)-len(rest)-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
 	}
-	for _, ip := range ips {
-		switch {
-		case ip.IsUnspecified():
-			return all
-		case !ip.IsLoopback():
-			if ip.String() != host {
-				return fmt.Errorf("--addr %s: %s resolves to %s, which is not loopback: set --token (or listen on 127.0.0.1)", addr, host, ip)
-			}
-			return fmt.Errorf("--addr %s is not loopback: set --token (or listen on 127.0.0.1)", addr)
-		}
-	}
-	return nil
 }
 
-func sqlCmd(args []string) error {
-	fs := flag.NewFlagSet("sql", flag.ContinueOnError)
-	addr := fs.String("addr", "127.0.0.1:8080", "server address")
-	token := fs.String("token", os.Getenv("STREAMSQL_TOKEN"), "bearer token (default $STREAMSQL_TOKEN)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	text := strings.Join(fs.Args(), " ")
-	if text == "" {
-		b, err := io.ReadAll(os.Stdin)
-		if err != nil {
-			return err
-		}
-		text = string(b)
-	}
-	req, err := http.NewRequest("POST", "http://"+*addr+"/v1/sql", strings.NewReader(text))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/sql")
-	if *token != "" {
-		req.Header.Set("Authorization", "Bearer "+*token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	var pretty bytes.Buffer
-	if json.Indent(&pretty, body, "", "  ") == nil {
-		body = pretty.Bytes()
-	}
-	os.Stdout.Write(append(body, '\n'))
-	if resp.StatusCode != 200 {
-		return errors.New(resp.Status)
-	}
-	return nil
-}
-
-func bench(args []string) error {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	query := fs.String("query", "q0", "example query: "+strings.Join(queries.BenchQueries(), ", "))
-	events := fs.Int64("events", 10_000_000, "generator events")
-	ckpt := fs.Duration("checkpoint-interval", time.Second, "checkpoint interval (0: off)")
-	par := fs.Int("parallelism", 1, "parallelism of keyed stages")
-	asJSON := fs.Bool("json", false, "print the result as JSON")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile to this file")
-	ingest := fs.Bool("ingest", false, "benchmark HTTP ingest instead of a query: POST NDJSON bids to an in-process server")
-	clients := fs.Int("clients", 4, "--ingest: concurrent HTTP clients")
-	rows := fs.Int64("rows", 2_000_000, "--ingest: rows to post")
-	batch := fs.Int("batch", 1000, "--ingest: rows per request")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *ingest {
-		cfg := httpapi.IngestBenchConfig{Clients: *clients, Rows: *rows, Batch: *batch}
-		if *cpuProfile != "" {
-			f, err := os.Create(*cpuProfile)
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			cfg.CPUProfile = f
-		}
-		return benchIngest(cfg, *asJSON)
-	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
-	}
-	cfg := queries.BenchConfig{Query: *query, Events: *events, CheckpointInterval: *ckpt, Parallelism: *par}
-	tty := isTerminal(os.Stderr)
-	if tty {
-		cfg.Progress = func(p queries.BenchProgress) {
-			pct := 0.0
-			if p.Expected > 0 {
-				pct = 100 * float64(p.Events) / float64(p.Expected)
-			}
-			fmt.Fprintf(os.Stderr, "\r\033[K%s: %d of %d events (%.0f%%), %.0f events/s, %d checkpoints, %s",
-				*query, p.Events, p.Expected, pct, float64(p.Events)/p.Elapsed.Seconds(), p.Checkpoints, p.Elapsed.Round(time.Second))
+// oneOf checks that v is one of the allowed values of flag name.
+func oneOf(name, v string, allowed ...string) error {
+	for _, a := range allowed {
+		if v == a {
+			return nil
 		}
 	}
-	res, err := queries.Bench(context.Background(), cfg)
-	if tty {
-		fmt.Fprint(os.Stderr, "\r\033[K")
-	}
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return json.NewEncoder(os.Stdout).Encode(res)
-	}
-	fmt.Printf("query %s: %d events in, %d changes out, %d result rows, parallelism %d, checkpoint interval %s\n",
-		res.Query, res.Events, res.RowsOut, res.ResultRows, res.Parallelism, *ckpt)
-	fmt.Printf("wall %.2fs, cpu %.2fs, peak rss %.0f MiB\n", res.WallSeconds, res.CPUSeconds, float64(res.PeakRSSBytes)/(1<<20))
-	fmt.Printf("%.0f events per CPU second, %.0f per second\n", res.EventsPerCPUSec, res.EventsPerSecond)
-	fmt.Printf("%d checkpoints: p50 %d ms / %d bytes, p99 %d ms / %d bytes\n", res.Checkpoints, res.CheckpointP50Ms, res.CheckpointP50B, res.CheckpointP99Ms, res.CheckpointP99B)
-	return nil
-}
-
-// isTerminal reports whether f is a terminal (a character device), where
-// bench draws its progress line.
-func isTerminal(f *os.File) bool {
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
-func benchIngest(cfg httpapi.IngestBenchConfig, asJSON bool) error {
-	res, err := httpapi.IngestBench(context.Background(), cfg)
-	if err != nil {
-		return err
-	}
-	if asJSON {
-		return json.NewEncoder(os.Stdout).Encode(res)
-	}
-	fmt.Printf("ingest: %d rows in %d requests of %d (%.0f MiB NDJSON) from %d clients, durable acknowledgements\n",
-		res.Rows, res.Requests, res.Batch, float64(res.BodyBytes)/(1<<20), res.Clients)
-	fmt.Printf("wall %.2fs, cpu %.2fs (the whole process: server and the in-process clients), peak rss %.0f MiB (bodies included)\n",
-		res.WallSeconds, res.CPUSeconds, float64(res.PeakRSSBytes)/(1<<20))
-	fmt.Printf("%.0f rows per CPU second, %.0f per second\n", res.RowsPerCPUSec, res.RowsPerSecond)
-	fmt.Printf("request latency p50 %.1f ms, p99 %.1f ms\n", res.LatencyP50Ms, res.LatencyP99Ms)
-	return nil
+	return fmt.Errorf("--%s %q: use %s", name, v, strings.Join(allowed, ", "))
 }
