@@ -13,7 +13,7 @@ import (
 	"strings"
 )
 
-// doubleTolerance is the relative tolerance for DOUBLE results (SPEC 2).
+// doubleTolerance is the relative tolerance for DOUBLE results (docs/sql.md).
 const doubleTolerance = 1e-9
 
 // diffResult compares want with the served columns and rows and returns one

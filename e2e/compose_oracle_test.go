@@ -5,7 +5,7 @@ package e2e
 // the contract, out of the pieces of the aggregation oracle (Evaluate) and
 // plain nested loops. Nothing here knows how the engine plans them.
 //
-// The contract, as implemented here (SPEC.md section 2, planner/stream.go):
+// The contract, as implemented here (docs/sql.md, planner/stream.go):
 //
 //   - A windowed aggregation read by another query (a subquery, or a view
 //     planned into its reader) emits each window once, when its input

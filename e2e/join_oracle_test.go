@@ -1,7 +1,7 @@
 package e2e
 
 // The join oracle: a naive batch evaluation of an interval join of two
-// whole input logs, written from the contract (SPEC.md section 2, and the
+// whole input logs, written from the contract (docs/sql.md, and the
 // IntervalJoin contract of planner/plan/join.go) rather than from the
 // engine. It is a nested loop over every (left, right) pair evaluating the
 // ON condition as written in the SQL; nothing is expired, nothing is late.

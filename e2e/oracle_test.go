@@ -1,7 +1,7 @@
 package e2e
 
 // The oracle: a naive batch evaluation of a streaming aggregation over a
-// whole input log, written from the contract (SPEC.md sections 2 and 3)
+// whole input log, written from the contract (docs/sql.md and docs/http-api.md)
 // rather than from the engine. It processes rows one at a time in log order
 // only where the contract makes the answer depend on that order (watermarks,
 // lateness, sessions); everything else is computed in one pass over the

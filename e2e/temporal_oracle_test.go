@@ -1,8 +1,8 @@
 package e2e
 
 // The temporal join oracle: a naive batch evaluation of a stream-to-table
-// join against a PRIMARY KEY table, written from the contract (SPEC.md
-// section 2 and 3, the TemporalJoin contract of planner/plan/join.go)
+// join against a PRIMARY KEY table, written from the contract (docs/sql.md,
+// the TemporalJoin contract of planner/plan/join.go)
 // rather than from the engine.
 //
 // The table side is the table's whole log: rows are versions of their key

@@ -1032,7 +1032,7 @@ func (sc *temporalScenario) resultsLatest(t *testing.T, view string) resultSet {
 
 // TestTemporalIdle: the persons table (default idle_timeout 5s) gets one
 // version and goes quiet; bids wait for its watermark, one 2s past the
-// version and one an hour past it. SPEC section 2: an idle table side
+// version and one an hour past it. docs/sql.md: an idle table side
 // "stops holding back the watermark of the operators it feeds (a stream
 // row waiting in an AS OF join for an idle table side is released at
 // once)", and docs/sql.md: "an idle table side stops holding it back after
@@ -1079,7 +1079,7 @@ func TestTemporalIdle(t *testing.T) {
 			want.Rows = []Row{near[0], far}
 		}
 		if diffs := diffResult(want, got.Columns, got.Rows); len(diffs) > 0 {
-			t.Errorf("%s, %v after persons went quiet (idle_timeout 5s): %s\n(SPEC 2: a stream row waiting in an AS OF join for an idle table side is released at once)",
+			t.Errorf("%s, %v after persons went quiet (idle_timeout 5s): %s\n(docs/sql.md: a stream row waiting in an AS OF join for an idle table side is released at once)",
 				name, time.Since(quiet).Round(time.Millisecond), formatDiffs(diffs, 5))
 		}
 	}

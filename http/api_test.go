@@ -1,7 +1,7 @@
 package httpapi
 
 // API tests: an in-process engine behind httptest, driven only through the
-// HTTP API of SPEC section 3. No sleeps: POST /v1/checkpoints waits until
+// HTTP API of docs/http-api.md. No sleeps: POST /v1/checkpoints waits until
 // every acknowledged row is in committed results.
 
 import (
@@ -642,7 +642,7 @@ func TestSQLCatalogStatements(t *testing.T) {
 // TestDropSeveralNamesIsAtomic: DROP VIEW a, b / DROP TABLE a, b apply
 // the names one by one, so a statement that fails on its second name has
 // already dropped the first (for a table: its log, i.e. its rows). A failed
-// statement must change nothing (as in MySQL 8's atomic DDL); SPEC: a
+// statement must change nothing (as in MySQL 8's atomic DDL); docs/http-api.md: a
 // request stops at the first failure, with earlier *statements* applied.
 func TestDropSeveralNamesIsAtomic(t *testing.T) {
 	t.Parallel()
@@ -997,7 +997,7 @@ func TestPullQueries(t *testing.T) {
 	e.sqlErr("SELECT nosuch FROM agg", 422, "nosuch")
 }
 
-// TestEmptyResultsHaveRows: SPEC 3 says a SELECT/SHOW result has
+// TestEmptyResultsHaveRows: docs/http-api.md says a SELECT/SHOW result has
 // "columns" and "rows"; a SELECT matching nothing (or SHOW TABLES on an
 // empty catalog) must answer "rows": [], not leave the member out.
 func TestEmptyResultsHaveRows(t *testing.T) {

@@ -62,7 +62,7 @@ func (e *Error) Error() string {
 var posRE = regexp.MustCompile(`line (\d+) column (\d+)`)
 
 // Parse parses every statement of sql. On error it returns the statements
-// before the failing one (they are valid and may be executed, as SPEC says:
+// before the failing one (they are valid and may be executed, as docs/http-api.md says:
 // earlier statements stay applied) and an *Error naming the failing index.
 func Parse(sql string) ([]Statement, error) {
 	if off, err := checkSizes(sql); err != nil {

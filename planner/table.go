@@ -272,7 +272,7 @@ func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 	if len(def.PrimaryKey) > 0 {
 		if _, set := attrs["idle_timeout"]; !set {
 			// A table side that goes quiet must not hold back the stream
-			// rows waiting for it (SPEC: default 5s for PRIMARY KEY tables).
+			// rows waiting for it (docs/sql.md: default 5s for PRIMARY KEY tables).
 			def.IdleTimeout = 5000
 		}
 	}

@@ -94,7 +94,7 @@ func EncodeRows(def *plan.TableDef, body string, lim Limits) ([][]byte, error) {
 // separated by whitespace) or a JSON array body (starting with '['). The
 // row passed to emit is reused for the next one.
 //
-// Semantics (SPEC section 3): every value must be an object; members name
+// Semantics (docs/http-api.md): every value must be an object; members name
 // columns case-insensitively (an unknown one is an error); a column given
 // twice takes its last value, but each is type-checked; absent and null
 // members are NULL; NOT NULL and event-time columns must have a value. A
@@ -542,7 +542,7 @@ func columnList(s plan.Schema) string {
 	return strings.Join(n, ", ")
 }
 
-// JSONValue converts a value for JSON output (SPEC section 3): v.JSON().
+// JSONValue converts a value for JSON output (docs/http-api.md: values): v.JSON().
 func JSONValue(v plan.Value) any { return v.JSON() }
 
 // RecordDecoder decodes the record values of Kafka source src: each is

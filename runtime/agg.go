@@ -692,7 +692,7 @@ func (a *hashAgg) emit(g *group, res *Batch, final bool) {
 // Watermark closes the windows wm passes. In on_window_close mode it
 // forwards wm - allowed_lateness: a window's row (its event time is
 // window_end) is emitted when wm reaches window_end + allowed_lateness, so
-// no later row is older than that (SPEC 5: operators that delay output hold
+// no later row is older than that (DESIGN.md's invariants: operators that delay output hold
 // back the watermark they forward).
 func (a *hashAgg) Watermark(wm int64, out Emitter) (int64, error) {
 	if !a.spec.Windowed {

@@ -20,7 +20,7 @@ type RowMeta struct {
 	// source it makes the deterministic row id of append-only results.
 	Offset int64
 	// WM is the source watermark before this row in log order: the
-	// watermark lateness is judged against (SPEC "Late rows").
+	// watermark lateness is judged against (docs/sql.md: late rows).
 	WM int64
 	// Key is the encoded group key (set by a hash exchange) or, on changes,
 	// the encoded upsert key.

@@ -18,7 +18,7 @@ import (
 )
 
 // External sinks (INSERT INTO a table with ENGINE=postgres) are two-phase
-// (SPEC section 5). Each sink subtask (extSink, on its task's goroutine)
+// (DESIGN.md, docs/exactly-once.md). Each sink subtask (extSink, on its task's goroutine)
 // turns the query's changes into rows of the sink table; one committer per
 // query (its own goroutine) writes them to the external system through a
 // esink.Publisher.

@@ -18,7 +18,7 @@ import (
 	"github.com/streamsql/streamsql/window"
 )
 
-// Query states (SPEC section 3).
+// Query states (docs/http-api.md, GET /v1/queries).
 const (
 	StateStarting  = "starting"
 	StateRestoring = "restoring"
@@ -294,7 +294,7 @@ func restoredCheckpoint(id uint64, m markerValue) uint64 {
 
 // recover repairs the store above checkpoint id — versions an unfinished
 // checkpoint wrote there stay visible to every later read unless rewritten
-// (SPEC 5) — and loads the latest results as of the checkpoint.
+// (DESIGN.md's invariants) — and loads the latest results as of the checkpoint.
 func (j *Job) recover(id uint64, val []byte) error {
 	rid, err := j.store.Repair(QueryPrefix(j.ID), id)
 	if err != nil {

@@ -363,7 +363,7 @@ func (j *temporalJoin) forward() int64 {
 }
 
 // SideIdle: when the table side goes idle, the stream rows waiting for it
-// are joined at once with the versions held (SPEC: an idle table side does
+// are joined at once with the versions held (docs/sql.md: an idle table side does
 // not hold them back), and new ones too until it is active again.
 func (j *temporalJoin) SideIdle(side int, idle bool, out Emitter) (int64, error) {
 	if side != sideRight || !j.spec.AsOf {

@@ -11,7 +11,7 @@ import (
 type Graph struct {
 	Vertices []*Vertex
 	Options  Options
-	// Key describes the query's upsert key (SPEC "Upsert key").
+	// Key describes the query's upsert key (docs/connectors.md: the PRIMARY KEY rule).
 	Key KeyKind
 	// KeyOut: for each value of the encoded upsert key ([window_start,
 	// window_end,] GROUP BY values), the output column holding it, or -1

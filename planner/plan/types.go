@@ -151,7 +151,7 @@ const (
 	JSONNegInf = "-Infinity"
 )
 
-// JSON is v as the Go value encoding/json writes for it (SPEC section 3):
+// JSON is v as the Go value encoding/json writes for it (docs/http-api.md: values):
 // BIGINT an int64, DOUBLE a float64 (NaN and the infinities, which JSON
 // cannot write as numbers, the strings "NaN", "Infinity" and
 // "-Infinity"), VARCHAR a string, TIMESTAMP its FormatTime string,

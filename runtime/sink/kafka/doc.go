@@ -5,7 +5,7 @@
 // upsert key as a JSON object (the primary key columns' names and values,
 // in primary key order), its value the row as a JSON object (every
 // column, in the table's order); a delete is a tombstone (a nil value).
-// Values are written as plan.Value.JSON gives them (SPEC section 3).
+// Values are written as plan.Value.JSON gives them (docs/http-api.md: values).
 // Records are partitioned by key (kgo's default partitioner, Kafka's
 // murmur2 hash of the key bytes), so every change of a key goes to one
 // partition, in order, and a compacted topic keeps each key's latest row.

@@ -1,5 +1,5 @@
 // Package kafka is the replayable consumer of ENGINE=kafka source tables
-// (SPEC sections 2, 5 and 8): it reads one topic with franz-go (kgo,
+// (docs/connectors.md, "Kafka"): it reads one topic with franz-go (kgo,
 // kadm) at explicit offsets, read_committed, and reports per partition
 // the offset of the next record to read, which a checkpoint records and
 // a restart resumes at exactly.

@@ -1,4 +1,4 @@
-// The HTTP API (SPEC section 3) as the console uses it. With --token the
+// The HTTP API (docs/http-api.md) as the console uses it. With --token the
 // server answers 401 until POST /v1/login has set the session cookie; every
 // call here then shows the login form once and retries.
 
