@@ -86,34 +86,27 @@ func TestStateAfterRestart(t *testing.T) {
 		t.Fatalf("before the restart: %v, want %v", got, want)
 	}
 
-	s.terminate(t)
-	s.start(t)
-	s.waitRunning(t, "per10s")
-	s.checkpointQuery(t, "per10s")
-	if got := s.shownState(t, "per10s"); !same(got, want) {
-		t.Errorf("after SIGTERM and a restart: %v, want %v", got, want)
+	// restarted starts the server again after stop, and checks the state
+	// shown once the query is running and has checkpointed.
+	restarted := func(stop func(testing.TB), after string) {
+		stop(t)
+		s.start(t)
+		s.waitRunning(t, "per10s")
+		s.checkpointQuery(t, "per10s")
+		if got := s.shownState(t, "per10s"); !same(got, want) {
+			t.Errorf("after %s: %v, want %v", after, got, want)
+		}
 	}
+	restarted(s.terminate, "SIGTERM and a restart")
 
 	// One more late row, then a SIGKILL: the restart resumes from the last
 	// checkpoint, whether or not it counted the row, and replays the rest.
 	s.postRows(t, "ev", []Row{{"k": 5, "ts": at(7)}, {"k": 6, "ts": at(50)}})
-	s.kill(t)
-	s.start(t)
-	s.waitRunning(t, "per10s")
-	s.checkpointQuery(t, "per10s")
 	wm = at(48)
 	want.Counters = counters{RowsIn: 7, LateRows: 3}
 	want.Recent = append(want.Recent, lateRow{5, at(7)})
-	if got := s.shownState(t, "per10s"); !same(got, want) {
-		t.Errorf("after SIGKILL and a restart: %v, want %v", got, want)
-	}
+	restarted(s.kill, "SIGKILL and a restart")
 	// A restart right after a checkpoint that counted everything replays
 	// nothing: the state shown is the checkpoint's alone.
-	s.kill(t)
-	s.start(t)
-	s.waitRunning(t, "per10s")
-	s.checkpointQuery(t, "per10s")
-	if got := s.shownState(t, "per10s"); !same(got, want) {
-		t.Errorf("after a second SIGKILL: %v, want %v", got, want)
-	}
+	restarted(s.kill, "a second SIGKILL")
 }

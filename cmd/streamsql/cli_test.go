@@ -536,21 +536,7 @@ func TestShell(t *testing.T) {
 	bin := binary(t)
 	srv := startTestServer(t, bin)
 	hist := filepath.Join(t.TempDir(), "state", "history")
-	cmd := exec.Command(bin, "sql", "--addr", "http://"+srv.addr)
-	cmd.Env = append(testEnv(t), "TERM=xterm", "STREAMSQL_HISTORY="+hist)
-	f, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 50, Cols: 160})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	exited := make(chan struct{})
-	var waitErr error
-	go func() { waitErr = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		cmd.Process.Kill() // if still running
-		<-exited
-	})
-	term := newTerminal(t, f)
+	term, sh := startShell(t, bin, "http://"+srv.addr, "STREAMSQL_HISTORY="+hist)
 
 	// Typed lines queue in the terminal: each step waits for the end of
 	// its own output only.
@@ -591,9 +577,9 @@ func TestShell(t *testing.T) {
 	}
 	term.send("\x04") // Ctrl-D
 	select {
-	case <-exited:
-		if waitErr != nil {
-			t.Errorf("the shell exited with %v after Ctrl-D, want 0", waitErr)
+	case <-sh.exited:
+		if sh.err != nil {
+			t.Errorf("the shell exited with %v after Ctrl-D, want 0", sh.err)
 		}
 	case <-time.After(failGuard):
 		t.Fatalf("the shell still runs %v after Ctrl-D; screen:\n%s", failGuard, term.screen())
@@ -634,21 +620,7 @@ func TestShellCancel(t *testing.T) {
 		canceled <- struct{}{}
 	}))
 	t.Cleanup(srv.Close) // after the shell is gone (cleanups run last first)
-	cmd := exec.Command(bin, "sql", "--addr", srv.URL)
-	cmd.Env = append(testEnv(t), "TERM=xterm")
-	f, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 50, Cols: 160})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	exited := make(chan struct{})
-	var waitErr error
-	go func() { waitErr = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-exited
-	})
-	term := newTerminal(t, f)
+	term, sh := startShell(t, bin, srv.URL)
 	term.expect("streamsql> ")
 	term.send("SELECT slowly;\r")
 	select {
@@ -667,11 +639,38 @@ func TestShellCancel(t *testing.T) {
 	term.expect(" after\n(1 row)\n")
 	term.send("\x04")
 	select {
-	case <-exited:
-		if waitErr != nil {
-			t.Errorf("the shell exited with %v, want 0", waitErr)
+	case <-sh.exited:
+		if sh.err != nil {
+			t.Errorf("the shell exited with %v, want 0", sh.err)
 		}
 	case <-time.After(failGuard):
 		t.Fatalf("the shell still runs after Ctrl-D; screen:\n%s", term.screen())
 	}
+}
+
+// shell is a running `streamsql sql` shell: exited closes when it ends,
+// with err its exit status.
+type shell struct {
+	exited chan struct{}
+	err    error
+}
+
+// startShell starts `streamsql sql --addr addr` on a pseudo-terminal of
+// 50x160 with TERM=xterm and env added, killed at the test's end.
+func startShell(t *testing.T, bin, addr string, env ...string) (*terminal, *shell) {
+	t.Helper()
+	cmd := exec.Command(bin, "sql", "--addr", addr)
+	cmd.Env = append(append(testEnv(t), "TERM=xterm"), env...)
+	f, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 50, Cols: 160})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh := &shell{exited: make(chan struct{})}
+	go func() { sh.err = cmd.Wait(); close(sh.exited) }()
+	t.Cleanup(func() {
+		cmd.Process.Kill() // if still running
+		<-sh.exited
+		f.Close()
+	})
+	return newTerminal(t, f), sh
 }
