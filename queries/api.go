@@ -297,13 +297,16 @@ func lateRowsJSON(rows []runtime.LateRow) []any {
 
 // QueryInfo describes a continuous query for the API.
 type QueryInfo struct {
-	Name           string           `json:"name"`
-	SQL            string           `json:"sql"`
-	State          string           `json:"state"`
-	Error          string           `json:"error,omitempty"`
-	Plan           string           `json:"plan,omitempty"`
-	Options        map[string]any   `json:"options,omitempty"`
-	Watermark      any              `json:"watermark"`
+	Name      string         `json:"name"`
+	SQL       string         `json:"sql"`
+	State     string         `json:"state"`
+	Error     string         `json:"error,omitempty"`
+	Plan      string         `json:"plan,omitempty"`
+	Options   map[string]any `json:"options,omitempty"`
+	Watermark any            `json:"watermark"`
+	// InputEnded: every source of the query ended (bounded generators):
+	// its watermark is past every event time, and watermark is null.
+	InputEnded     bool             `json:"input_ended,omitempty"`
 	Offsets        map[string]int64 `json:"offsets"`
 	LastCheckpoint uint64           `json:"last_checkpoint"`
 	Counters       map[string]int64 `json:"counters"`
@@ -518,6 +521,7 @@ func (e *Engine) Query(name string) (QueryInfo, error) {
 	qi.Checkpointing = &CheckpointingInfo{Completed: cm.Completed, Failed: cm.Failed, LastBytes: cm.LastBytes,
 		LastDurationMs: float64(cm.Last.Microseconds()) / 1000, LastAlignmentMs: float64(cm.LastAlignment.Microseconds()) / 1000}
 	qi.Watermark = watermarkJSON(st.Watermark)
+	qi.InputEnded = st.Watermark == 1<<63-1
 	qi.Offsets = st.Offsets
 	qi.LastCheckpoint = st.LastCheckpoint
 	qi.Counters = map[string]int64{"rows_in": st.RowsIn, "rows_out": st.RowsOut, "late_rows": st.LateRows, "bad_records": st.BadRecords,

@@ -72,6 +72,7 @@ export interface QueryInfo {
   plan?: string;
   options?: Record<string, unknown>;
   watermark: string | null;
+  input_ended?: boolean;
   offsets: Record<string, number>;
   last_checkpoint: number;
   counters: Record<string, number>;

@@ -93,7 +93,7 @@ export function queryPage(root: HTMLElement, name: string, tab: string, go: (has
     clear(summary,
       item('rows in', `${fmtInt(q.counters.rows_in)} · ${fmtRate(rin)}`),
       item('rows out', `${fmtInt(q.counters.rows_out)} · ${fmtRate(rout)}`),
-      item('watermark', q.watermark ?? 'none yet'),
+      item('watermark', q.watermark ?? (q.input_ended ? 'input ended' : 'none yet')),
       item('watermark lag', fmtDuration(lagSeconds(q.watermark)), 'wall clock minus the watermark'),
       item('last checkpoint', q.last_checkpoint ? `#${q.last_checkpoint}` + (lastCheckpoints.find((c) => c.status === 'completed') ? ` · ${fmtDuration((Date.now() - Date.parse(lastCheckpoints.find((c) => c.status === 'completed')!.started)) / 1000)} ago` : '') : 'none yet'),
       item('late rows', fmtInt(q.counters.late_rows)),
