@@ -229,7 +229,16 @@ try {
         }
       }
       const file = join(SHOTS, `${String(++shot).padStart(2, '0')}-graph-${v}.png`);
-      await page.locator('#dag').screenshot({ path: file });
+      // The page redraws the graph as its figures refresh (every poll),
+      // which may replace #dag while a slow machine takes the shot.
+      for (let i = 0; ; i++) {
+        try {
+          await page.locator('#dag').screenshot({ path: file, timeout: 10000 });
+          break;
+        } catch (err) {
+          if (i === 4 || !String(err).includes('not attached')) throw err;
+        }
+      }
       console.log(`  ${v}: ${got.edges.length} edges as in the plan; screenshot ${file}`);
     }
     // The demo's load ends here, before the timed steps.
