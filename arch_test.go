@@ -1,14 +1,20 @@
 // Package streamsql_test checks the repository's dependency direction
 // (DESIGN.md, "Import direction"): cmd -> http -> queries -> {planner, runtime, state},
 // planner -> {parser, planner/plan, window}, runtime -> {planner/plan,
-// window, state}; only parser imports the TiDB parser.
+// window, state}; only parser imports the TiDB parser; funcs (the function
+// registry, imported by planner and runtime) is pure: planner/plan and the
+// standard library, no clock, no goroutines, no I/O.
 package streamsql_test
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -85,5 +91,92 @@ func TestImportDirection(t *testing.T) {
 				t.Errorf("%s imports %s: only parser may", f[0], imp)
 			}
 		}
+	}
+}
+
+// onlyDeps: packages that may depend on nothing of the module but these
+// (and the standard library, nothing else outside it).
+var onlyDeps = map[string][]string{
+	"funcs": {mod + "/planner/plan"},
+}
+
+// pure: directories whose code may not read the clock, start goroutines
+// or do I/O: no import of these packages, no call of these functions, no
+// go statement (checked in the source: an operator or a function that did
+// would make replays differ).
+var (
+	pure          = []string{"funcs"}
+	impureImports = []string{"os", "net", "syscall", "unsafe", "io", "sync", "runtime", "math/rand", "crypto/rand"}
+	impureCalls   = map[string][]string{"time": {"Now", "Since", "Until", "Sleep", "After", "AfterFunc", "Tick", "NewTimer", "NewTicker"}}
+)
+
+func TestPureDeps(t *testing.T) {
+	all := deps(t)
+	for owner, allowed := range onlyDeps {
+		for _, d := range all[mod+"/"+owner] {
+			std := !strings.Contains(strings.Split(d, "/")[0], ".")
+			ok := std
+			for _, a := range allowed {
+				ok = ok || d == a
+			}
+			if !ok {
+				t.Errorf("%s depends on %s: it may depend only on %v and the standard library", owner, d, allowed)
+			}
+		}
+	}
+}
+
+func TestPureCode(t *testing.T) {
+	for _, dir := range pure {
+		checkPure(t, dir)
+	}
+}
+
+// checkPure fails for each impure import, clock call or go statement in
+// dir's non-test Go files.
+func checkPure(t *testing.T, dir string) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("%s: no Go files (%v)", dir, err)
+	}
+	fset := token.NewFileSet()
+	for _, p := range files {
+		if strings.HasSuffix(p, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, p, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names := map[string]string{} // local name -> import path
+		for _, im := range f.Imports {
+			path, _ := strconv.Unquote(im.Path.Value)
+			for _, bad := range impureImports {
+				if path == bad || strings.HasPrefix(path, bad+"/") {
+					t.Errorf("%s: imports %s (%s must do no I/O, start no goroutine, read no clock)", fset.Position(im.Pos()), path, dir)
+				}
+			}
+			name := path[strings.LastIndex(path, "/")+1:]
+			if im.Name != nil {
+				name = im.Name.Name
+			}
+			names[name] = path
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.GoStmt:
+				t.Errorf("%s: go statement (%s starts no goroutine)", fset.Position(n.Pos()), dir)
+			case *ast.SelectorExpr:
+				if x, ok := n.X.(*ast.Ident); ok {
+					for _, fn := range impureCalls[names[x.Name]] {
+						if n.Sel.Name == fn {
+							t.Errorf("%s: %s.%s (%s reads no clock)", fset.Position(n.Pos()), names[x.Name], fn, dir)
+						}
+					}
+				}
+			}
+			return true
+		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/streamsql/streamsql/funcs"
 	"github.com/streamsql/streamsql/parser"
 	"github.com/streamsql/streamsql/planner/plan"
 )
@@ -366,31 +367,11 @@ func literal(l *parser.Literal) plan.Value {
 }
 
 func intervalMillis(unit string) (int64, error) {
-	switch strings.ToUpper(unit) {
-	case "MICROSECOND":
-		return 0, errf(unit, "INTERVAL ... MICROSECOND is finer than the millisecond timestamps streamsql keeps")
-	case "MILLISECOND":
-		return 1, nil
-	case "SECOND":
-		return 1000, nil
-	case "MINUTE":
-		return 60 * 1000, nil
-	case "HOUR":
-		return 3600 * 1000, nil
-	case "DAY":
-		return 24 * 3600 * 1000, nil
-	case "WEEK":
-		return 7 * 24 * 3600 * 1000, nil
+	ms, err := funcs.UnitMillis(unit)
+	if err != nil {
+		return 0, funcError(unit, "", err)
 	}
-	return 0, errf(unit, "INTERVAL unit %s is not supported (MILLISECOND to WEEK)", unit)
-}
-
-func isAggregate(name string) bool {
-	switch name {
-	case "count", "sum", "avg", "min", "max":
-		return true
-	}
-	return false
+	return ms, nil
 }
 
 func isWindowFunc(name string) bool {
@@ -441,16 +422,11 @@ func binary(op string, l, r plan.Expr) (plan.Expr, error) {
 }
 
 func arith(op string, lt, rt plan.Type) (plan.Type, error) {
-	if lt == plan.TypeNull && rt == plan.TypeNull {
-		return plan.TypeBigint, nil
+	t, err := funcs.Arith(op, lt, rt)
+	if err != nil {
+		return 0, funcError(op, "", err)
 	}
-	if (!lt.Numeric() && lt != plan.TypeNull) || (!rt.Numeric() && rt != plan.TypeNull) {
-		return 0, errf(op, "operator %s needs numbers, not %s and %s", op, lt, rt)
-	}
-	if lt == plan.TypeDouble || rt == plan.TypeDouble {
-		return plan.TypeDouble, nil
-	}
-	return plan.TypeBigint, nil
+	return t, nil
 }
 
 func comparable(a, b plan.Type) bool {
@@ -488,24 +464,12 @@ func ParseTime(s string) (int64, bool) {
 	return 0, false
 }
 
-// unify finds the common type of the branches of CASE, IF, COALESCE.
+// unify finds the common type of the branches of CASE, IF, COALESCE
+// (funcs.Unify).
 func unify(what string, es []plan.Expr) (plan.Type, error) {
-	t := plan.TypeNull
-	for _, e := range es {
-		et := e.Type()
-		switch {
-		case et == plan.TypeNull || et == t:
-		case t == plan.TypeNull:
-			t = et
-		case t.Numeric() && et.Numeric():
-			if t == plan.TypeDouble || et == plan.TypeDouble {
-				t = plan.TypeDouble
-			} else {
-				t = plan.TypeBigint
-			}
-		default:
-			return 0, errf(what, "%s mixes %s and %s", what, t, et)
-		}
+	t, err := funcs.Unify(what, es)
+	if err != nil {
+		return 0, funcError(what, "", err)
 	}
 	return t, nil
 }
@@ -516,8 +480,8 @@ func coerceAll(args []plan.Expr, t plan.Type, isCase bool) []plan.Expr {
 	out := make([]plan.Expr, len(args))
 	for i, a := range args {
 		isResult := !isCase || i%2 == 1 || (i == len(args)-1 && len(args)%2 == 1)
-		if isResult && a.Type() != t && a.Type() != plan.TypeNull {
-			a = &plan.Call{Fn: "cast", Args: []plan.Expr{a}, T: t}
+		if isResult {
+			a = funcs.Coerce(a, t)
 		}
 		out[i] = a
 	}

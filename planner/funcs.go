@@ -1,161 +1,52 @@
 package planner
 
 import (
+	"errors"
 	"strings"
 
+	"github.com/streamsql/streamsql/funcs"
 	"github.com/streamsql/streamsql/planner/plan"
 )
 
-// funcSig types one scalar function: the number of arguments it takes and
-// its result type given its arguments.
-type funcSig struct {
-	min, max int // max -1: variadic
-	result   func(args []plan.Expr) (plan.Type, error)
-	canon    string // name the runtime compiles (aliases map to one)
-}
-
-func fixed(t plan.Type) func([]plan.Expr) (plan.Type, error) {
-	return func([]plan.Expr) (plan.Type, error) { return t, nil }
-}
-
-func sameAsFirst(args []plan.Expr) (plan.Type, error) { return args[0].Type(), nil }
-
-func numericResult(args []plan.Expr) (plan.Type, error) {
-	t := args[0].Type()
-	if t == plan.TypeBoolean || t == plan.TypeNull {
-		return plan.TypeBigint, nil
-	}
-	if !t.Numeric() {
-		return 0, errf("", "needs a number, not %s", t)
-	}
-	return t, nil
-}
-
-func unifyArgs(name string) func([]plan.Expr) (plan.Type, error) {
-	return func(args []plan.Expr) (plan.Type, error) { return unify(strings.ToUpper(name), args) }
-}
-
-// funcs is the scalar function table. The runtime's compiler implements
-// exactly the canonical names here.
-var funcs = map[string]funcSig{
-	// control flow
-	"if":       {3, 3, func(a []plan.Expr) (plan.Type, error) { return unify("IF", a[1:]) }, ""},
-	"ifnull":   {2, 2, unifyArgs("ifnull"), "coalesce"},
-	"coalesce": {1, -1, unifyArgs("coalesce"), ""},
-	"nullif":   {2, 2, sameAsFirst, ""},
-	"is_true":  {1, 1, fixed(plan.TypeBoolean), ""},
-	"is_false": {1, 1, fixed(plan.TypeBoolean), ""},
-	// strings
-	"concat":      {1, -1, fixed(plan.TypeVarchar), ""},
-	"concat_ws":   {2, -1, fixed(plan.TypeVarchar), ""},
-	"upper":       {1, 1, fixed(plan.TypeVarchar), ""},
-	"ucase":       {1, 1, fixed(plan.TypeVarchar), "upper"},
-	"lower":       {1, 1, fixed(plan.TypeVarchar), ""},
-	"lcase":       {1, 1, fixed(plan.TypeVarchar), "lower"},
-	"length":      {1, 1, fixed(plan.TypeBigint), ""},
-	"char_length": {1, 1, fixed(plan.TypeBigint), ""},
-	"substring":   {2, 3, fixed(plan.TypeVarchar), ""},
-	"substr":      {2, 3, fixed(plan.TypeVarchar), "substring"},
-	"left":        {2, 2, fixed(plan.TypeVarchar), ""},
-	"right":       {2, 2, fixed(plan.TypeVarchar), ""},
-	"trim":        {1, 1, fixed(plan.TypeVarchar), ""},
-	"ltrim":       {1, 1, fixed(plan.TypeVarchar), ""},
-	"rtrim":       {1, 1, fixed(plan.TypeVarchar), ""},
-	"replace":     {3, 3, fixed(plan.TypeVarchar), ""},
-	"reverse":     {1, 1, fixed(plan.TypeVarchar), ""},
-	"instr":       {2, 2, fixed(plan.TypeBigint), ""},
-	"lpad":        {3, 3, fixed(plan.TypeVarchar), ""},
-	"rpad":        {3, 3, fixed(plan.TypeVarchar), ""},
-	// numbers
-	"abs":      {1, 1, numericResult, ""},
-	"round":    {1, 2, numericResult, ""},
-	"floor":    {1, 1, numericResult, ""},
-	"ceil":     {1, 1, numericResult, ""},
-	"ceiling":  {1, 1, numericResult, "ceil"},
-	"mod":      {2, 2, func(a []plan.Expr) (plan.Type, error) { return arith("MOD", a[0].Type(), a[1].Type()) }, "%"},
-	"power":    {2, 2, fixed(plan.TypeDouble), ""},
-	"pow":      {2, 2, fixed(plan.TypeDouble), "power"},
-	"sqrt":     {1, 1, fixed(plan.TypeDouble), ""},
-	"ln":       {1, 1, fixed(plan.TypeDouble), ""},
-	"log10":    {1, 1, fixed(plan.TypeDouble), ""},
-	"exp":      {1, 1, fixed(plan.TypeDouble), ""},
-	"sign":     {1, 1, fixed(plan.TypeBigint), ""},
-	"greatest": {2, -1, unifyArgs("greatest"), ""},
-	"least":    {2, -1, unifyArgs("least"), ""},
-	// time
-	"unix_timestamp":  {1, 1, fixed(plan.TypeBigint), ""},
-	"unix_millis":     {1, 1, fixed(plan.TypeBigint), ""},
-	"from_unixtime":   {1, 1, fixed(plan.TypeTimestamp), ""},
-	"from_unixmillis": {1, 1, fixed(plan.TypeTimestamp), ""},
-	"date_format":     {2, 2, fixed(plan.TypeVarchar), ""},
-	"year":            {1, 1, fixed(plan.TypeBigint), ""},
-	"month":           {1, 1, fixed(plan.TypeBigint), ""},
-	"day":             {1, 1, fixed(plan.TypeBigint), "dayofmonth"},
-	"dayofmonth":      {1, 1, fixed(plan.TypeBigint), ""},
-	"dayofweek":       {1, 1, fixed(plan.TypeBigint), ""},
-	"hour":            {1, 1, fixed(plan.TypeBigint), ""},
-	"minute":          {1, 1, fixed(plan.TypeBigint), ""},
-	"second":          {1, 1, fixed(plan.TypeBigint), ""},
-	"date_add":        {2, 2, fixed(plan.TypeTimestamp), ""},
-	"date_sub":        {2, 2, fixed(plan.TypeTimestamp), ""},
-	"timestampdiff":   {3, 3, fixed(plan.TypeBigint), ""},
-	"proctime":        {0, 0, fixed(plan.TypeTimestamp), ""},
-}
-
-// call types a scalar function call.
+// call types a scalar function call by the function registry (package
+// funcs): its arity, its type rule, then its binding step (casts of the
+// arguments to the result type, checks of constant arguments). The call
+// carries the registry's Fn, which the runtime's compiler finds there.
 func call(name string, args []plan.Expr) (plan.Expr, error) {
-	sig, ok := funcs[name]
-	if !ok {
+	f := funcs.Lookup(name)
+	if f == nil || f.Kind != funcs.Scalar {
 		return nil, errf(name, "unknown function %s", strings.ToUpper(name))
 	}
-	if len(args) < sig.min || (sig.max >= 0 && len(args) > sig.max) {
-		return nil, errf(name, "%s takes %s arguments, got %d", strings.ToUpper(name), arity(sig), len(args))
+	if len(args) < f.MinArgs || (f.MaxArgs >= 0 && len(args) > f.MaxArgs) {
+		return nil, errf(name, "%s takes %s arguments, got %d", strings.ToUpper(name), f.Arity(), len(args))
 	}
-	t, err := sig.result(args)
+	t, err := f.Result(strings.ToUpper(name), args)
 	if err != nil {
-		if pe, ok := err.(*Error); ok {
-			pe.Msg = strings.ToUpper(name) + ": " + pe.Msg
-			if pe.Name == "" {
-				pe.Name = name
-			}
-		}
-		return nil, err
+		return nil, funcError(name, strings.ToUpper(name)+": ", err)
 	}
-	fn := name
-	if sig.canon != "" {
-		fn = sig.canon
-	}
-	switch fn {
-	case "coalesce", "greatest", "least":
-		args = coerceAll(args, t, false)
-	case "if":
-		args = append([]plan.Expr{args[0]}, coerceAll(args[1:], t, false)...)
-	case "timestampdiff":
-		c, ok := args[0].(*plan.Const)
-		if !ok || c.V.K != plan.TypeVarchar {
-			return nil, errf(name, "TIMESTAMPDIFF needs a unit such as SECOND")
-		}
-		if _, err := intervalMillis(c.V.S); err != nil {
-			return nil, err
+	if f.Bind != nil {
+		if args, err = f.Bind(strings.ToUpper(name), args, t); err != nil {
+			return nil, funcError(name, "", err)
 		}
 	}
-	return &plan.Call{Fn: fn, Args: args, T: t}, nil
+	return &plan.Call{Fn: f.Fn, Args: args, T: t}, nil
 }
 
-func arity(s funcSig) string {
-	switch {
-	case s.max < 0:
-		return "at least " + itoa(s.min)
-	case s.min == s.max:
-		return itoa(s.min)
+// funcError is the registry's error as a planning error (422): about
+// its Name, or the function's, with prefix before its message.
+func funcError(name, prefix string, err error) error {
+	var fe *funcs.Error
+	if !errors.As(err, &fe) {
+		return err
 	}
-	return itoa(s.min) + " to " + itoa(s.max)
+	if fe.Name != "" {
+		name = fe.Name
+	}
+	return errf(name, "%s%s", prefix, fe.Msg)
 }
 
-func itoa(i int) string {
-	const d = "0123456789"
-	if i < 10 {
-		return d[i : i+1]
-	}
-	return itoa(i/10) + d[i%10:i%10+1]
+// isAggregate reports whether name is an aggregate function.
+func isAggregate(name string) bool {
+	f := funcs.Lookup(name)
+	return f != nil && f.Kind == funcs.Aggregate
 }

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/streamsql/streamsql/funcs"
 	"github.com/streamsql/streamsql/parser"
 	"github.com/streamsql/streamsql/planner/plan"
 	"github.com/streamsql/streamsql/window"
@@ -709,37 +710,15 @@ func bindAgg(f *parser.Func, base *scope, ekeys *exprKeys) (plan.Agg, aggKey, er
 	if err != nil {
 		return plan.Agg{}, aggKey{}, err
 	}
-	at := arg.Type()
-	a := plan.Agg{}
-	switch f.Name {
-	case "count":
-		a.Fn, a.T = plan.AggCount, plan.TypeBigint
-		if f.Distinct {
-			a.Fn = plan.AggCountDistinct
-		}
-	case "sum":
-		a.Fn = plan.AggSum
-		switch at {
-		case plan.TypeBigint, plan.TypeBoolean, plan.TypeNull:
-			a.T = plan.TypeBigint
-		case plan.TypeDouble:
-			a.T = plan.TypeDouble
-		default:
-			return a, aggKey{}, errf(f.Name, "SUM needs a number, not %s", at)
-		}
-	case "avg":
-		a.Fn, a.T = plan.AggAvg, plan.TypeDouble
-		if !at.Numeric() && at != plan.TypeNull {
-			return a, aggKey{}, errf(f.Name, "AVG needs a number, not %s", at)
-		}
-	case "min", "max":
-		a.Fn, a.T = plan.AggMin, at
-		if f.Name == "max" {
-			a.Fn = plan.AggMax
-		}
-		if at == plan.TypeNull {
-			a.T = plan.TypeBigint
-		}
+	// The registry's type rule; COUNT with DISTINCT counts distinct values.
+	fn := funcs.Lookup(f.Name)
+	t, err := fn.Result(strings.ToUpper(f.Name), []plan.Expr{arg})
+	if err != nil {
+		return plan.Agg{}, aggKey{}, funcError(f.Name, "", err)
+	}
+	a := plan.Agg{Fn: fn.Agg, T: t}
+	if fn.Agg == plan.AggCount && f.Distinct {
+		a.Fn = plan.AggCountDistinct
 	}
 	return a, aggKey{fn: a.Fn, arg: ekeys.id(arg)}, nil
 }

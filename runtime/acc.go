@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/streamsql/streamsql/funcs"
 	"github.com/streamsql/streamsql/planner/plan"
 )
 
@@ -54,7 +55,7 @@ func (a *acc) add(fn plan.AggFn, t plan.Type, v plan.Value, buf *[]byte) (int, e
 		a.i += v.I
 	case plan.AggAvg:
 		a.n++
-		a.f += toFloat(v)
+		a.f += funcs.ToFloat(v)
 	case plan.AggMin, plan.AggMax:
 		if !a.v.IsNull() {
 			if c := Compare(v, a.v); c == 0 || (c < 0) != (fn == plan.AggMin) {

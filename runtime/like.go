@@ -4,6 +4,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/streamsql/streamsql/funcs"
 	"github.com/streamsql/streamsql/planner/plan"
 )
 
@@ -199,15 +200,15 @@ func (p *likePattern) match(s string) bool {
 func compileLike(x, p Eval, pat plan.Expr) Eval {
 	if c, ok := pat.(*plan.Const); ok && c.V.K == plan.TypeVarchar {
 		m := compileLikePattern(c.V.S)
-		return strict1(x, func(v plan.Value) plan.Value { return plan.Bool(m.match(toString(v))) })
+		return funcs.Strict1(x, func(v plan.Value) plan.Value { return plan.Bool(m.match(funcs.ToString(v))) })
 	}
 	var lastPat string
 	var last *likePattern
-	return strict2(x, p, func(v, pv plan.Value) plan.Value {
-		ps := toString(pv)
+	return funcs.Strict2(x, p, func(v, pv plan.Value) plan.Value {
+		ps := funcs.ToString(pv)
 		if last == nil || ps != lastPat {
 			last, lastPat = compileLikePattern(ps), ps
 		}
-		return plan.Bool(last.match(toString(v)))
+		return plan.Bool(last.match(funcs.ToString(v)))
 	})
 }

@@ -26,8 +26,9 @@ type Const struct{ V Value }
 // the names the runtime compiles (see runtime's expression compiler): the
 // operators "+", "-", "*", "/", "div", "%", "neg", "=", "<>", "<", "<=", ">",
 // ">=", "<=>", "and", "or", "xor", "not", "is_null", "is_not_null", "like",
-// "in", "case" (args: cond1, then1, ..., [else]), "if", "coalesce", "cast",
-// and the scalar functions listed in the planner's function table.
+// "in", "case" (args: cond1, then1, ..., [else]), "cast", and the scalar
+// functions of the function registry (package funcs: Func.Fn; "%" is
+// MOD's).
 type Call struct {
 	Fn   string
 	Args []Expr
