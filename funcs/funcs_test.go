@@ -63,6 +63,7 @@ var cases = map[string][]fcase{
 		c(S(""), S("hello"), I(2), I(0)), c(S(""), S("hello"), I(2), I(-1)), c(S(""), S("hello"), I(-10)),
 		c(S("él"), S("héllo"), I(2), I(2)), c(S("hello"), S("hello"), I(1), I(100)),
 		c(S(""), S("hello"), I(math.MinInt64)), c(S(""), S("hello"), I(math.MaxInt64)), c(S("el"), S("hello"), S("2"), F(2.4)),
+		c(S("ello"), S("hello"), I(2), I(math.MaxInt64)), c(S("lo"), S("hello"), I(-2), I(math.MaxInt64)), // MySQL's: to the end
 		c(N, S("hello"), N), c(S(""), S(""), I(1))},
 	"left":  {c(S("he"), S("hello"), I(2)), c(S(""), S("hello"), I(0)), c(S(""), S("hello"), I(-1)), c(S("hello"), S("hello"), I(10)), c(S("hé"), S("héllo"), I(2)), c(S("hello"), S("hello"), I(math.MaxInt64))},
 	"right": {c(S("lo"), S("hello"), I(2)), c(S(""), S("hello"), I(0)), c(S(""), S("hello"), I(math.MinInt64)), c(S("hello"), S("hello"), I(10)), c(S("lo"), S("héllo"), I(2))},

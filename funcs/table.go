@@ -248,7 +248,7 @@ func compileSubstring(_ *plan.Call, a []Eval, _ *Env) Eval {
 			if l <= 0 {
 				return plan.Str("")
 			}
-			if start+l < end {
+			if l < end-start { // not start+l < end: that overflows for a huge l
 				end = start + l
 			}
 		}
