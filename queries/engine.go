@@ -60,6 +60,10 @@ type Config struct {
 	// ChangeLogSize is how many records each query's change log of
 	// /changes keeps (0: runtime.DefaultChangeLogSize).
 	ChangeLogSize int
+	// MaintainTicks, when set, runs the maintenance loop (GC, log
+	// truncation) at each value received instead of every
+	// MaintainInterval (tests).
+	MaintainTicks <-chan time.Time
 }
 
 // DefaultStallTimeout is Config.StallTimeout's default.
