@@ -2,6 +2,8 @@
 // (package plan): it validates table definitions, binds names and types,
 // builds the logical shape of a continuous query and lays it out as a
 // physical graph (source -> calc -> window assignment -> hash exchange ->
-// aggregation -> sink), and renders EXPLAIN. It is pure: no I/O, no
-// goroutines; the catalog is passed in.
+// aggregation -> sink). For EXPLAIN it plans what the statement names
+// (explain.go); the text is rendered by the plan itself (package plan's
+// Explain methods). It is pure: no I/O, no goroutines; the catalog is
+// passed in.
 package planner

@@ -103,8 +103,7 @@ func TestChangesResume(t *testing.T) {
 // TestChangesLagged: a reader that does not keep up is told it lagged;
 // the query does not wait for it.
 func TestChangesLagged(t *testing.T) {
-	defer runtime.SetChangeLogSize(16)()
-	e, err := Open(Config{DataDir: t.TempDir(), CheckpointInterval: time.Hour, EmitInterval: 10 * time.Millisecond})
+	e, err := Open(Config{DataDir: t.TempDir(), CheckpointInterval: time.Hour, EmitInterval: 10 * time.Millisecond, ChangeLogSize: 16})
 	if err != nil {
 		t.Fatal(err)
 	}

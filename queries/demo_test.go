@@ -45,7 +45,14 @@ func TestDemo(t *testing.T) {
 			t.Errorf("demo view %s has %s results, which no retention bounds", q.Name, g.Key)
 		}
 	}
-	deadline := time.Now().Add(20 * time.Second)
+	// Wait on the view's change stream (it wakes when the query logs a
+	// change or a watermark) rather than sleeping between looks.
+	changes, err := e.Changes("bids_per_channel", ChangesOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
 	for {
 		_, rows, err := e.Results("bids_per_channel", false)
 		if err != nil {
@@ -54,10 +61,9 @@ func TestDemo(t *testing.T) {
 		if len(rows) > 0 {
 			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the demo produced no rows in 20 s")
+		if _, err := changes.Next(wait, 20*time.Second); err != nil || wait.Err() != nil {
+			t.Fatalf("the demo produced no rows in 20 s (%v)", err)
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 	e.Close(ctx)
 	if e, err = Open(cfg); err != nil {

@@ -53,6 +53,17 @@ type Config struct {
 	// without waiting for input or output, fails its query (0: the
 	// runtime's default; negative: never).
 	StallTimeout time.Duration
+	// SinkLimits bound every external sink's pending journal and the
+	// waits between its attempts (zero fields: the runtime's defaults;
+	// tests make them small).
+	SinkLimits runtime.SinkLimits
+	// ChangeLogSize is how many records each query's change log of
+	// /changes keeps (0: runtime.DefaultChangeLogSize).
+	ChangeLogSize int
+	// MaintainTicks, when set, runs the maintenance loop (GC, log
+	// truncation) at each value received instead of every
+	// MaintainInterval (tests).
+	MaintainTicks <-chan time.Time
 }
 
 // DefaultStallTimeout is Config.StallTimeout's default.
@@ -244,7 +255,7 @@ func (e *Engine) load() error {
 			v = &View{Record: rec}
 			v.Graph, err = e.planView(rec)
 			if err == nil && rec.Sink == "" {
-				v.Results, err = runtime.OpenResults(e.store, rec.ID, v.Graph)
+				v.Results, err = runtime.OpenResults(e.store, rec.ID, v.Graph, runtime.WithChangeLogSize(e.cfg.ChangeLogSize))
 			}
 		} else {
 			var g *plan.Graph
@@ -350,10 +361,10 @@ func (e *Engine) planWith(rec viewRecord, cat *planCatalog) (*plan.Graph, error)
 func (e *Engine) startView(rec viewRecord, g *plan.Graph) (*View, error) {
 	var res *runtime.Results
 	if rec.Sink == "" {
-		res = runtime.NewResults(e.store, rec.ID)
+		res = runtime.NewResults(e.store, rec.ID, runtime.WithChangeLogSize(e.cfg.ChangeLogSize))
 	}
 	job, err := runtime.Start(g, e.deps(), runtime.StartOptions{QueryID: rec.ID, Name: rec.Name, StartOffsets: rec.StartOffsets, Results: res,
-		SinkID: e.sinkID(rec), StallTimeout: e.cfg.StallTimeout})
+		SinkID: e.sinkID(rec), StallTimeout: e.cfg.StallTimeout, SinkLimits: e.cfg.SinkLimits})
 	if err != nil {
 		return nil, err
 	}

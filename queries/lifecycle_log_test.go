@@ -93,12 +93,11 @@ func (h *captureHandler) String() string {
 // the restore took), dropped and failed (with the reason), and when its
 // sink is retrying and recovered.
 func TestLifecycleLogs(t *testing.T) {
-	defer runtime.SetSinkLimits(100, 1<<30, 20*time.Millisecond)()
 	ctx := context.Background()
 	logs := newCapture()
 	m := newMemTarget()
 	cfg := Config{DataDir: t.TempDir(), CheckpointInterval: time.Hour, EmitInterval: 10 * time.Millisecond, Publisher: m.factory,
-		Logger: slog.New(logs), NoSampler: true}
+		Logger: slog.New(logs), NoSampler: true, SinkLimits: runtime.SinkLimits{MaxPendingEpochs: 100, MaxPendingBytes: 1 << 30, BackoffMax: 20 * time.Millisecond}}
 	e, err := Open(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -17,25 +17,39 @@ import (
 // versions, truncates ingest logs and reclaims their value-log space.
 const MaintainInterval = 5 * time.Second
 
-// startMaintenance runs the maintenance loop until Close.
+// startMaintenance runs the maintenance loop until Close: every
+// MaintainInterval, or at each of Config.MaintainTicks' values.
 func (e *Engine) startMaintenance() {
+	if e.cfg.MaintainTicks != nil {
+		e.stopBg = onTicks(e.cfg.MaintainTicks, func(time.Time) { e.maintain() })
+		return
+	}
 	e.stopBg = every(MaintainInterval, func(time.Time) { e.maintain() })
 }
 
 // every runs fn on a goroutine of its own each interval, with the tick's
 // time, until stop is called; stop waits for it to return.
 func every(interval time.Duration, fn func(now time.Time)) (stop func()) {
+	t := time.NewTicker(interval)
+	stopTicks := onTicks(t.C, fn)
+	return func() {
+		stopTicks()
+		t.Stop()
+	}
+}
+
+// onTicks runs fn on a goroutine of its own at each value ticks delivers,
+// until stop is called; stop waits for it to return.
+func onTicks(ticks <-chan time.Time, fn func(now time.Time)) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		t := time.NewTicker(interval)
-		defer t.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
-			case now := <-t.C:
+			case now := <-ticks:
 				fn(now)
 			}
 		}

@@ -99,12 +99,14 @@ func TestTruncateLogs(t *testing.T) {
 // TestCloseWhileMaintaining closes the engine while its maintenance loop
 // ticks: Close holds e.mu through the views' final checkpoints, and the
 // loop's maintain needs e.mu, so Close must not wait for the loop while
-// holding it. The final checkpoint's sync is held past the loop's first
-// tick (MaintainInterval after Open) so that the tick falls inside Close.
+// holding it. The final checkpoint's sync is held while the loop's tick
+// (injected: Config.MaintainTicks) comes, so that the tick falls inside
+// Close.
 func TestCloseWhileMaintaining(t *testing.T) {
 	rec := &state.SyncRecorder{}
-	opened := time.Now()
-	e, err := Open(Config{DataDir: t.TempDir(), CheckpointInterval: time.Hour, EmitInterval: 10 * time.Millisecond, WrapSync: rec.Wrap})
+	ticks := make(chan time.Time, 1)
+	e, err := Open(Config{DataDir: t.TempDir(), CheckpointInterval: time.Hour, EmitInterval: 10 * time.Millisecond, WrapSync: rec.Wrap,
+		MaintainTicks: ticks})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,8 +124,9 @@ func TestCloseWhileMaintaining(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Close took no final checkpoint")
 	}
-	// The maintenance ticker is not injectable: wait for its first tick.
-	time.Sleep(time.Until(opened.Add(MaintainInterval + 500*time.Millisecond)))
+	// The loop's tick, while Close holds e.mu (buffered: a loop that Close
+	// stopped first, as it must, never takes it).
+	ticks <- time.Now()
 	release()
 	select {
 	case <-closed:

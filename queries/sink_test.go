@@ -284,7 +284,15 @@ func TestSinkDeliveryMatchesView(t *testing.T) {
 // ends.
 func sinkEngine(t *testing.T, m *memTarget) *Engine {
 	t.Helper()
-	e, err := Open(Config{DataDir: t.TempDir(), CheckpointInterval: time.Hour, EmitInterval: 10 * time.Millisecond, Publisher: m.factory})
+	return sinkEngineLimits(t, m, runtime.SinkLimits{})
+}
+
+// sinkEngineLimits is sinkEngine with the sink's journal bounds and
+// retry waits lim.
+func sinkEngineLimits(t *testing.T, m *memTarget, lim runtime.SinkLimits) *Engine {
+	t.Helper()
+	e, err := Open(Config{DataDir: t.TempDir(), CheckpointInterval: time.Hour, EmitInterval: 10 * time.Millisecond, Publisher: m.factory,
+		SinkLimits: lim})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,10 +305,9 @@ func sinkEngine(t *testing.T, m *memTarget) *Engine {
 // retrying, checkpoints go on up to the journal's bound, then block;
 // once it is back everything is committed, in order, once.
 func TestSinkRetriesAndBackpressure(t *testing.T) {
-	defer runtime.SetSinkLimits(3, 1<<30, 200*time.Millisecond)()
 	m := newMemTarget()
 	ctx := context.Background()
-	e := sinkEngine(t, m)
+	e := sinkEngineLimits(t, m, runtime.SinkLimits{MaxPendingEpochs: 3, MaxPendingBytes: 1 << 30, BackoffMax: 200 * time.Millisecond})
 	m.setDown(errors.New("connection refused"))
 	rng := rand.New(rand.NewSource(2))
 	for i := 0; i < 3; i++ {
@@ -439,11 +446,10 @@ func TestInsertRefusals(t *testing.T) {
 // equals the view's results of the same query.
 func TestSinkSlowBackpressure(t *testing.T) {
 	const bound = 8 << 10
-	defer runtime.SetSinkLimits(1000, bound, 50*time.Millisecond)()
 	m := newMemTarget()
 	m.gate = make(chan struct{}, 1000)
 	ctx := context.Background()
-	e := sinkEngine(t, m)
+	e := sinkEngineLimits(t, m, runtime.SinkLimits{MaxPendingEpochs: 1000, MaxPendingBytes: bound, BackoffMax: 50 * time.Millisecond})
 	e.mu.RLock()
 	job := e.views["pg_out"].Job
 	e.mu.RUnlock()

@@ -51,18 +51,6 @@ func TestAlignerMismatchAndBlocked(t *testing.T) {
 	}
 }
 
-func TestAlignerEndedInput(t *testing.T) {
-	a := newAligner(2)
-	a.Arrive(0, Barrier{Epoch: 1})
-	b, done, _ := a.End(1)
-	if !done || b.Epoch != 1 {
-		t.Fatal("ending the last missing input completes the barrier")
-	}
-	if _, done, _ := a.Arrive(0, Barrier{Epoch: 2}); !done {
-		t.Fatal("with one live input a barrier completes at once")
-	}
-}
-
 // TestMailboxAlignment interleaves two producers and checks that a blocked
 // input is not read until it is unblocked, and nothing is lost or reordered.
 func TestMailboxAlignment(t *testing.T) {

@@ -43,19 +43,13 @@ type ChangeRecord struct {
 	Ckpt uint64
 }
 
-// changeLogSize is how many records a change log keeps (a variable for
-// tests); changeLogLinger how long it keeps logging after the last reader.
-var changeLogSize uint64 = 1 << 16
-
-const changeLogLinger = 10 * time.Minute
-
-// SetChangeLogSize sets the change logs' size (tests; before the query
-// starts) and returns a function that puts it back.
-func SetChangeLogSize(n int) (restore func()) {
-	old := changeLogSize
-	changeLogSize = uint64(n)
-	return func() { changeLogSize = old }
-}
+// DefaultChangeLogSize is how many records a change log keeps unless its
+// Results are made WithChangeLogSize; changeLogLinger how long it keeps
+// logging after the last reader.
+const (
+	DefaultChangeLogSize = 1 << 16
+	changeLogLinger      = 10 * time.Minute
+)
 
 // ErrLagged: the subscriber's cursor fell behind the change log's start.
 var ErrLagged = errors.New("the reader fell behind the change log")
@@ -65,7 +59,8 @@ var ErrGone = errors.New("seq not in the change log")
 
 type changeLog struct {
 	mu    sync.Mutex
-	ring  []ChangeRecord // record seq at (seq-base) % changeLogSize
+	size  uint64         // records kept
+	ring  []ChangeRecord // record seq at (seq-base) % size
 	base  uint64         // seq of ring[0] when the ring was (re)started
 	first uint64         // seq of the oldest record kept
 	next  uint64         // seq of the next record
@@ -79,9 +74,13 @@ type changeLog struct {
 	notify    chan struct{} // closed and replaced when records are added
 }
 
-func newChangeLog() *changeLog {
+// newChangeLog makes a change log of size records (0: DefaultChangeLogSize).
+func newChangeLog(size int) *changeLog {
+	if size <= 0 {
+		size = DefaultChangeLogSize
+	}
 	now := uint64(time.Now().UnixMicro())
-	return &changeLog{base: now, first: now, next: now, committed: now, lastWM: -1 << 63, notify: make(chan struct{})}
+	return &changeLog{size: uint64(size), base: now, first: now, next: now, committed: now, lastWM: -1 << 63, notify: make(chan struct{})}
 }
 
 // logging reports whether records are kept now (caller holds mu).
@@ -101,11 +100,11 @@ func (l *changeLog) reset() {
 func (l *changeLog) add(rec ChangeRecord) {
 	rec.Seq = l.next
 	l.next++
-	if uint64(len(l.ring)) < changeLogSize {
+	if uint64(len(l.ring)) < l.size {
 		l.ring = append(l.ring, rec)
 	} else {
-		l.ring[(rec.Seq-l.base)%changeLogSize] = rec
-		l.first = rec.Seq - changeLogSize + 1
+		l.ring[(rec.Seq-l.base)%l.size] = rec
+		l.first = rec.Seq - l.size + 1
 	}
 }
 
@@ -116,7 +115,7 @@ func (l *changeLog) wake() {
 
 // record at seq (caller holds mu; first <= seq < next).
 func (l *changeLog) at(seq uint64) ChangeRecord {
-	return l.ring[(seq-l.base)%changeLogSize]
+	return l.ring[(seq-l.base)%l.size]
 }
 
 // changes logs sink subtask task's published changes.

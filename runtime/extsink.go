@@ -36,7 +36,7 @@ import (
 // then the next. After a restart it reads the system's progress first
 // and skips the epochs recorded there. Journal blocks of committed epochs
 // are deleted by sink subtask 0 at its next checkpoint. Epochs journaled
-// but not committed are bounded (maxPendingEpochs, maxPendingBytes): at a
+// but not committed are bounded (SinkLimits, sinklimits.go): at a
 // checkpoint barrier a sink subtask first waits (awaitRoom) until its
 // epoch's journal fits the bound, which backpressures the query; its task
 // counts the wait as the checkpoint's alignment time.
@@ -57,17 +57,6 @@ import (
 // checkpoint completes, and no checkpoint of the new run completes before
 // that undo is applied (committer.undone): it would become the restore
 // point, and the undo after a crash reads the WAL from there on.
-
-// External-sink bounds (variables for tests).
-var (
-	// maxPendingEpochs and maxPendingBytes bound the journaled epochs not
-	// yet committed to the external system.
-	maxPendingEpochs       = 300
-	maxPendingBytes  int64 = 1 << 30
-	// sinkBackoffMin and sinkBackoffMax bound the wait between attempts.
-	sinkBackoffMin = 100 * time.Millisecond
-	sinkBackoffMax = 5 * time.Second
-)
 
 // alBatches is how many at-least-once batches may wait for the committer.
 const alBatches = 8
@@ -290,6 +279,7 @@ func (s *extSink) takeWritten() int { n := s.written; s.written = 0; return n }
 // It runs on its own goroutine (run); the other methods are called by the
 // sink subtasks, the coordinator and the API.
 type committer struct {
+	limits SinkLimits // zero fields: defaults
 	pub    esink.Publisher
 	ext    *plan.ExternalSink
 	sinkID string
@@ -458,7 +448,7 @@ func (c *committer) retry(ctx context.Context, fn func(context.Context) error) e
 			return nil
 		case <-time.After(backoff):
 		}
-		backoff = min(2*backoff, sinkBackoffMax)
+		backoff = min(2*backoff, c.limits.orDefaults().BackoffMax)
 	}
 }
 
@@ -762,8 +752,8 @@ func (c *committer) enqueue(ctx context.Context, b alBatch) (chan struct{}, erro
 }
 
 // reserve counts n more journal bytes of epoch as pending, first waiting
-// while that would take the pending epochs past maxPendingEpochs or their
-// bytes past maxPendingBytes. It waits only while the committer can make
+// while that would take the pending epochs past SinkLimits.MaxPendingEpochs
+// or their bytes past MaxPendingBytes. It waits only while the committer can make
 // room: while some pending epoch is at or below the last marker (its
 // checkpoint completed, so it is committed once the external system
 // takes it). Epochs of failed checkpoints wait for a later marker, which
@@ -784,7 +774,7 @@ func (c *committer) reserve(ctx context.Context, epoch uint64, n int64) error {
 			bytes += b
 			progress = progress || e <= marker
 		}
-		if (epochs <= maxPendingEpochs && bytes <= maxPendingBytes) || !progress {
+		if lim := c.limits.orDefaults(); (epochs <= lim.MaxPendingEpochs && bytes <= lim.MaxPendingBytes) || !progress {
 			c.pending[epoch] += n
 			c.mu.Unlock()
 			return nil
@@ -907,12 +897,4 @@ func (c *committer) waitCommitted(ctx context.Context, id uint64) bool {
 			return false
 		}
 	}
-}
-
-// SetSinkLimits sets the journal's bounds and the longest wait between
-// attempts (tests); it returns a function that puts them back.
-func SetSinkLimits(epochs int, bytes int64, backoffMax time.Duration) (restore func()) {
-	e, b, m := maxPendingEpochs, maxPendingBytes, sinkBackoffMax
-	maxPendingEpochs, maxPendingBytes, sinkBackoffMax = epochs, bytes, backoffMax
-	return func() { maxPendingEpochs, maxPendingBytes, sinkBackoffMax = e, b, m }
 }

@@ -23,8 +23,7 @@ import (
 // epoch larger than the bound on its own.
 func TestCommitterReserve(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		defer SetSinkLimits(3, 100, sinkBackoffMax)()
-		c := &committer{ext: &plan.ExternalSink{Table: "out", ExactlyOnce: true}, pending: map[uint64]int64{}, changed: make(chan struct{})}
+		c := &committer{limits: SinkLimits{MaxPendingEpochs: 3, MaxPendingBytes: 100}, ext: &plan.ExternalSink{Table: "out", ExactlyOnce: true}, pending: map[uint64]int64{}, changed: make(chan struct{})}
 		ctx := context.Background()
 		pending := func() (int, int64) {
 			m := c.metrics(time.Now())

@@ -64,6 +64,9 @@ type StartOptions struct {
 	// waiting for input or output, fails the query as not answering
 	// (0: DefaultStallTimeout; negative: never).
 	StallTimeout time.Duration
+	// SinkLimits bound an external sink's pending journal and the waits
+	// between its attempts (zero fields: defaults).
+	SinkLimits SinkLimits
 }
 
 // Job is one running continuous query: its tasks, its coordinator and its
@@ -574,6 +577,7 @@ func (j *Job) newCommitter(ext *plan.ExternalSink, deps Deps, o StartOptions) er
 		return fmt.Errorf("query %s: sink %s: %w", j.Name, ext.Table, err)
 	}
 	j.committer = newCommitter(pub, ext, o.SinkID, j.store, j.ID, j)
+	j.committer.limits = o.SinkLimits
 	if !ext.ExactlyOnce && ext.RowID < 0 {
 		if deps.Meta == nil {
 			return fmt.Errorf("query %s: an at_least_once sink needs the meta store", j.Name)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/streamsql/streamsql/planner/plan"
@@ -190,37 +191,42 @@ func TestRestoreMatchesNaive(t *testing.T) {
 		"hop":     {Kind: plan.Hop, Size: 300, Slide: 70},
 		"session": {Kind: plan.Session, Gap: 40},
 	} {
+		// In a synctest bubble: the wait for the rows after a checkpoint
+		// to be processed sleeps in fake time, which passes only once
+		// every goroutine of the job is blocked.
 		t.Run(name, func(t *testing.T) {
-			want := naive(events, win)
-			store := state.NewMemVersioned()
-			run := func(par int, rows []plan.Row, checkpointAt int) {
-				job, res, rd := startMem(t, store, bidGraph(events, win, plan.EmitChanges, par))
-				ctx := context.Background()
-				rd.add(rows[:checkpointAt]...)
-				if _, err := job.Checkpoint(ctx); err != nil {
-					t.Fatal(err)
-				}
-				rd.add(rows[checkpointAt:]...)
-				if checkpointAt < len(rows) && len(rows) < n {
-					// Let the rows after the checkpoint be processed, then
-					// stop without a checkpoint: a crash's worth of work lost.
-					for job.Status().Offsets["bid"] < int64(len(rows)) {
-						time.Sleep(time.Millisecond)
+			synctest.Test(t, func(t *testing.T) {
+				want := naive(events, win)
+				store := state.NewMemVersioned()
+				run := func(par int, rows []plan.Row, checkpointAt int) {
+					job, res, rd := startMem(t, store, bidGraph(events, win, plan.EmitChanges, par))
+					ctx := context.Background()
+					rd.add(rows[:checkpointAt]...)
+					if _, err := job.Checkpoint(ctx); err != nil {
+						t.Fatal(err)
+					}
+					rd.add(rows[checkpointAt:]...)
+					if checkpointAt < len(rows) && len(rows) < n {
+						// Let the rows after the checkpoint be processed, then
+						// stop without a checkpoint: a crash's worth of work lost.
+						for job.Status().Offsets["bid"] < int64(len(rows)) {
+							time.Sleep(time.Millisecond)
+						}
+						job.Stop()
+						return
+					}
+					if _, err := job.Checkpoint(ctx); err != nil {
+						t.Fatal(err)
 					}
 					job.Stop()
-					return
+					checkNaive(t, res, want)
+					if st := job.Status(); st.RowsIn != int64(n) {
+						t.Fatalf("rows_in %d, want %d", st.RowsIn, n)
+					}
 				}
-				if _, err := job.Checkpoint(ctx); err != nil {
-					t.Fatal(err)
-				}
-				job.Stop()
-				checkNaive(t, res, want)
-				if st := job.Status(); st.RowsIn != int64(n) {
-					t.Fatalf("rows_in %d, want %d", st.RowsIn, n)
-				}
-			}
-			run(1, all[:n*2/3], n/3) // checkpoint at 1/3, stop at 2/3
-			run(2, all, n/2)         // resume from 1/3 at parallelism 2
+				run(1, all[:n*2/3], n/3) // checkpoint at 1/3, stop at 2/3
+				run(2, all, n/2)         // resume from 1/3 at parallelism 2
+			})
 		})
 	}
 }
@@ -237,40 +243,43 @@ func TestRestartChains(t *testing.T) {
 		"hop":     {Kind: plan.Hop, Size: 300, Slide: 70},
 		"session": {Kind: plan.Session, Gap: 40},
 	} {
+		// In a synctest bubble, as in TestRestoreMatchesNaive.
 		t.Run(name, func(t *testing.T) {
-			want := naive(events, win)
-			store := state.NewMemVersioned()
-			// Each step: parallelism, checkpoints at (the first writes a
-			// base, the second a delta), stop at (n: finish).
-			steps := [][4]int{{1, n / 8, n / 6, n / 4}, {2, n / 3, n * 2 / 5, n / 2}, {1, n / 2, n * 3 / 5, n * 2 / 3}, {2, n * 3 / 4, n * 3 / 4, n * 4 / 5}, {1, n * 5 / 6, n * 9 / 10, n}}
-			for _, st := range steps {
-				par, ckptAt, ckpt2, stopAt := st[0], st[1], st[2], st[3]
-				job, res, rd := startMem(t, store, bidGraph(events, win, plan.EmitChanges, par))
-				ctx := context.Background()
-				// The reader holds the rows by offset and reads from the
-				// restored one.
-				rd.add(all[:ckptAt]...)
-				if _, err := job.Checkpoint(ctx); err != nil {
-					t.Fatal(err)
-				}
-				rd.add(all[ckptAt:ckpt2]...)
-				if _, err := job.Checkpoint(ctx); err != nil {
-					t.Fatal(err)
-				}
-				rd.add(all[ckpt2:stopAt]...)
-				if stopAt < n {
-					for job.Status().Offsets["bid"] < int64(stopAt) {
-						time.Sleep(time.Millisecond)
+			synctest.Test(t, func(t *testing.T) {
+				want := naive(events, win)
+				store := state.NewMemVersioned()
+				// Each step: parallelism, checkpoints at (the first writes a
+				// base, the second a delta), stop at (n: finish).
+				steps := [][4]int{{1, n / 8, n / 6, n / 4}, {2, n / 3, n * 2 / 5, n / 2}, {1, n / 2, n * 3 / 5, n * 2 / 3}, {2, n * 3 / 4, n * 3 / 4, n * 4 / 5}, {1, n * 5 / 6, n * 9 / 10, n}}
+				for _, st := range steps {
+					par, ckptAt, ckpt2, stopAt := st[0], st[1], st[2], st[3]
+					job, res, rd := startMem(t, store, bidGraph(events, win, plan.EmitChanges, par))
+					ctx := context.Background()
+					// The reader holds the rows by offset and reads from the
+					// restored one.
+					rd.add(all[:ckptAt]...)
+					if _, err := job.Checkpoint(ctx); err != nil {
+						t.Fatal(err)
+					}
+					rd.add(all[ckptAt:ckpt2]...)
+					if _, err := job.Checkpoint(ctx); err != nil {
+						t.Fatal(err)
+					}
+					rd.add(all[ckpt2:stopAt]...)
+					if stopAt < n {
+						for job.Status().Offsets["bid"] < int64(stopAt) {
+							time.Sleep(time.Millisecond)
+						}
+						job.Stop()
+						continue
+					}
+					if _, err := job.Checkpoint(ctx); err != nil {
+						t.Fatal(err)
 					}
 					job.Stop()
-					continue
+					checkNaive(t, res, want)
 				}
-				if _, err := job.Checkpoint(ctx); err != nil {
-					t.Fatal(err)
-				}
-				job.Stop()
-				checkNaive(t, res, want)
-			}
+			})
 		})
 	}
 }

@@ -181,10 +181,29 @@ func newShards(n int) []*rowTable {
 	return out
 }
 
+// ResultsOptions are the options of NewResults and OpenResults.
+type ResultsOptions struct {
+	// ChangeLogSize is how many records the change log of /changes keeps
+	// (0: DefaultChangeLogSize).
+	ChangeLogSize int
+}
+
+// ResultsOption sets a field of ResultsOptions.
+type ResultsOption func(*ResultsOptions)
+
+// WithChangeLogSize makes the change log keep n records (0: the default).
+func WithChangeLogSize(n int) ResultsOption {
+	return func(o *ResultsOptions) { o.ChangeLogSize = n }
+}
+
 // NewResults opens the results of query qid: empty for a new query; a
 // restarting job sets the committed id and loads the latest rows.
-func NewResults(store state.Versioned, qid uint64) *Results {
-	return &Results{store: store, prefix: resultPrefix(qid), blocks: blockPrefix(qid), latest: newShards(1), loaded: true, log: newChangeLog()}
+func NewResults(store state.Versioned, qid uint64, opts ...ResultsOption) *Results {
+	var o ResultsOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	return &Results{store: store, prefix: resultPrefix(qid), blocks: blockPrefix(qid), latest: newShards(1), loaded: true, log: newChangeLog(o.ChangeLogSize)}
 }
 
 // restoring makes committed reads read at checkpoint id at once, and latest
@@ -258,8 +277,8 @@ func (r *Results) superseded(task, tasks int) [][]byte {
 // OpenResults opens query qid's results as of its last completed
 // checkpoint, for a query that is not running (stopped); g is its plan,
 // which says how its results are stored.
-func OpenResults(store state.Versioned, qid uint64, g *plan.Graph) (*Results, error) {
-	r := NewResults(store, qid)
+func OpenResults(store state.Versioned, qid uint64, g *plan.Graph, opts ...ResultsOption) (*Results, error) {
+	r := NewResults(store, qid, opts...)
 	r.setWidth(len(g.Out))
 	if resultsKey(g) == plan.KeyRowID {
 		r.setAppendOnly()

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/streamsql/streamsql/internal/fault"
 )
 
 // TestBadgerCommitMarkerSyncs checks through the sync seam that a marker
@@ -157,6 +159,7 @@ func TestSyncRecorder(t *testing.T) {
 // that the child died before answering it and what survived on disk.
 func TestLogFaultPoints(t *testing.T) {
 	if dir := os.Getenv("STREAMSQL_STATE_FAULT_DIR"); dir != "" {
+		fault.ArmFromEnv() // as cmd/streamsql does at its start
 		m, err := OpenMeta(dir, MetaOptions{})
 		if err != nil {
 			t.Fatal(err)

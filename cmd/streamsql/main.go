@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"golang.org/x/term"
+
+	"github.com/streamsql/streamsql/internal/fault"
 )
 
 // Exit codes: 0 success, 1 a failure while running (the server answered
@@ -43,6 +45,9 @@ type cli struct {
 }
 
 func main() {
+	// Fault points are armed from the environment once, here, before
+	// anything runs (crash tests set STREAMSQL_FAULT / STREAMSQL_SPIN).
+	fault.ArmFromEnv()
 	c := &cli{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv,
 		stdinTTY: term.IsTerminal(int(os.Stdin.Fd())), stdoutTTY: term.IsTerminal(int(os.Stdout.Fd()))}
 	os.Exit(c.run(os.Args[1:]))

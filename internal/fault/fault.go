@@ -1,6 +1,7 @@
 // Package fault holds named crash points for recovery tests. A point is
-// inert unless the environment variable STREAMSQL_FAULT names it when the
-// process starts: "NAME" kills the process (SIGKILL, as a crash would) the
+// inert unless armed: a process that takes them (cmd/streamsql, the child
+// processes of crash tests) calls ArmFromEnv first thing, which arms what
+// the environment variable STREAMSQL_FAULT names: "NAME" kills the process (SIGKILL, as a crash would) the
 // first time the point is reached, "NAME@N" the N-th time. Several points
 // may be given, separated by commas; the first to fire ends the process.
 //
@@ -39,7 +40,12 @@
 //
 // Points lists them, for harnesses that crash at each.
 //
-// Threading: Point is safe for concurrent use.
+// Importing the package arms nothing: there is no init side effect, so a
+// library or test binary that never calls Arm or ArmFromEnv never crashes
+// at a point.
+//
+// Threading: Arm and ArmFromEnv are called once at the process's start,
+// before any goroutine can reach a point; Point is safe for concurrent use.
 package fault
 
 import (
@@ -58,9 +64,19 @@ var (
 	mu    sync.Mutex
 )
 
-func init() {
-	armed = parse(os.Getenv("STREAMSQL_FAULT"))
-	spin = parse(os.Getenv("STREAMSQL_SPIN"))
+// Arm arms the points crash names (STREAMSQL_FAULT's syntax: kill the
+// process) and those spinSpec names (STREAMSQL_SPIN's: spin forever);
+// empty strings disarm. Call it at the process's start, before any
+// goroutine can reach a point.
+func Arm(crash, spinSpec string) {
+	armed = parse(crash)
+	spin = parse(spinSpec)
+}
+
+// ArmFromEnv arms the points the environment names: STREAMSQL_FAULT and
+// STREAMSQL_SPIN (see the package comment).
+func ArmFromEnv() {
+	Arm(os.Getenv("STREAMSQL_FAULT"), os.Getenv("STREAMSQL_SPIN"))
 }
 
 func parse(spec string) map[string]int {
@@ -115,9 +131,6 @@ func Armed(name string) bool {
 	_, ok := armed[name]
 	return ok
 }
-
-// Enabled reports whether any fault point is armed.
-func Enabled() bool { return armed != nil || spin != nil }
 
 // spins counts a spinning goroutine's laps (so the loop is not empty).
 var spins atomic.Int64

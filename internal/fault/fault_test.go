@@ -17,9 +17,24 @@ func TestParse(t *testing.T) {
 }
 
 func TestInertPointDoesNothing(t *testing.T) {
-	armed = map[string]int{"other": 1}
-	defer func() { armed = nil }()
+	Arm("other", "")
+	defer Arm("", "")
 	for i := 0; i < 3; i++ {
 		Point("not.armed")
+	}
+}
+
+// TestNotArmedWithoutArm: importing the package arms nothing, whatever
+// the environment says; ArmFromEnv reads it.
+func TestNotArmedWithoutArm(t *testing.T) {
+	t.Setenv("STREAMSQL_FAULT", "some.point@2")
+	t.Setenv("STREAMSQL_SPIN", "")
+	if armed != nil || spin != nil || Armed("some.point") {
+		t.Fatal("armed before ArmFromEnv")
+	}
+	ArmFromEnv()
+	defer Arm("", "")
+	if !Armed("some.point") || armed["some.point"] != 2 {
+		t.Fatalf("after ArmFromEnv: %v", armed)
 	}
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/streamsql/streamsql/internal/fault"
 	"github.com/streamsql/streamsql/runtime/sink"
 )
 
@@ -82,6 +83,7 @@ func TestFaultChild(t *testing.T) {
 	if v == "" {
 		t.Skip("run by TestFaultPoints")
 	}
+	fault.ArmFromEnv() // as cmd/streamsql does at its start
 	f := strings.Fields(v)
 	p := open(t, testSpec(f[0], f[1], true))
 	if n := committed(t, p); n != 0 {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/streamsql/streamsql/internal/fault"
 	"github.com/streamsql/streamsql/planner/plan"
 	"github.com/streamsql/streamsql/runtime/sink"
 )
@@ -244,6 +245,7 @@ func TestFaultChild(t *testing.T) {
 	if v == "" {
 		t.Skip("run by TestFaultPoints")
 	}
+	fault.ArmFromEnv() // as cmd/streamsql does at its start
 	f := strings.Fields(v)
 	spec := testSpec(f[1], "out", true)
 	spec.Connection = f[0]
