@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"sync/atomic"
+	"time"
 
 	"github.com/streamsql/streamsql/planner/plan"
 )
@@ -11,10 +12,20 @@ import (
 type terminal interface {
 	Emitter
 	Watermark(wm int64) error
+	// Barrier forwards b (an exchange: it fails only when the query
+	// stops) or publishes the epoch (a sink).
 	Barrier(b Barrier) error
 	End() error
 	// Idle tells the consumers that the source became idle or active.
 	Idle(idle bool) error
+	// awaitRoom is the part of barrier b that may wait, before Barrier:
+	// an external sink's room (backpressure). It returns how long it
+	// waited (the task counts it as alignment), and an error only when
+	// the query stops.
+	awaitRoom(ctx context.Context, b Barrier, live *liveness) (time.Duration, error)
+	// snapshot returns what the terminal pre-commits at checkpoint id
+	// (after Barrier), for the task's writer.
+	snapshot(id uint64) sinkWrites
 }
 
 // chain runs a task's operators in order; what operator i emits goes
@@ -182,6 +193,10 @@ func (o *output) Watermark(wm int64) error {
 func (o *output) Barrier(b Barrier) error { return o.broadcast(Message{Kind: MsgBarrier, Barrier: b}) }
 func (o *output) End() error              { return o.broadcast(Message{Kind: MsgEnd}) }
 func (o *output) Idle(idle bool) error    { return o.broadcast(Message{Kind: MsgIdle, Idle: idle}) }
+func (o *output) awaitRoom(context.Context, Barrier, *liveness) (time.Duration, error) {
+	return 0, nil
+}
+func (o *output) snapshot(uint64) sinkWrites { return sinkWrites{} }
 
 // sinkTerminal ends a chain in a sink.
 type sinkTerminal struct {
@@ -200,6 +215,29 @@ func (s *sinkTerminal) Watermark(wm int64) error {
 	return nil
 }
 func (s *sinkTerminal) Idle(bool) error { return nil }
+
+func (s *sinkTerminal) Barrier(b Barrier) error {
+	s.sink.Barrier(b)
+	return nil
+}
+
+func (s *sinkTerminal) awaitRoom(ctx context.Context, b Barrier, live *liveness) (time.Duration, error) {
+	w, ok := s.sink.(roomWaiter)
+	if !ok {
+		return 0, nil
+	}
+	start := time.Now()
+	err := live.wait(func() error { return w.awaitRoom(ctx, b) })
+	return time.Since(start), err
+}
+
+func (s *sinkTerminal) snapshot(id uint64) sinkWrites { return s.sink.snapshot(id) }
+
+// roomWaiter is a sink that may have to wait at a barrier until the
+// external system behind it has room (extSink.awaitRoom).
+type roomWaiter interface {
+	awaitRoom(ctx context.Context, b Barrier) error
+}
 
 // End publishes what the end of input released (no barrier follows it)
 // to the latest results.

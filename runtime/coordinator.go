@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/streamsql/streamsql/internal/fault"
+	"github.com/streamsql/streamsql/runtime/ckpt"
 	"github.com/streamsql/streamsql/state"
 	"github.com/streamsql/streamsql/window"
 )
@@ -18,15 +19,14 @@ import (
 // checkpoint intervals).
 const CheckpointTimeout = 30 * time.Second
 
-// coordinate is the checkpoint coordinator: it injects a barrier at every
-// source each emit interval (a checkpoint when the checkpoint interval has
-// come, or on request), collects every task's ack, and completes the
-// checkpoint by committing its marker. An emit barrier is sent only when
-// some source sent something since the last barrier: operators emit only
-// what their input changed, so after nothing it would emit nothing (many
-// quiet queries then cost no barrier rounds between checkpoints). One barrier is in flight at a time,
-// unless a checkpoint times out: then it is recorded as failed and the
-// next barrier follows it down the same channels.
+// coordinate drives the query's checkpoint protocol (ckpt.Coordinator, a
+// pure state machine: runtime/ckpt) on the coordinator goroutine: it feeds
+// it the emit interval's ticks, the tasks' acks and the checkpoint
+// requests, with the time, and performs what it answers: injecting a
+// barrier at every source, committing a marker, recording the history,
+// answering requests. It also adds up every checkpoint ack's counter
+// deltas (also of failed or timed-out checkpoints) for the marker, and
+// checks at every tick that every task answers (liveness.go).
 func (j *Job) coordinate() {
 	opts := j.Graph.Options
 	emit := time.Duration(opts.EmitInterval) * time.Millisecond
@@ -34,105 +34,22 @@ func (j *Job) coordinate() {
 		emit = 200 * time.Millisecond
 	}
 	ckptEvery := time.Duration(opts.CheckpointInterval) * time.Millisecond
-	timeout := max(CheckpointTimeout, 10*ckptEvery)
 	ticker := time.NewTicker(emit)
 	defer ticker.Stop()
+	c := ckpt.New(ckpt.Config{Emit: emit, Every: ckptEvery, Timeout: max(CheckpointTimeout, 10*ckptEvery),
+		Tasks: j.ntasks, NextID: j.store.NextID}, time.Now())
 	var (
-		epoch    uint64
-		inFlight bool
-		cur      Barrier
-		acked    int
-		failed   error
-		bytes    int64
-		align    time.Duration // the longest any task held the barrier up
-		offsets  map[string]int64
-		started  time.Time
-		waiting  []chan checkpointResult // asked before the barrier in flight
-		queued   []chan checkpointResult // asked while it was in flight
-		early    []ack                   // acks read while injecting
-		moved    uint64                  // the sources' moved counts at the last barrier
-		lastCkpt = time.Now()
-		totals   = counts{j.marker.RowsIn, j.marker.RowsOut, j.marker.Late, j.marker.Bad, j.marker.OutOfRange}
+		reqs    = map[int]chan checkpointResult{}
+		nextReq int
+		early   []ack  // acks read while injecting
+		moved   uint64 // the sources' moved counts at the last barrier
+		totals  = counts{j.marker.RowsIn, j.marker.RowsOut, j.marker.Late, j.marker.Bad, j.marker.OutOfRange}
 		// The last late rows and bad records the totals counted.
 		recentLate, recentBad = j.marker.RecentLate, j.marker.RecentBad
 	)
-	// A checkpoint is due at the first tick from half a tick before the
-	// interval is over: the tick that ends it comes a little less than
-	// the interval after lastCkpt (taken after the tick that started the
-	// last one), and waiting for the next made 1 s checkpoints every 1.2 s.
-	ckptDue := func() bool { return time.Since(lastCkpt) >= ckptEvery-emit/2 }
-	inject := func(force bool) {
-		epoch++
-		cur = Barrier{Epoch: epoch, Flush: force}
-		if ckptEvery > 0 && (force || ckptDue()) {
-			cur.CheckpointID = j.store.NextID()
-			lastCkpt = time.Now()
-			j.recordStart(cur.CheckpointID)
-		}
-		moved = j.sourcesMoved()
-		inFlight, acked, failed, bytes, align, offsets, started = true, 0, nil, 0, 0, map[string]int64{}, time.Now()
-		waiting, queued = queued, nil
-		for _, s := range j.sources {
-			// A source may be slow to take the barrier (one that timed
-			// out is still in its way): the acks that come meanwhile are
-			// kept for the loop, so no task waits on a full ack queue
-			// while the source waits on that task.
-			for sent := false; !sent; {
-				select {
-				case s.inject <- cur:
-					sent = true
-				case a := <-j.acks:
-					early = append(early, a)
-				case <-j.ctx.Done():
-					return
-				}
-			}
-		}
-	}
-	finish := func(res checkpointResult) {
-		inFlight = false
-		for _, w := range waiting {
-			w <- res
-		}
-		waiting = nil
-		if len(queued) > 0 {
-			inject(true)
-		}
-	}
-	complete := func() {
-		res := checkpointResult{}
-		switch {
-		case cur.CheckpointID == 0:
-		case failed != nil:
-			res.err = failed
-			j.recordEnd(cur.CheckpointID, "failed", failed, bytes, align, offsets, started)
-		default:
-			fault.Point("checkpoint.before_marker")
-			m := markerValue{ID: cur.CheckpointID, Time: time.Now().UnixMilli(), RowsIn: totals.rowsIn, RowsOut: totals.rowsOut, Late: totals.late, Bad: totals.bad,
-				OutOfRange: totals.outOfRange, Offsets: offsets, RecentLate: recentLate, RecentBad: recentBad}
-			val, _ := json.Marshal(m)
-			if err := j.store.CommitMarker(markerKey(j.ID), cur.CheckpointID, val); err != nil {
-				res.err = fmt.Errorf("checkpoint %d: commit marker: %w", cur.CheckpointID, err)
-				j.recordEnd(cur.CheckpointID, "failed", res.err, bytes, align, offsets, started)
-				break
-			}
-			fault.Point("checkpoint.after_marker")
-			if j.results != nil {
-				j.results.setCommitted(cur.CheckpointID)
-			}
-			if j.committer != nil {
-				j.committer.markerCommitted(cur.CheckpointID)
-			}
-			j.mu.Lock()
-			j.marker = m
-			j.mu.Unlock()
-			j.lastCheckpoint.Store(cur.CheckpointID)
-			j.recordEnd(cur.CheckpointID, "completed", nil, bytes, align, offsets, started)
-			res.id = cur.CheckpointID
-		}
-		finish(res)
-	}
-	onAck := func(a ack) {
+	var perform func(outs []ckpt.Output) bool
+	// onAck feeds a task's ack to the protocol.
+	onAck := func(a ack) bool {
 		if a.ckpt != 0 {
 			// Every checkpoint's counts add up, even one that failed or
 			// timed out: its state writes are in the store, and a later
@@ -141,56 +58,111 @@ func (j *Job) coordinate() {
 			recentLate = keepLast(slices.Clip(recentLate), a.late, MaxLateSamples)
 			recentBad = keepLast(slices.Clip(recentBad), a.bad, MaxBadSamples)
 		}
-		if !inFlight || a.epoch != cur.Epoch {
-			return
-		}
-		acked++
-		bytes += int64(a.bytes)
-		align = max(align, a.align)
-		for t, off := range a.offsets {
-			// A table read twice (a self-join) resumes from the lower.
-			if cur, seen := offsets[t]; !seen || off < cur {
-				offsets[t] = off
+		return perform(c.Ack(time.Now(), ckpt.Ack{Epoch: a.epoch, Err: a.err, Bytes: int64(a.bytes), Align: a.align, Offsets: a.offsets}))
+	}
+	// perform does what the protocol asks, in order; false when the job
+	// stopped meanwhile.
+	perform = func(outs []ckpt.Output) bool {
+		// outs is the coordinator's buffer until its next call.
+		for i := 0; i < len(outs); i++ {
+			o := outs[i]
+			switch o.Kind {
+			case ckpt.Inject:
+				b := Barrier{Epoch: o.Barrier.Epoch, CheckpointID: o.Barrier.ID, Flush: o.Barrier.Flush}
+				if b.CheckpointID != 0 {
+					j.recordStart(b.CheckpointID)
+				}
+				moved = j.sourcesMoved()
+				for _, s := range j.sources {
+					// A source may be slow to take the barrier (one that
+					// timed out is still in its way): the acks that come
+					// meanwhile are kept for the loop, so no task waits on
+					// a full ack queue while the source waits on that task.
+					for sent := false; !sent; {
+						select {
+						case s.inject <- b:
+							sent = true
+						case a := <-j.acks:
+							early = append(early, a)
+						case <-j.ctx.Done():
+							return false
+						}
+					}
+				}
+			case ckpt.Commit:
+				err := j.commitMarker(o.ID, totals, o.Offsets, recentLate, recentBad)
+				rest := slices.Clone(outs[i+1:])
+				if !perform(c.Committed(time.Now(), err)) {
+					return false
+				}
+				outs = rest
+				i = -1
+			case ckpt.Completed:
+				j.recordEnd(o.ID, "completed", nil, o.Bytes, o.Align, o.Offsets, o.Took)
+			case ckpt.Failed:
+				j.recordEnd(o.ID, "failed", o.Err, o.Bytes, o.Align, o.Offsets, o.Took)
+			case ckpt.Answer:
+				res := checkpointResult{id: o.ID, err: o.Err}
+				if o.Stopped {
+					res.err = j.stoppedErr()
+				}
+				for _, r := range o.Requests {
+					reqs[r] <- res
+					delete(reqs, r)
+				}
 			}
 		}
-		if a.err != nil && failed == nil {
-			failed = a.err
-		}
-		if acked == j.ntasks {
-			complete()
-		}
+		return true
 	}
 	for {
 		for len(early) > 0 {
 			a := early[0]
 			early = early[1:]
-			onAck(a)
+			if !onAck(a) {
+				break
+			}
 		}
 		select {
 		case <-j.ctx.Done():
-			for _, w := range append(waiting, queued...) {
-				w <- checkpointResult{err: j.stoppedErr()}
-			}
+			perform(c.Stop())
 			return
 		case <-ticker.C:
-			j.checkStall(time.Now())
-			if inFlight && cur.CheckpointID != 0 && time.Since(started) > timeout {
-				err := fmt.Errorf("checkpoint %d timed out after %s", cur.CheckpointID, timeout)
-				j.recordEnd(cur.CheckpointID, "failed", err, bytes, align, offsets, started)
-				finish(checkpointResult{err: err})
-			}
-			if !inFlight && (ckptEvery > 0 && ckptDue() || j.sourcesMoved() != moved) {
-				inject(false)
-			}
+			now := time.Now()
+			j.checkStall(now)
+			perform(c.Tick(now, j.sourcesMoved() != moved))
 		case w := <-j.force:
-			queued = append(queued, w)
-			if !inFlight {
-				inject(true)
-			}
+			nextReq++
+			reqs[nextReq] = w
+			perform(c.Request(time.Now(), nextReq))
 		case a := <-j.acks:
 			onAck(a)
 		}
 	}
+}
+
+// commitMarker completes checkpoint id: its marker (the counters' totals,
+// the offsets a restart resumes from) is committed and synced, then the
+// results, the external sink's committer and Status learn of it.
+func (j *Job) commitMarker(id uint64, totals counts, offsets map[string]int64, recentLate []LateRow, recentBad []BadRecord) error {
+	fault.Point("checkpoint.before_marker")
+	m := markerValue{ID: id, Time: time.Now().UnixMilli(), RowsIn: totals.rowsIn, RowsOut: totals.rowsOut, Late: totals.late, Bad: totals.bad,
+		OutOfRange: totals.outOfRange, Offsets: offsets, RecentLate: recentLate, RecentBad: recentBad}
+	val, _ := json.Marshal(m)
+	if err := j.store.CommitMarker(markerKey(j.ID), id, val); err != nil {
+		return err
+	}
+	fault.Point("checkpoint.after_marker")
+	if j.results != nil {
+		j.results.setCommitted(id)
+	}
+	if j.committer != nil {
+		j.committer.markerCommitted(id)
+	}
+	j.mu.Lock()
+	j.marker = m
+	j.mu.Unlock()
+	j.lastCheckpoint.Store(id)
+	return nil
 }
 
 // sourcesMoved sums what the sources sent down their chains so far.
@@ -213,11 +185,10 @@ func (j *Job) recordStart(id uint64) {
 
 // recordEnd records how checkpoint id ended: its status, error, bytes,
 // alignment time (the longest any task held its barrier up) and offsets.
-func (j *Job) recordEnd(id uint64, status string, err error, bytes int64, align time.Duration, offsets map[string]int64, started time.Time) {
+func (j *Job) recordEnd(id uint64, status string, err error, bytes int64, align time.Duration, offsets map[string]int64, d time.Duration) {
 	if err != nil {
 		j.logger.Warn("checkpoint failed", "query", j.Name, "id", id, "err", err)
 	}
-	d := time.Since(started)
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if status == "completed" {

@@ -3,8 +3,13 @@
 // moves batches between them through bounded mailboxes, injects barriers
 // from a per-query coordinator, aligns them at tasks with several inputs,
 // and completes checkpoints by committing a marker in the versioned store.
+// The checkpoint protocol itself is the pure state machine of runtime/ckpt;
+// coordinate (coordinator.go) is its driver: it feeds it ticks, acks and
+// requests and performs what it answers.
 //
-// Threading: one goroutine per task plus one coordinator per job, and one
+// Threading: one goroutine per task (and, from its first checkpoint, its
+// state writer: taskBase.writeLoop, which writes the operators' and the
+// sink's checkpoint writes) plus one coordinator per job, and one
 // committer per job with an external sink (extsink.go: it does the
 // external system's I/O, so a slow database never blocks a task except
 // through the journal's bound).

@@ -78,22 +78,20 @@ type extSink struct {
 	ctx      context.Context
 	task     int
 	counters *Counters
-	// exactly_once: the records since the last checkpoint.
+	// exactly_once: the records since the last checkpoint. A journal
+	// write that fails is written again with the next checkpoint, under
+	// the same keys (its bytes stay counted pending).
 	w stateWriter
-	// unwritten are journal writes that failed: written again at the next
-	// checkpoint under the same keys (their bytes stay counted pending).
-	unwritten []state.KV
 	// at_least_once: the changes since the last barrier, one per key.
 	batch    []esink.Change
 	batchIdx map[string]int
 	lastDone chan struct{} // closed when the last batch handed over is applied
 	// prev is the last checkpoint barrier this subtask has passed (at
 	// start: the restored checkpoint).
-	prev    uint64
-	written int
-	row     plan.Row
-	keyBuf  []byte
-	rowBuf  []byte
+	prev   uint64
+	row    plan.Row
+	keyBuf []byte
+	rowBuf []byte
 }
 
 var _ sink = (*extSink)(nil)
@@ -233,46 +231,34 @@ func (s *extSink) awaitRoom(ctx context.Context, b Barrier) error {
 	return s.c.reserve(ctx, b.CheckpointID, int64(s.w.n))
 }
 
-func (s *extSink) Barrier(b Barrier) error {
-	if !s.ext.ExactlyOnce {
-		if b.CheckpointID != 0 {
-			s.prev = b.CheckpointID
-		}
-		return nil
+func (s *extSink) Barrier(b Barrier) {
+	if !s.ext.ExactlyOnce && b.CheckpointID != 0 {
+		s.prev = b.CheckpointID
 	}
-	if b.CheckpointID == 0 {
-		return nil
-	}
-	kvs := s.unwritten
-	s.unwritten = nil
-	journaled := s.w.n > 0
-	if journaled {
-		for n, block := range s.w.close() {
-			kvs = append(kvs, state.KV{Key: journalKey(s.c.prefix, b.CheckpointID, s.task, n), Value: block})
-		}
-	}
-	if s.task == 0 {
-		kvs = append(kvs, s.c.takeObsolete()...)
-	}
-	if len(kvs) > 0 {
-		for _, kv := range kvs {
-			s.written += len(kv.Key) + len(kv.Value)
-		}
-		if err := s.store.Write(b.CheckpointID, kvs); err != nil {
-			s.unwritten = kvs
-			s.w = stateWriter{}
-			return fmt.Errorf("sink %s: journal at checkpoint %d: %w", s.ext.Table, b.CheckpointID, err)
-		}
-		if journaled {
-			fault.PointIn("sink.after_journal", s.ext.Engine)
-		}
-	}
-	putBlocks(s.w.blocks)
-	s.w = stateWriter{}
-	return nil
 }
 
-func (s *extSink) takeWritten() int { n := s.written; s.written = 0; return n }
+// snapshot is exactly_once's pre-commit: the records since the last
+// checkpoint as epoch id's journal, and (subtask 0) the deletes of
+// committed epochs' journals.
+func (s *extSink) snapshot(id uint64) sinkWrites {
+	if !s.ext.ExactlyOnce {
+		return sinkWrites{}
+	}
+	w := sinkWrites{what: "sink " + s.ext.Table + " journal"}
+	if s.w.n > 0 {
+		for n, block := range s.w.close() {
+			w.kvs = append(w.kvs, state.KV{Key: journalKey(s.c.prefix, id, s.task, n), Value: block})
+		}
+		w.bufs = s.w.blocks
+		engine := s.ext.Engine
+		w.written = func() { fault.PointIn("sink.after_journal", engine) }
+	}
+	s.w = stateWriter{}
+	if s.task == 0 {
+		w.kvs = append(w.kvs, s.c.takeObsolete()...)
+	}
+	return w
+}
 
 // committer writes one query's external sink: the epochs its subtasks
 // journaled (exactly_once) or the batches they hand over (at_least_once).

@@ -87,12 +87,8 @@ type kafkaReader struct {
 }
 
 var (
-	_ reader        = (*kafkaReader)(nil)
-	_ wmReader      = (*kafkaReader)(nil)
-	_ partReader    = (*kafkaReader)(nil)
-	_ flushReader   = (*kafkaReader)(nil)
-	_ problemReader = (*kafkaReader)(nil)
-	_ badReader     = (*kafkaReader)(nil)
+	_ reader = (*kafkaReader)(nil)
+	_ reader = (*kafkaReader)(nil)
 )
 
 func newKafkaReader(src *plan.Source, cons kafkaConsumer, decode func([]byte) (plan.Row, error), from map[int32]kafkaPartPos) *kafkaReader {
@@ -221,6 +217,10 @@ func (r *kafkaReader) record(rec *kafkasrc.Record) (plan.Row, error) {
 		row[r.tsCol] = plan.Time(rec.Timestamp)
 	}
 	return row, nil
+}
+
+func (r *kafkaReader) caps() readerCaps {
+	return readerCaps{stamps: true, partitioned: true, async: true, reports: true}
 }
 
 // Watermark is the minimum over the partitions that are not idle (when
@@ -361,24 +361,3 @@ func (r *kafkaReader) Close() {
 
 // PartitionKey names partition p of table in offsets maps: "bids[3]".
 func PartitionKey(table string, p int32) string { return fmt.Sprintf("%s[%d]", table, p) }
-
-// Optional reader abstractions (a reader implements those it needs).
-type (
-	// wmReader stamps each row's watermark itself (per-partition
-	// watermarks); the source task uses its Watermark.
-	wmReader interface{ Watermark(now int64) int64 }
-	// partReader has a position per partition.
-	partReader interface{ Positions() map[int32]kafkaPartPos }
-	// flushReader receives rows asynchronously: a flush reads until the
-	// target it sets is reached (or a deadline).
-	flushReader interface{ FlushTarget(now int64) func() bool }
-	// problemReader cannot read now, and says why (query state retrying).
-	problemReader interface{ Problem() error }
-	// lagReader knows how far behind the end of its input it is, per
-	// partition.
-	lagReader interface{ Lag() map[int32]int64 }
-	// badReader skips records it cannot decode and counts them.
-	badReader interface {
-		TakeBad() (int64, []BadRecord)
-	}
-)

@@ -12,8 +12,10 @@ import (
 )
 
 // reader is a replayable source position: a source task polls it for rows.
-// Readers do I/O (the ingest log) but hold no goroutines; the source task
-// owns time and passes it in.
+// Readers do I/O (the ingest log, a Kafka consumer) but hold no goroutines;
+// the source task owns time and passes it in. Every reader has every
+// method: what it cannot do (say, partitions) it answers as plainReader
+// does, and caps says which of the optional behaviours it has.
 type reader interface {
 	// Poll appends up to max rows available at wall time now (ms) to b,
 	// with Meta.Offset set, and returns how many.
@@ -27,18 +29,61 @@ type reader interface {
 	Ready() <-chan struct{}
 	// Done reports a bounded source that has nothing more to give.
 	Done() bool
+	// caps says what else the reader does (fixed for a reader).
+	caps() readerCaps
+	// Watermark (caps.stamps) is the watermark of the rows read.
+	Watermark(now int64) int64
+	// Positions (caps.partitioned) is the position of each partition.
+	Positions() map[int32]kafkaPartPos
+	// FlushTarget (caps.async): a flush reads until the target it sets at
+	// now is reached (or a deadline).
+	FlushTarget(now int64) func() bool
+	// Problem (caps.reports) says why the reader cannot read now (nil: it
+	// can); the query shows retrying.
+	Problem() error
+	// Lag (caps.reports) is how far behind the end of its input the
+	// reader is, per partition (nil: not known).
+	Lag() map[int32]int64
+	// TakeBad (caps.reports) returns (and forgets) the records it could
+	// not decode since the last call: how many, and the last few.
+	TakeBad() (int64, []BadRecord)
+	// Close releases what the reader holds (the source task's end).
+	Close()
 }
 
-// wakingReader is a reader whose Ready fires whenever rows become readable
-// (taken before a poll that found none, it fires for the next ones): its
-// source needs no ticker unless time moves its watermark.
-type wakingReader interface {
-	reader
-	wakes()
+// readerCaps are a reader's optional behaviours.
+type readerCaps struct {
+	// wakes: Ready fires whenever rows become readable (taken before a
+	// poll that found none, it fires for the next ones), so its source
+	// needs no ticker unless time moves its watermark.
+	wakes bool
+	// stamps: the reader stamps each row's watermark itself (per-partition
+	// watermarks); the source task uses its Watermark, not its tracker.
+	stamps bool
+	// partitioned: a position per partition (Positions).
+	partitioned bool
+	// async: rows arrive asynchronously; a flush waits for FlushTarget.
+	async bool
+	// reports: Problem, Lag and TakeBad say something.
+	reports bool
 }
+
+// plainReader is the answers of a reader without the optional behaviours,
+// for embedding.
+type plainReader struct{}
+
+func (plainReader) caps() readerCaps                  { return readerCaps{} }
+func (plainReader) Watermark(int64) int64             { return 0 }
+func (plainReader) Positions() map[int32]kafkaPartPos { return nil }
+func (plainReader) FlushTarget(int64) func() bool     { return func() bool { return true } }
+func (plainReader) Problem() error                    { return nil }
+func (plainReader) Lag() map[int32]int64              { return nil }
+func (plainReader) TakeBad() (int64, []BadRecord)     { return 0, nil }
+func (plainReader) Close()                            {}
 
 // logReader reads an HTTP-ingest table's durable log.
 type logReader struct {
+	plainReader
 	log    *state.Log
 	off    int64
 	upsert bool // a PRIMARY KEY table: each row ends with its delete flag
@@ -97,11 +142,12 @@ func (r *logReader) Offset() int64          { return r.off }
 func (r *logReader) Available(int64) int64  { return r.log.End() }
 func (r *logReader) Ready() <-chan struct{} { return r.log.Changed() }
 func (r *logReader) Done() bool             { return false }
-func (r *logReader) wakes()                 {}
+func (r *logReader) caps() readerCaps       { return readerCaps{wakes: true} }
 
 // nexmarkReader generates a Nexmark table: row idx is the idx-th event of
 // its kind, a pure function of idx.
 type nexmarkReader struct {
+	plainReader
 	gen   *nexmark.Generator
 	kind  nexmark.Kind
 	cols  []int

@@ -9,14 +9,41 @@ import (
 	"github.com/streamsql/streamsql/state"
 )
 
-// sink ends a chain: it takes the changelog and, at barriers, does the
-// sink's I/O (publishing, pre-committing the epoch). Sinks run on their
-// task's goroutine.
+// sink ends a chain: it takes the changelog, publishes it at barriers and
+// snapshots at checkpoints like an operator: what it pre-commits as part
+// of a checkpoint (results blocks, an epoch's journal) it hands to its
+// task, whose writer writes it with the operators' state (task.go), so a
+// failed write is kept and retried in one place. Sinks run on their task's
+// goroutine.
 type sink interface {
 	Emitter
-	// Barrier publishes the epoch's changes and, for a checkpoint,
-	// pre-commits them as part of the checkpoint.
-	Barrier(b Barrier) error
+	// Barrier publishes the epoch's changes.
+	Barrier(b Barrier)
+	// snapshot returns the writes of checkpoint id (after its Barrier).
+	// The sink lets go of them: a failed write is the writer's to retry.
+	snapshot(id uint64) sinkWrites
+}
+
+// sinkWrites are what a sink pre-commits at a checkpoint.
+type sinkWrites struct {
+	kvs []state.KV
+	// bufs are pooled blocks among the values (putBlocks once written).
+	bufs [][]byte
+	// what names them in errors.
+	what string
+	// written, if set, is called once they are in the store.
+	written func()
+}
+
+// size is the bytes of the writes, for checkpoint statistics.
+func (w sinkWrites) size() int { return kvBytes(w.kvs) }
+
+func kvBytes(kvs []state.KV) int {
+	n := 0
+	for _, kv := range kvs {
+		n += len(kv.Key) + len(kv.Value)
+	}
+	return n
 }
 
 // resultsSink writes an updating query's built-in results table. Changes
@@ -36,11 +63,7 @@ type resultsSink struct {
 	// logged until then.
 	baseNext bool
 	counters *Counters
-	// unwritten are blocks (and deletes) whose write failed: written again
-	// at the next checkpoint under the same keys.
-	unwritten []state.KV
-	rowBuf    []byte
-	written   int // bytes pre-committed, for checkpoint statistics
+	rowBuf   []byte
 	// retention > 0 drops result rows of windows that ended more than
 	// retention before the watermark (results_retention), at checkpoints.
 	retention   int64
@@ -121,13 +144,18 @@ func (s *resultsSink) Emit(b *Batch) error {
 	return nil
 }
 
-func (s *resultsSink) Barrier(b Barrier) error {
+func (s *resultsSink) Barrier(b Barrier) {
 	s.publish()
 	if b.CheckpointID == 0 {
-		return nil
+		return
 	}
 	s.expire() // over the rows just published too
 	s.publish()
+}
+
+// snapshot writes the log's blocks since the last checkpoint, or a base
+// of the rows this sink owns (its first checkpoint, or deltas outgrown).
+func (s *resultsSink) snapshot(id uint64) sinkWrites {
 	w := s.w
 	s.w = stateWriter{}
 	if s.baseNext || s.log.full() {
@@ -139,23 +167,8 @@ func (s *resultsSink) Barrier(b Barrier) error {
 		w = stateWriter{all: true}
 		s.res.owned(s.task, w.Put)
 	}
-	kvs := append(s.unwritten, s.log.blocks(b.CheckpointID, &w)...)
-	s.unwritten = nil
-	if len(kvs) == 0 {
-		return nil
-	}
-	for _, kv := range kvs {
-		s.written += len(kv.Key) + len(kv.Value)
-	}
-	if err := s.store.Write(b.CheckpointID, kvs); err != nil {
-		s.unwritten = kvs
-		return fmt.Errorf("results pre-commit at checkpoint %d: %w", b.CheckpointID, err)
-	}
-	putBlocks(w.blocks) // the store keeps no reference (Versioned.Write)
-	return nil
+	return sinkWrites{kvs: s.log.blocks(id, &w), bufs: w.blocks, what: "results"}
 }
-
-func (s *resultsSink) takeWritten() int { n := s.written; s.written = 0; return n }
 
 // blockTarget is the size at which an append-only sink closes a block
 // (the store keeps large values in blob files: state/blobs.go).
@@ -179,12 +192,7 @@ type appendSink struct {
 	// Published so far: blocks.closed[:pubBlocks], and pubOff bytes of the
 	// next block (closed or open).
 	pubBlocks, pubOff int
-	// unwritten are blocks whose write failed. They are written again, at
-	// the next checkpoint's id but under the same keys, so what the failed
-	// write left behind is overwritten rather than read twice.
-	unwritten []state.KV
-	keyBuf    []byte
-	written   int // bytes pre-committed, for checkpoint statistics
+	keyBuf            []byte
 }
 
 var _ sink = (*appendSink)(nil)
@@ -236,46 +244,30 @@ func (s *appendSink) publish() {
 	}
 }
 
-func (s *appendSink) Barrier(b Barrier) error {
-	s.publish()
-	if b.CheckpointID == 0 {
-		return nil
-	}
-	kvs := s.unwritten
-	for n, block := range s.blocks.take() {
-		kvs = append(kvs, state.KV{Key: blockKey(s.prefix, s.task, b.CheckpointID, n), Value: block})
-	}
-	s.pubBlocks, s.pubOff, s.unwritten = 0, 0, nil
-	if len(kvs) == 0 {
-		return nil
-	}
-	for _, kv := range kvs {
-		s.written += len(kv.Key) + len(kv.Value)
-	}
-	if err := s.store.Write(b.CheckpointID, kvs); err != nil {
-		s.unwritten = kvs
-		return fmt.Errorf("results pre-commit at checkpoint %d: %w", b.CheckpointID, err)
-	}
-	return nil
-}
+func (s *appendSink) Barrier(Barrier) { s.publish() }
 
-func (s *appendSink) takeWritten() int { n := s.written; s.written = 0; return n }
+// snapshot writes the blocks since the last checkpoint, each as one entry
+// at the checkpoint's id. A block whose write fails is written again with
+// the next checkpoint, at its id but under the same key, so what the
+// failed write left behind is overwritten rather than read twice. The
+// blocks stay shared with the latest view (Results.recent): not pooled.
+func (s *appendSink) snapshot(id uint64) sinkWrites {
+	var kvs []state.KV
+	for n, block := range s.blocks.take() {
+		kvs = append(kvs, state.KV{Key: blockKey(s.prefix, s.task, id, n), Value: block})
+	}
+	s.pubBlocks, s.pubOff = 0, 0
+	return sinkWrites{kvs: kvs, what: "results"}
+}
 
 // discardSink counts rows and drops them (benchmarks).
 type discardSink struct{ counters *Counters }
 
 var _ sink = (*discardSink)(nil)
 
-func (d *discardSink) Emit(b *Batch) error   { d.counters.RowsOut += int64(b.Len()); return nil }
-func (d *discardSink) Barrier(Barrier) error { return nil }
-
-// bytesWritten reports (and resets) what a sink pre-committed.
-func bytesWritten(s sink) int {
-	if w, ok := s.(interface{ takeWritten() int }); ok {
-		return w.takeWritten()
-	}
-	return 0
-}
+func (d *discardSink) Emit(b *Batch) error        { d.counters.RowsOut += int64(b.Len()); return nil }
+func (d *discardSink) Barrier(Barrier)            {}
+func (d *discardSink) snapshot(uint64) sinkWrites { return sinkWrites{} }
 
 // unsafeBytes is s's bytes, for callees that only read them (StateWriter
 // copies what it keeps).

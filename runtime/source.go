@@ -46,7 +46,7 @@ type sourceTask struct {
 	// why a reader cannot read now ("" when it can).
 	positions atomic.Pointer[map[string]int64]
 	problem   atomic.Pointer[string]
-	// lag is a lagReader's lag per partition ("table[p]").
+	// lag is a reader's lag per partition ("table[p]").
 	lag atomic.Pointer[map[string]int64]
 }
 
@@ -60,14 +60,12 @@ func (s *sourceTask) run(ctx context.Context) error {
 	if err := s.resumeWatermark(); err != nil {
 		return err
 	}
-	if c, ok := s.reader.(interface{ Close() }); ok {
-		defer c.Close()
-	}
+	defer s.reader.Close()
 	// A source polls on a ticker, unless its reader says when rows come
 	// and nothing else moves its watermark (no idle timeout, event time):
 	// a thousand views over a table then sleep until rows or barriers come.
 	var tick <-chan time.Time
-	if _, wakes := s.reader.(wakingReader); !wakes || s.spec.ProcTime || s.spec.IdleTimeout > 0 {
+	if !s.reader.caps().wakes || s.spec.ProcTime || s.spec.IdleTimeout > 0 {
 		ticker := time.NewTicker(s.tick)
 		defer ticker.Stop()
 		tick = ticker.C
@@ -157,8 +155,8 @@ func (s *sourceTask) currentWM(now int64) int64 {
 // eventWM is the watermark of the rows read: the source's tracker, or a
 // reader's own (per partition).
 func (s *sourceTask) eventWM(now int64) int64 {
-	if w, ok := s.reader.(wmReader); ok {
-		return w.Watermark(now)
+	if s.reader.caps().stamps {
+		return s.reader.Watermark(now)
 	}
 	return s.tracker.Watermark()
 }
@@ -166,31 +164,31 @@ func (s *sourceTask) eventWM(now int64) int64 {
 // afterPoll publishes what a reader reports besides rows: records it
 // could not decode, why it cannot read, its partitions' positions.
 func (s *sourceTask) afterPoll() {
-	if br, ok := s.reader.(badReader); ok {
-		if n, samples := br.TakeBad(); n > 0 {
+	rd := s.reader
+	caps := rd.caps()
+	if caps.reports {
+		if n, samples := rd.TakeBad(); n > 0 {
 			s.job.addBad(n, samples)
 			s.sinceCkpt.bad += n
 			s.badSince = keepLast(s.badSince, samples, MaxBadSamples)
 		}
-	}
-	if pr, ok := s.reader.(problemReader); ok {
 		msg := ""
-		if err := pr.Problem(); err != nil {
+		if err := rd.Problem(); err != nil {
 			msg = err.Error()
 		}
 		if old := s.problem.Load(); old == nil || *old != msg {
 			s.problem.Store(&msg)
 		}
 	}
-	if pr, ok := s.reader.(partReader); ok {
+	if caps.partitioned {
 		offs := map[string]int64{}
-		for p, pos := range pr.Positions() {
+		for p, pos := range rd.Positions() {
 			offs[PartitionKey(s.spec.Table, p)] = pos.Offset
 		}
 		s.positions.Store(&offs)
 	}
-	if lr, ok := s.reader.(lagReader); ok {
-		if l := lr.Lag(); l != nil {
+	if caps.reports {
+		if l := rd.Lag(); l != nil {
 			lag := make(map[string]int64, len(l))
 			for p, n := range l {
 				lag[PartitionKey(s.spec.Table, p)] = n
@@ -221,7 +219,7 @@ func (s *sourceTask) poll(now int64) (int, error) {
 		}
 	}
 	et := s.spec.EventTime
-	_, stamped := s.reader.(wmReader)
+	stamped := s.reader.caps().stamps
 	for i := range b.Rows {
 		if stamped {
 			// The reader stamped the row (per-partition watermarks).
@@ -296,9 +294,9 @@ func (s *sourceTask) idle(now int64) error {
 func (s *sourceTask) onBarrier(ctx context.Context, b Barrier) error {
 	s.live.begin(time.Now())
 	defer s.live.end()
-	if fr, ok := s.reader.(flushReader); ok && b.Flush {
+	if s.reader.caps().async && b.Flush {
 		// Rows arrive asynchronously: wait for them, up to a deadline.
-		done := fr.FlushTarget(time.Now().UnixMilli())
+		done := s.reader.FlushTarget(time.Now().UnixMilli())
 		deadline := time.Now().Add(flushWait)
 		for !done() && time.Now().Before(deadline) {
 			n, err := s.poll(time.Now().UnixMilli())
@@ -332,8 +330,8 @@ func (s *sourceTask) onBarrier(ctx context.Context, b Barrier) error {
 	if b.CheckpointID != 0 {
 		p := sourcePos{Offset: s.reader.Offset(), MaxEventTime: s.tracker.MaxEventTime(), Floor: s.floor}
 		offsets = map[string]int64{s.spec.Table: p.Offset}
-		if pr, ok := s.reader.(partReader); ok {
-			p.Partitions = pr.Positions()
+		if s.reader.caps().partitioned {
+			p.Partitions = s.reader.Positions()
 			offsets = map[string]int64{}
 			for part, pos := range p.Partitions {
 				offsets[PartitionKey(s.spec.Table, part)] = pos.Offset

@@ -114,50 +114,43 @@ func (t *taskBase) log(i int) *stateLog {
 // barrier runs barrier b through the task: the operators emit the epoch's
 // changes; for a checkpoint, their state (and extra, a source's position)
 // is collected for the checkpoint id; then the terminal takes the barrier
-// (a sink pre-commits, an exchange forwards it). The state is written to
-// the store off the task goroutine (writeLoop), which acks the coordinator
-// once it is; other barriers are acked here. A failed write fails the
-// checkpoint, not the query; an operator error is fatal and returned.
-// aligned is how long the task aligned the barrier across its inputs; a
-// sink's wait for room (awaitRoom) is timed here and added to it.
+// (a sink publishes, an exchange forwards it) and, for a checkpoint, hands
+// over what it pre-commits (a sink's results or journal). The state is
+// written to the store off the task goroutine (writeLoop), which acks the
+// coordinator once it is; other barriers are acked here. A failed write
+// fails the checkpoint, not the query; an operator error is fatal and
+// returned. aligned is how long the task aligned the barrier across its
+// inputs; the terminal's wait for room (awaitRoom) is added to it.
 func (t *taskBase) barrier(ctx context.Context, b Barrier, aligned time.Duration, extra []state.KV, offsets map[string]int64) error {
 	if err := t.chain.barrier(b); err != nil {
 		return fmt.Errorf("%s: barrier %d: %w", t.name, b.Epoch, err)
 	}
 	a := ack{epoch: b.Epoch, ckpt: b.CheckpointID, offsets: offsets, align: aligned}
-	var kvs []state.KV
-	var bufs [][]byte
+	var w stateWrite
 	if b.CheckpointID != 0 {
-		kvs = extra
+		w.kvs = extra
 		for i, op := range t.chain.ops {
 			l := t.log(i)
-			w := l.writer()
-			if err := op.Snapshot(w); err != nil {
+			sw := l.writer()
+			if err := op.Snapshot(sw); err != nil {
 				return fmt.Errorf("%s: snapshot at checkpoint %d: %w", t.name, b.CheckpointID, err)
 			}
-			kvs = append(kvs, l.blocks(b.CheckpointID, w)...)
-			a.bytes += w.n
-			bufs = append(bufs, w.blocks...)
+			w.kvs = append(w.kvs, l.blocks(b.CheckpointID, sw)...)
+			a.bytes += sw.n
+			w.bufs = append(w.bufs, sw.blocks...)
 		}
 	}
-	if st, isSink := t.chain.term.(*sinkTerminal); isSink {
-		if w, ok := st.sink.(roomWaiter); ok {
-			start := time.Now()
-			err := t.live.wait(func() error { return w.awaitRoom(ctx, b) })
-			a.align += time.Since(start)
-			if err != nil {
-				return nil // only when the query stops
-			}
-		}
+	waited, err := t.chain.term.awaitRoom(ctx, b, t.live)
+	a.align += waited
+	if err != nil {
+		return nil // only when the query stops
 	}
 	if err := t.chain.term.Barrier(b); err != nil {
-		if _, isSink := t.chain.term.(*sinkTerminal); !isSink {
-			return nil // the exchange only fails when the query stops
-		}
-		a.err = fmt.Errorf("%s: %w", t.name, err)
+		return nil // the exchange only fails when the query stops
 	}
-	if st, isSink := t.chain.term.(*sinkTerminal); isSink {
-		a.bytes += bytesWritten(st.sink)
+	if b.CheckpointID != 0 {
+		w.sink = t.chain.term.snapshot(b.CheckpointID)
+		a.bytes += w.sink.size()
 	}
 	t.publish()
 	if b.CheckpointID == 0 {
@@ -173,27 +166,23 @@ func (t *taskBase) barrier(ctx context.Context, b Barrier, aligned time.Duration
 		t.writes = make(chan stateWrite, 1)
 		go t.writeLoop(ctx)
 	}
+	w.ack = a
 	// The coordinator sends the next barrier only after this ack, so the
 	// writer is idle here and the send does not block for long.
 	select {
-	case t.writes <- stateWrite{kvs: kvs, bufs: bufs, ack: a}:
+	case t.writes <- w:
 	case <-ctx.Done():
 	}
 	return nil
 }
 
-// roomWaiter is a sink that may have to wait at a barrier until the
-// external system behind it has room (extSink.awaitRoom). The task calls
-// it before the sink's Barrier and counts the wait as alignment time.
-type roomWaiter interface {
-	awaitRoom(ctx context.Context, b Barrier) error
-}
-
-// stateWrite is one checkpoint's state writes for writeLoop, and the ack
+// stateWrite is one checkpoint's writes for writeLoop: the operators'
+// state (and a source's position), what the sink pre-commits, and the ack
 // to send once they are written.
 type stateWrite struct {
 	kvs  []state.KV
 	bufs [][]byte // the kvs' values (blocks): reused once written
+	sink sinkWrites
 	ack  ack
 }
 
@@ -203,27 +192,29 @@ type stateWrite struct {
 // only goroutine a task starts besides its own, and touches nothing of the
 // task but its channel: the kvs and the ack are handed over.
 func (t *taskBase) writeLoop(ctx context.Context) {
-	// unwritten holds state writes of a checkpoint whose write failed:
-	// they go out with the next checkpoint (snapshots are incremental),
-	// but for the keys that one writes again (superseded).
-	var unwritten []state.KV
+	cw := ckptWriter{store: t.job.store}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case w := <-t.writes:
-			kvs := append(superseded(unwritten, w.kvs), w.kvs...)
-			unwritten = nil
-			if len(kvs) > 0 {
-				if err := t.job.store.Write(w.ack.ckpt, kvs); err != nil {
-					if w.ack.err == nil {
-						w.ack.err = fmt.Errorf("%s: write state: %w", t.name, err)
+			retried, err := cw.write(w.ack.ckpt, w.kvs, w.sink.kvs)
+			w.ack.bytes += retried
+			if err != nil {
+				if w.ack.err == nil {
+					what := "write state"
+					if len(w.sink.kvs) > 0 {
+						what += " and " + w.sink.what
 					}
-					unwritten = kvs
+					w.ack.err = fmt.Errorf("%s: %s: %w", t.name, what, err)
 				}
-			}
-			if unwritten == nil {
-				putBlocks(w.bufs) // the store keeps no reference (Versioned.Write)
+			} else {
+				// The store keeps no reference (Versioned.Write).
+				putBlocks(w.bufs)
+				putBlocks(w.sink.bufs)
+				if w.sink.written != nil {
+					w.sink.written()
+				}
 			}
 			fault.Point("checkpoint.after_state")
 			select {
@@ -233,6 +224,44 @@ func (t *taskBase) writeLoop(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// ckptWriter is the one place where a checkpoint's writes go to the store
+// and, when that fails, are kept for the next checkpoint: snapshots are
+// incremental (operators' state logs, results, journals), so what a failed
+// checkpoint did not write must go with the next one, under the same keys
+// (block keys name the checkpoint they were first written for), so what a
+// partial write left is overwritten, never read twice (the failed
+// checkpoint has no marker; versions it did write are below the next
+// marker and so are included by it, or repaired away at restart).
+type ckptWriter struct {
+	store state.Versioned
+	// kept are the writes of failed checkpoints: the operators' and the
+	// sink's (whose bytes count again in the statistics when retried).
+	kept, keptSink []state.KV
+}
+
+// write writes checkpoint id's writes (ops: the operators' and a
+// source's; sink: the sink's) at id, with the kept writes of failed
+// checkpoints but those superseded by these. It returns the bytes of kept
+// sink writes it retried; on an error it keeps every write for the next.
+func (w *ckptWriter) write(id uint64, ops, sink []state.KV) (retried int, err error) {
+	kept, keptSink := w.kept, w.keptSink
+	if len(kept)+len(keptSink) > 0 {
+		next := append(slices.Clip(ops), sink...)
+		kept, keptSink = superseded(kept, next), superseded(keptSink, next)
+	}
+	retried = kvBytes(keptSink)
+	kvs := slices.Concat(kept, keptSink, ops, sink)
+	w.kept, w.keptSink = nil, nil
+	if len(kvs) == 0 {
+		return retried, nil
+	}
+	if err := w.store.Write(id, kvs); err != nil {
+		w.kept, w.keptSink = append(kept, ops...), append(keptSink, sink...)
+		return retried, err
+	}
+	return retried, nil
 }
 
 // superseded returns the kept writes of failed checkpoints without those

@@ -13,6 +13,7 @@ import (
 
 // memReader is an in-memory source the test appends rows to.
 type memReader struct {
+	plainReader
 	mu    sync.Mutex
 	rows  []plan.Row
 	off   int64
