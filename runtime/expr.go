@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/value"
 )
 
 // MaxStringLen bounds strings built by LPAD and RPAD (MySQL answers NULL
@@ -132,13 +133,7 @@ func toString(v plan.Value) string {
 	return strconv.FormatInt(v.I, 10)
 }
 
-func toFloat(v plan.Value) float64 {
-	if v.K == plan.TypeVarchar {
-		f, _ := strconv.ParseFloat(strings.TrimSpace(v.S), 64)
-		return f
-	}
-	return v.F()
-}
+func toFloat(v plan.Value) float64 { return value.Float(v) }
 
 func toInt(v plan.Value) int64 {
 	switch v.K {
@@ -170,42 +165,6 @@ func floatToInt(f float64) int64 {
 	}
 }
 
-// Compare orders two non-NULL values: numbers numerically, strings
-// bytewise, a string against a number as numbers. NaN equals NaN and is
-// above every other number, as in PostgreSQL: a total order, so = and
-// GROUP BY agree (NaN = 1 is false, NaN = NaN true) and MIN, MAX and
-// ORDER BY do not depend on the order rows come in.
-func Compare(x, y plan.Value) int {
-	if x.K == plan.TypeVarchar && y.K == plan.TypeVarchar {
-		return strings.Compare(x.S, y.S)
-	}
-	if x.K == plan.TypeDouble || y.K == plan.TypeDouble || x.K == plan.TypeVarchar || y.K == plan.TypeVarchar {
-		a, b := toFloat(x), toFloat(y)
-		switch an, bn := math.IsNaN(a), math.IsNaN(b); {
-		case an || bn:
-			switch {
-			case an && bn:
-				return 0
-			case an:
-				return 1
-			}
-			return -1
-		case a < b:
-			return -1
-		case a > b:
-			return 1
-		}
-		return 0
-	}
-	switch {
-	case x.I < y.I:
-		return -1
-	case x.I > y.I:
-		return 1
-	}
-	return 0
-}
-
 // Cast converts v to type t (NULL stays NULL).
 func Cast(v plan.Value, t plan.Type) plan.Value {
 	if v.IsNull() || v.K == t {
@@ -225,7 +184,7 @@ func Cast(v plan.Value, t plan.Type) plan.Value {
 		switch v.K {
 		case plan.TypeVarchar:
 			var ok bool
-			if ms, ok = parseTimeText(v.S); !ok {
+			if ms, ok = value.ParseTime(v.S); !ok {
 				return plan.Null
 			}
 		case plan.TypeDouble:
@@ -273,15 +232,6 @@ func mulInt(x, y int64) (int64, bool) {
 		return 0, false
 	}
 	return p, true
-}
-
-func parseTimeText(s string) (int64, bool) {
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999", "2006-01-02"} {
-		if t, err := time.ParseInLocation(layout, s, time.UTC); err == nil {
-			return t.UnixMilli(), true
-		}
-	}
-	return 0, false
 }
 
 // arith is a binary arithmetic operator: ints says whether its BIGINT
@@ -364,14 +314,14 @@ func compileCall(c *plan.Call, a []Eval, env *Env) (Eval, error) {
 			"<": func(c int) bool { return c < 0 }, "<=": func(c int) bool { return c <= 0 },
 			">": func(c int) bool { return c > 0 }, ">=": func(c int) bool { return c >= 0 },
 		}[c.Fn]
-		return strict2(a[0], a[1], func(x, y plan.Value) plan.Value { return plan.Bool(test(Compare(x, y))) }), nil
+		return strict2(a[0], a[1], func(x, y plan.Value) plan.Value { return plan.Bool(test(value.Compare(x, y))) }), nil
 	case "<=>":
 		return func(r plan.Row) plan.Value {
 			x, y := a[0](r), a[1](r)
 			if x.IsNull() || y.IsNull() {
 				return plan.Bool(x.IsNull() && y.IsNull())
 			}
-			return plan.Bool(Compare(x, y) == 0)
+			return plan.Bool(value.Compare(x, y) == 0)
 		}, nil
 	case "and":
 		return func(r plan.Row) plan.Value {
@@ -426,7 +376,7 @@ func compileCall(c *plan.Call, a []Eval, env *Env) (Eval, error) {
 				y := e(r)
 				if y.IsNull() {
 					sawNull = true
-				} else if Compare(x, y) == 0 {
+				} else if value.Compare(x, y) == 0 {
 					return plan.Bool(true)
 				}
 			}
@@ -470,7 +420,7 @@ func compileCall(c *plan.Call, a []Eval, env *Env) (Eval, error) {
 	case "nullif":
 		return func(r plan.Row) plan.Value {
 			x, y := a[0](r), a[1](r)
-			if !x.IsNull() && !y.IsNull() && Compare(x, y) == 0 {
+			if !x.IsNull() && !y.IsNull() && value.Compare(x, y) == 0 {
 				return plan.Null
 			}
 			return x
@@ -487,7 +437,7 @@ func compileCall(c *plan.Call, a []Eval, env *Env) (Eval, error) {
 		return strictN(a, func(vs []plan.Value) plan.Value {
 			best := vs[0]
 			for _, v := range vs[1:] {
-				if Compare(v, best) == want {
+				if value.Compare(v, best) == want {
 					best = v
 				}
 			}
