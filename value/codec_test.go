@@ -74,3 +74,37 @@ func TestDoubleKeys(t *testing.T) {
 		t.Errorf("a NaN decodes to %v, %v", v, err)
 	}
 }
+
+// TestCompare: numbers compare numerically across kinds, strings
+// bytewise, a string against a number as a number (0 when it is not one),
+// TIMESTAMPs and BOOLEANs by their integers.
+func TestCompare(t *testing.T) {
+	for _, c := range []struct {
+		x, y plan.Value
+		want int
+	}{
+		{plan.Int(1), plan.Int(2), -1},
+		{plan.Int(math.MaxInt64), plan.Int(math.MinInt64), 1},
+		{plan.Int(2), plan.Float(1.5), 1},
+		{plan.Float(-0.5), plan.Int(0), -1},
+		{plan.Str("a"), plan.Str("b"), -1},
+		{plan.Str("b"), plan.Str("ab"), 1},
+		{plan.Str(""), plan.Str(""), 0},
+		{plan.Str(" 10 "), plan.Int(9), 1},
+		{plan.Str("x"), plan.Int(0), 0},
+		{plan.Int(3), plan.Str("3.5"), -1},
+		{plan.Time(5), plan.Time(-5), 1},
+		{plan.Bool(true), plan.Bool(false), 1},
+		{plan.Bool(true), plan.Int(1), 0},
+	} {
+		if got := Compare(c.x, c.y); got != c.want {
+			t.Errorf("Compare(%v, %v) = %d, want %d", c.x, c.y, got, c.want)
+		}
+		if got := Compare(c.y, c.x); got != -c.want {
+			t.Errorf("Compare(%v, %v) = %d, want %d", c.y, c.x, got, -c.want)
+		}
+	}
+	if Float(plan.Str(" 2.5\n")) != 2.5 || Float(plan.Str("two")) != 0 || Float(plan.Int(-3)) != -3 {
+		t.Error("Float: strings are trimmed and parsed (0 if not a number), integers widened")
+	}
+}

@@ -270,3 +270,41 @@ func TestRecordDecoderTimestampRange(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordDecoder: a Kafka record value is one JSON object, decoded as
+// an ingest row; the metadata columns (_partition, _offset, _key,
+// _timestamp) are the reader's to fill, so they may be absent even when
+// NOT NULL or the event time; errors name the column but no row.
+func TestRecordDecoder(t *testing.T) {
+	src := &plan.Source{Table: "k", Schema: plan.Schema{
+		{Name: "v", Type: plan.TypeBigint, NotNull: true}, {Name: "_Partition", Type: plan.TypeBigint, NotNull: true},
+		{Name: "_key", Type: plan.TypeVarchar}, {Name: "_timestamp", Type: plan.TypeTimestamp, NotNull: true},
+	}, EventTime: 3}
+	decode, err := value.RecordDecoder(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row, err := decode([]byte(`{"v": 7}`))
+	if err != nil || !reflect.DeepEqual(row, plan.Row{plan.Int(7), plan.Null, plan.Null, plan.Null}) {
+		t.Fatalf("a record without its metadata columns: %v, %v", row, err)
+	}
+	if src.Schema[1].NotNull != true || src.EventTime != 3 {
+		t.Fatalf("the decoder changed the source's schema: %v, event time %d", src.Schema, src.EventTime)
+	}
+	again, err := decode([]byte(`{"v": 8, "_key": "given"}`))
+	if err != nil || again[0] != plan.Int(8) || again[2] != plan.Str("given") || row[0] != plan.Int(7) {
+		t.Fatalf("a second record: %v, %v; the first now %v", again, err, row)
+	}
+	for _, c := range []struct{ value, want string }{
+		{`{}`, "column v: missing value for NOT NULL column"},
+		{`{"v": "x"}`, "column v: expected BIGINT, got a string"},
+		{`[1]`, "not a JSON object"},
+		{`{"v": 1} {"v": 2}`, "a record value must be one JSON object, not 2"},
+		{``, "a record value must be one JSON object, not 0"},
+		{`{"v": 1`, "not a JSON object: unexpected end of JSON input"},
+	} {
+		if _, err := decode([]byte(c.value)); err == nil || err.Error() != c.want {
+			t.Errorf("%q: %v, want %q", c.value, err, c.want)
+		}
+	}
+}
