@@ -1,6 +1,7 @@
 package funcs
 
 import (
+	"github.com/streamsql/streamsql/value"
 	"math"
 	"strconv"
 	"strings"
@@ -139,41 +140,8 @@ func FloatToInt(f float64) int64 {
 	}
 }
 
-// Compare orders two non-NULL values: numbers numerically, strings
-// bytewise, a string against a number as numbers. NaN equals NaN and is
-// above every other number, as in PostgreSQL: a total order, so = and
-// GROUP BY agree (NaN = 1 is false, NaN = NaN true) and MIN, MAX and
-// ORDER BY do not depend on the order rows come in.
-func Compare(x, y plan.Value) int {
-	if x.K == plan.TypeVarchar && y.K == plan.TypeVarchar {
-		return strings.Compare(x.S, y.S)
-	}
-	if x.K == plan.TypeDouble || y.K == plan.TypeDouble || x.K == plan.TypeVarchar || y.K == plan.TypeVarchar {
-		a, b := ToFloat(x), ToFloat(y)
-		switch an, bn := math.IsNaN(a), math.IsNaN(b); {
-		case an || bn:
-			switch {
-			case an && bn:
-				return 0
-			case an:
-				return 1
-			}
-			return -1
-		case a < b:
-			return -1
-		case a > b:
-			return 1
-		}
-		return 0
-	}
-	switch {
-	case x.I < y.I:
-		return -1
-	case x.I > y.I:
-		return 1
-	}
-	return 0
-}
+// Compare orders two values as SQL does (value.Compare).
+func Compare(x, y plan.Value) int { return value.Compare(x, y) }
 
 // Cast converts v to type t (NULL stays NULL).
 func Cast(v plan.Value, t plan.Type) plan.Value {
@@ -245,11 +213,4 @@ func MulInt(x, y int64) (int64, bool) {
 	return p, true
 }
 
-func parseTimeText(s string) (int64, bool) {
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999", "2006-01-02"} {
-		if t, err := time.ParseInLocation(layout, s, time.UTC); err == nil {
-			return t.UnixMilli(), true
-		}
-	}
-	return 0, false
-}
+func parseTimeText(s string) (int64, bool) { return value.ParseTime(s) }

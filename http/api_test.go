@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/streamsql/streamsql/queries"
+	sqlvalue "github.com/streamsql/streamsql/value"
 )
 
 // ---------------------------------------------------------------------------
@@ -42,7 +43,7 @@ type config struct {
 	dir        string
 	checkpoint time.Duration
 	opts       Options
-	limits     queries.Limits
+	limits     sqlvalue.Limits
 	noSampler  bool // the test calls SampleMetrics itself
 }
 

@@ -21,7 +21,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/streamsql/streamsql/queries"
+	sqlvalue "github.com/streamsql/streamsql/value"
 )
 
 // endOffset is table's log end offset.
@@ -308,7 +308,7 @@ func TestContentTypes(t *testing.T) {
 // nested too deep a 400 naming row and column; nothing is appended.
 func TestRowLimits(t *testing.T) {
 	t.Parallel()
-	e := start(t, config{checkpoint: time.Second, limits: queries.Limits{MaxRowSize: 200, MaxDepth: 8}})
+	e := start(t, config{checkpoint: time.Second, limits: sqlvalue.Limits{MaxRowSize: 200, MaxDepth: 8}})
 	e.sql(bidsDDL)
 	row := `{"auction": 1, "price": 1, "ts": 1}` + "\n"
 	long := `{"auction": 1, "price": 1, "ts": 1, "channel": "` + strings.Repeat("x", 200) + `"}` + "\n"

@@ -2,13 +2,13 @@ package planner
 
 import (
 	"strings"
-	"time"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/streamsql/streamsql/funcs"
 	"github.com/streamsql/streamsql/parser"
 	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/value"
 )
 
 // scope is the set of columns an expression may name.
@@ -447,21 +447,10 @@ func coerceConst(e plan.Expr, t plan.Type) plan.Expr {
 	if !ok || c.V.K != plan.TypeVarchar || t != plan.TypeTimestamp {
 		return e
 	}
-	if ms, ok := ParseTime(c.V.S); ok {
+	if ms, ok := value.ParseTime(c.V.S); ok {
 		return &plan.Const{V: plan.Time(ms)}
 	}
 	return e
-}
-
-// ParseTime parses the timestamp text forms streamsql accepts (RFC 3339,
-// 'YYYY-MM-DD HH:MM:SS[.fff]', 'YYYY-MM-DD'), UTC unless a zone is given.
-func ParseTime(s string) (int64, bool) {
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999", "2006-01-02"} {
-		if t, err := time.ParseInLocation(layout, s, time.UTC); err == nil {
-			return t.UnixMilli(), true
-		}
-	}
-	return 0, false
 }
 
 // unify finds the common type of the branches of CASE, IF, COALESCE

@@ -1,29 +1,16 @@
 package planner
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/streamsql/streamsql/parser"
 	"github.com/streamsql/streamsql/planner/plan"
-	"github.com/streamsql/streamsql/window"
+	"github.com/streamsql/streamsql/value"
 )
 
 // OptionNames are the per-query options of SET_VAR hints and SET.
 var OptionNames = []string{"emit_mode", "parallelism", "state_ttl", "checkpoint_interval", "emit_interval", "results_retention"}
-
-// parseDuration is window.ParseDuration up to the span of the TIMESTAMP
-// range (3,652,059 days, about 10,000 years): a longer duration means
-// nothing for event times, and refusing it keeps window bounds, watermarks
-// and retention arithmetic far from int64's limits.
-func parseDuration(s string) (int64, error) {
-	d, err := window.ParseDuration(s)
-	if span := plan.MaxTime - plan.MinTime + 1; err == nil && d > span {
-		return 0, fmt.Errorf("invalid duration %q: longer than the TIMESTAMP range %s (%s)", s, plan.TimeRange, window.FormatDuration(span))
-	}
-	return d, err
-}
 
 // MaxParallelism bounds the parallelism option.
 const MaxParallelism = 64
@@ -37,7 +24,7 @@ func ApplyOptions(opts *plan.Options, vars []parser.SetVar, where string) error 
 			if allowZero && (val == "0" || val == "0s") {
 				return 0, nil
 			}
-			d, err := parseDuration(val)
+			d, err := value.ParseDuration(val)
 			if err != nil {
 				return 0, badf(v.Name, "%s %s: %v", where, v.Name, err)
 			}

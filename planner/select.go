@@ -7,6 +7,7 @@ import (
 	"github.com/streamsql/streamsql/funcs"
 	"github.com/streamsql/streamsql/parser"
 	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/value"
 	"github.com/streamsql/streamsql/window"
 )
 
@@ -301,7 +302,7 @@ func windowCall(e parser.Expr, st *stream) (*plan.WindowSpec, error) {
 		if !ok || l.Kind != parser.LitString {
 			return nil, errf(f.Name, "%s durations are strings such as '10s' or '500ms'", name)
 		}
-		d, err := parseDuration(l.Str)
+		d, err := value.ParseDuration(l.Str)
 		if err != nil {
 			return nil, errf(l.Str, "%s: %v", name, err)
 		}

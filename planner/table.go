@@ -9,6 +9,7 @@ import (
 
 	"github.com/streamsql/streamsql/parser"
 	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/value"
 )
 
 var columnTypes = map[string]plan.Type{
@@ -37,12 +38,6 @@ var (
 	kafkaSourceAttrs = map[string]bool{"format": true, "dead_letter_topic": true}
 	kafkaSinkAttrs   = map[string]bool{"delivery": true, "progress_topic": true, "partitions": true, "transaction_timeout": true}
 )
-
-// KafkaMetaColumns are the columns of a Kafka source filled from each
-// record's metadata rather than its value, with their types.
-var KafkaMetaColumns = map[string]plan.Type{
-	"_partition": plan.TypeBigint, "_offset": plan.TypeBigint, "_key": plan.TypeVarchar, "_timestamp": plan.TypeTimestamp,
-}
 
 // MaxColumns is the most columns a table, and the output of a query, may
 // have (MySQL's limit; PostgreSQL's is 1,600). Every row is as wide as its
@@ -136,7 +131,7 @@ func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 	}
 	if def.Engine == "kafka" && !def.IsSink() {
 		for _, c := range def.Columns {
-			if t, ok := KafkaMetaColumns[strings.ToLower(c.Name)]; ok && c.Type != t {
+			if t, ok := value.KafkaMetaColumns[strings.ToLower(c.Name)]; ok && c.Type != t {
 				return nil, errf(c.Name, "column %s of a Kafka source holds the record's %s and must be %s, not %s", c.Name, strings.TrimPrefix(strings.ToLower(c.Name), "_"), t, c.Type)
 			}
 		}
@@ -177,7 +172,7 @@ func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 			if s == "0" || s == "0s" {
 				return 0, nil
 			}
-			d, err := parseDuration(s)
+			d, err := value.ParseDuration(s)
 			if err != nil {
 				return 0, badf(k, "ENGINE_ATTRIBUTE %s of %s: %v", k, ct.Name, err)
 			}
@@ -223,7 +218,7 @@ func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 			}
 			def.Attrs[k] = s
 		case "transaction_timeout":
-			if _, err := parseDuration(s); err != nil {
+			if _, err := value.ParseDuration(s); err != nil {
 				return nil, badf(k, "ENGINE_ATTRIBUTE transaction_timeout of %s: %v", ct.Name, err)
 			}
 			def.Attrs[k] = s

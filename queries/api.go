@@ -11,6 +11,7 @@ import (
 	"github.com/streamsql/streamsql/planner/plan"
 	"github.com/streamsql/streamsql/runtime"
 	"github.com/streamsql/streamsql/state"
+	"github.com/streamsql/streamsql/value"
 	"github.com/streamsql/streamsql/window"
 )
 
@@ -53,7 +54,7 @@ func runPull(q *plan.PullQuery, rows []plan.Row) ([]plan.Row, error) {
 				case y.IsNull():
 					c = 1
 				default:
-					c = runtime.Compare(x, y)
+					c = value.Compare(x, y)
 				}
 				if q.Order[i].Desc {
 					c = -c
@@ -95,7 +96,7 @@ func notFound(what, name string) error {
 
 // Ingest validates and appends rows to an HTTP table; it returns once they
 // are durable. The body is a string so that decoded VARCHAR values can be
-// substrings of it (EncodeRows).
+// substrings of it (value.EncodeRows).
 func (e *Engine) Ingest(ctx context.Context, table, body, idemKey string) (state.AppendResult, error) {
 	e.mu.RLock()
 	def, ok := e.tables[table]
@@ -107,10 +108,10 @@ func (e *Engine) Ingest(ctx context.Context, table, body, idemKey string) (state
 		return state.AppendResult{}, &Error{Status: 409, Title: statusTitle(409), Statement: -1,
 			Detail: fmt.Sprintf("table %s has ENGINE=%s; rows can only be posted to ENGINE=http tables", table, def.Engine)}
 	}
-	enc, err := EncodeRows(def, body, e.cfg.Limits)
+	enc, err := value.EncodeRows(def, body, e.cfg.Limits)
 	if err != nil {
 		status := 400
-		if re, ok := err.(*RowError); ok && re.Status != 0 {
+		if re, ok := err.(*value.RowError); ok && re.Status != 0 {
 			status = re.Status
 		}
 		return state.AppendResult{}, &Error{Status: status, Title: statusTitle(status), Detail: err.Error(), Statement: -1}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/streamsql/streamsql/planner/plan"
 	"github.com/streamsql/streamsql/runtime"
+	"github.com/streamsql/streamsql/value"
 )
 
 // ChangesOptions say where a /changes stream starts.
@@ -149,7 +150,7 @@ func (c *ChangeStream) key(k string) Object {
 	vals := make([]any, 0, len(c.keyNames))
 	b := []byte(k)
 	for len(b) > 0 && len(vals) < len(c.keyNames) {
-		v, rest, err := runtime.DecodeValue(b)
+		v, rest, err := value.DecodeValue(b)
 		if err != nil {
 			break
 		}
@@ -203,7 +204,7 @@ func (c *ChangeStream) Next(ctx context.Context, wait time.Duration) ([]ChangeRe
 		}
 		switch r.Kind {
 		case runtime.ChangeUpsert:
-			row, err := runtime.DecodeRow(r.Row)
+			row, err := value.DecodeRow(r.Row)
 			if err != nil {
 				return nil, err
 			}

@@ -22,6 +22,7 @@ import (
 	esink "github.com/streamsql/streamsql/runtime/sink"
 	"github.com/streamsql/streamsql/runtime/source/nexmark"
 	"github.com/streamsql/streamsql/state"
+	"github.com/streamsql/streamsql/value"
 )
 
 // Config are the server's settings that reach queries.
@@ -37,7 +38,7 @@ type Config struct {
 	DiskReserve int64
 	// Limits bound ingest rows (zero values: no row size limit, the
 	// default nesting depth).
-	Limits Limits
+	Limits value.Limits
 	Logger *slog.Logger
 	// WrapSync wraps every sync of both stores (fault-injection tests).
 	WrapSync func(state.SyncFunc) state.SyncFunc
@@ -372,7 +373,7 @@ func (e *Engine) startView(rec viewRecord, g *plan.Graph) (*View, error) {
 }
 
 func (e *Engine) deps() runtime.Deps {
-	return runtime.Deps{Store: e.store, Log: e.meta.Log, Logger: e.log, Publisher: e.cfg.Publisher, Meta: e.meta, Decoder: RecordDecoder}
+	return runtime.Deps{Store: e.store, Log: e.meta.Log, Logger: e.log, Publisher: e.cfg.Publisher, Meta: e.meta}
 }
 
 // Error is a failed statement or request, with what the API needs to

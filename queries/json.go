@@ -35,6 +35,9 @@ func (o Object) MarshalJSON() ([]byte, error) {
 	return []byte(b.String()), nil
 }
 
+// JSONValue converts a value for JSON output (docs/http-api.md: values): v.JSON().
+func JSONValue(v plan.Value) any { return v.JSON() }
+
 // ColumnNames lists a schema's column names.
 func ColumnNames(s plan.Schema) []string {
 	n := make([]string, len(s))

@@ -6,6 +6,7 @@ import (
 
 	"github.com/streamsql/streamsql/funcs"
 	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/value"
 )
 
 // acc is one aggregate's accumulator. Which fields are used depends on fn.
@@ -40,7 +41,7 @@ func (a *acc) add(fn plan.AggFn, t plan.Type, v plan.Value, buf *[]byte) (int, e
 			a.set = &distinctSet{}
 			grown = distinctSetCost
 		}
-		*buf = AppendValue((*buf)[:0], v)
+		*buf = value.AppendValue((*buf)[:0], v)
 		g, err := a.set.add(*buf)
 		return grown + g, err
 	case plan.AggSum:
@@ -58,7 +59,7 @@ func (a *acc) add(fn plan.AggFn, t plan.Type, v plan.Value, buf *[]byte) (int, e
 		a.f += funcs.ToFloat(v)
 	case plan.AggMin, plan.AggMax:
 		if !a.v.IsNull() {
-			if c := Compare(v, a.v); c == 0 || (c < 0) != (fn == plan.AggMin) {
+			if c := value.Compare(v, a.v); c == 0 || (c < 0) != (fn == plan.AggMin) {
 				return 0, nil
 			}
 		}

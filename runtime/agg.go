@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/value"
 	"github.com/streamsql/streamsql/window"
 )
 
@@ -634,8 +635,8 @@ func (a *hashAgg) upsertKey(g *group) string {
 	if !a.spec.Windowed {
 		return g.kg.key
 	}
-	a.keyBuf = AppendValue(a.keyBuf[:0], plan.Time(g.win.win.Start))
-	a.keyBuf = AppendValue(a.keyBuf, plan.Time(g.win.win.End))
+	a.keyBuf = value.AppendValue(a.keyBuf[:0], plan.Time(g.win.win.Start))
+	a.keyBuf = value.AppendValue(a.keyBuf, plan.Time(g.win.win.End))
 	a.keyBuf = append(a.keyBuf, g.kg.key...)
 	return string(a.keyBuf)
 }
@@ -653,7 +654,7 @@ func (a *hashAgg) emit(g *group, res *Batch, final bool) {
 	kb := unsafeBytes(g.kg.key)
 	for i := range a.nkeys {
 		var err error
-		if p[a.wOff+i], kb, err = DecodeValue(kb); err != nil {
+		if p[a.wOff+i], kb, err = value.DecodeValue(kb); err != nil {
 			panic("runtime: group key does not decode: " + err.Error())
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/value"
 	"github.com/streamsql/streamsql/window"
 )
 
@@ -36,7 +37,7 @@ func q5CoreBatch(first, n int, ts int64) *Batch {
 	for i := range n {
 		r := plan.Row{plan.Time(ts), plan.Int(int64(first + i))}
 		b.Rows[i] = r
-		b.Meta[i] = RowMeta{Key: string(EncodeKey(nil, r, []int{1})), WM: window.NoWatermark}
+		b.Meta[i] = RowMeta{Key: string(value.EncodeKey(nil, r, []int{1})), WM: window.NoWatermark}
 	}
 	return b
 }
@@ -119,7 +120,7 @@ func longSession(tb testing.TB, a *hashAgg, batches []*Batch) {
 // longSessionRows is longSession's input: n rows from row first on, in
 // batches of 100.
 func longSessionRows(n, first int) []*Batch {
-	key := string(AppendValue(nil, plan.Int(1)))
+	key := string(value.AppendValue(nil, plan.Int(1)))
 	var out []*Batch
 	for i := first; i < first+n; {
 		b := &Batch{Rows: make([]plan.Row, 0, 100), Meta: make([]RowMeta, 0, 100)}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/value"
 )
 
 // upserts applies an aggregation's changelog to a map from upsert key to
@@ -50,7 +51,7 @@ func sessionOracle(rows []plan.Row, gap int64) map[string]string {
 				end = max(end, rs[i][0].I+gap)
 			}
 			row := plan.Row{plan.Time(start), plan.Time(end), plan.Int(k), plan.Int(n), plan.Int(int64(len(seen))), plan.Int(sum), plan.Int(lo), plan.Int(hi)}
-			key := string(AppendValue(AppendValue(AppendValue(nil, plan.Time(start)), plan.Time(end)), plan.Int(k)))
+			key := string(value.AppendValue(value.AppendValue(value.AppendValue(nil, plan.Time(start)), plan.Time(end)), plan.Int(k)))
 			out[key] = fmt.Sprint(row)
 		}
 	}
@@ -98,7 +99,7 @@ func TestSessionDistinctOracle(t *testing.T) {
 						}
 						r := rows[i]
 						maxTS = max(maxTS, r[0].I)
-						b.Append(slices.Clone(r), RowMeta{Key: string(AppendValue(nil, r[1])), WM: maxTS - 200})
+						b.Append(slices.Clone(r), RowMeta{Key: string(value.AppendValue(nil, r[1])), WM: maxTS - 200})
 						i++
 					}
 					if err := a.Process(b, got); err != nil {

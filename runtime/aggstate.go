@@ -8,12 +8,13 @@ import (
 	"slices"
 
 	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/value"
 	"github.com/streamsql/streamsql/window"
 )
 
 // hashAgg's checkpointed state: one record per group, keyed by
 //
-//	AppendValue(start) AppendValue(end) groupKey
+//	value.AppendValue(start) value.AppendValue(end) groupKey
 //
 // (start = end = 0 for running aggregates), valued
 //
@@ -55,17 +56,17 @@ type winKey struct {
 }
 
 func encodeWinKey(buf []byte, wk winKey) []byte {
-	buf = AppendValue(buf, plan.Int(wk.start))
-	buf = AppendValue(buf, plan.Int(wk.end))
+	buf = value.AppendValue(buf, plan.Int(wk.start))
+	buf = value.AppendValue(buf, plan.Int(wk.end))
 	return append(buf, wk.key...)
 }
 
 func decodeWinKey(b []byte) (winKey, error) {
-	s, rest, err := DecodeValue(b)
+	s, rest, err := value.DecodeValue(b)
 	if err != nil {
 		return winKey{}, err
 	}
-	e, rest, err := DecodeValue(rest)
+	e, rest, err := value.DecodeValue(rest)
 	if err != nil {
 		return winKey{}, err
 	}
@@ -132,7 +133,7 @@ func (a *hashAgg) encodeGroup(buf []byte, g *group) []byte {
 		buf = binary.AppendVarint(buf, c.n)
 		buf = binary.AppendVarint(buf, c.i)
 		buf = binary.BigEndian.AppendUint64(buf, math.Float64bits(c.f))
-		buf = AppendValue(buf, c.v)
+		buf = value.AppendValue(buf, c.v)
 		if a.spec.Aggs[i].Fn == plan.AggCountDistinct {
 			var id uint64
 			var chunks uint32
@@ -222,7 +223,7 @@ func (a *hashAgg) decodeGroup(g *group, b []byte, want []setWant) ([]setWant, er
 		}
 		c.f = math.Float64frombits(binary.BigEndian.Uint64(b))
 		b = b[8:]
-		if c.v, b, err = DecodeValue(b); err != nil {
+		if c.v, b, err = value.DecodeValue(b); err != nil {
 			return want, fmt.Errorf("accumulator %d: %w", i, err)
 		}
 		if flags&flagChunked != 0 {
@@ -292,7 +293,7 @@ func (a *hashAgg) checkGroup(wk winKey) error {
 	b := []byte(wk.key)
 	for i := range a.nkeys {
 		var err error
-		if _, b, err = DecodeValue(b); err != nil {
+		if _, b, err = value.DecodeValue(b); err != nil {
 			return fmt.Errorf("group key column %d: %w", i, err)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/value"
 )
 
 // terminal is where a chain ends: an exchange to the next tasks or a sink.
@@ -133,10 +134,10 @@ func (o *output) Emit(b *Batch) error {
 	n := len(o.targets)
 	o.tgt = o.tgt[:0]
 	for i, r := range b.Rows {
-		o.keyBuf = EncodeKey(o.keyBuf[:0], r, o.keyCols)
+		o.keyBuf = value.EncodeKey(o.keyBuf[:0], r, o.keyCols)
 		b.Meta[i].Key = string(o.keyBuf)
 		if n > 1 {
-			o.tgt = append(o.tgt, uint32(HashKey(b.Meta[i].Key)%uint64(n)))
+			o.tgt = append(o.tgt, uint32(value.HashKey(b.Meta[i].Key)%uint64(n)))
 		}
 	}
 	if n == 1 {

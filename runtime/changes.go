@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/value"
 )
 
 // A query's change log feeds GET /v1/queries/{name}/changes: every result
@@ -146,7 +147,7 @@ func (l *changeLog) rows(records [][]byte) {
 	}
 	for _, b := range records {
 		decodeBlock(b, func(id []byte, row plan.Row) error {
-			l.add(ChangeRecord{Key: string(id), Kind: ChangeUpsert, Row: AppendRow(nil, row)})
+			l.add(ChangeRecord{Key: string(id), Kind: ChangeUpsert, Row: value.AppendRow(nil, row)})
 			return nil
 		})
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/streamsql/streamsql/planner/plan"
 	"github.com/streamsql/streamsql/state"
+	"github.com/streamsql/streamsql/value"
 	"github.com/streamsql/streamsql/window"
 )
 
@@ -29,7 +30,7 @@ func wantErr(t *testing.T, what string, err error, parts ...string) {
 // TestCorruptRows: a row's column count larger than its bytes, or bytes
 // after its last column, are errors.
 func TestCorruptRows(t *testing.T) {
-	good := AppendRow(nil, plan.Row{plan.Int(1), plan.Str("ab")})
+	good := value.AppendRow(nil, plan.Row{plan.Int(1), plan.Str("ab")})
 	for _, c := range []struct {
 		name string
 		b    []byte
@@ -40,9 +41,9 @@ func TestCorruptRows(t *testing.T) {
 		{"unknown kind", []byte{1, 9}, "unknown kind 9"},
 		{"short string", good[:len(good)-1], "bad length"},
 	} {
-		_, err := DecodeRow(c.b)
+		_, err := value.DecodeRow(c.b)
 		wantErr(t, "DecodeRow: "+c.name, err, c.want)
-		_, err = RowWidth(c.b)
+		_, err = value.RowWidth(c.b)
 		wantErr(t, "RowWidth: "+c.name, err, c.want)
 	}
 	wantErr(t, "record kind", logRecords([]byte{7, 0}, func(bool, []byte, []byte) error { return nil }), "bad record kind 7")
@@ -72,7 +73,7 @@ func oldGroupRecord(naccs int, sets map[int][]string) []byte {
 		b = binary.AppendVarint(b, 0)
 		b = binary.AppendVarint(b, 0)
 		b = binary.BigEndian.AppendUint64(b, 0)
-		b = AppendValue(b, plan.Null)
+		b = value.AppendValue(b, plan.Null)
 		b = binary.AppendUvarint(b, uint64(len(sets[i])))
 		for _, m := range sets[i] {
 			b = binary.AppendUvarint(b, uint64(len(m)))
@@ -92,7 +93,7 @@ func oldGroupRecord(naccs int, sets map[int][]string) []byte {
 func TestCorruptAggState(t *testing.T) {
 	specs := fuzzAggSpecs()
 	hop, running := specs[0], specs[2]
-	key := string(AppendValue(nil, plan.Str("k")))
+	key := string(value.AppendValue(nil, plan.Str("k")))
 	wk := encodeWinKey(nil, winKey{start: 0, end: 30, key: key})
 	val := oldGroupRecord(len(hop.Aggs), map[int][]string{1: {"x"}})
 	if a, err := restoreAgg(t, hop, [][2][]byte{{wk, val}}); err != nil {
@@ -123,7 +124,7 @@ func TestCorruptAggState(t *testing.T) {
 	_, err = restoreAgg(t, hop, [][2][]byte{{encodeWinKey(nil, winKey{start: 30, end: 30, key: key}), val}})
 	wantErr(t, "empty window", err, "empty window [30, 30)")
 
-	rkey := string(AppendValue(AppendValue(nil, plan.Str("k")), plan.Int(1)))
+	rkey := string(value.AppendValue(value.AppendValue(nil, plan.Str("k")), plan.Int(1)))
 	rval := oldGroupRecord(len(running.Aggs), nil)
 	_, err = restoreAgg(t, running, [][2][]byte{{encodeWinKey(nil, winKey{start: 1, end: 2, key: rkey}), rval}})
 	wantErr(t, "running window", err, "window [1, 2) of a running aggregate")
@@ -165,7 +166,7 @@ func TestSessionMergeOverflow(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := plan.Str("k")
-	key := string(AppendValue(nil, k))
+	key := string(value.AppendValue(nil, k))
 	send := func(ts, v int64) error {
 		b := &Batch{}
 		b.Append(plan.Row{plan.Time(ts), k, plan.Int(v)}, RowMeta{Key: key, WM: window.NoWatermark})
@@ -188,7 +189,7 @@ func TestSessionMergeOverflow(t *testing.T) {
 func TestCorruptJoinState(t *testing.T) {
 	row := jr(1, 100, 5)
 	rec := func(side int, r plan.Row, deleted bool) [2][]byte {
-		jrow := &joinRow{side: side, key: string(EncodeKey(nil, row, []int{0})), time: 100, seq: 1, row: r, deleted: deleted, id: "i"}
+		jrow := &joinRow{side: side, key: string(value.EncodeKey(nil, row, []int{0})), time: 100, seq: 1, row: r, deleted: deleted, id: "i"}
 		return [2][]byte{rowRecordKey(nil, jrow), encodeJoinRow(jrow)}
 	}
 	for i, op := range fuzzJoins(t) {
@@ -225,8 +226,8 @@ func TestCorruptJournal(t *testing.T) {
 		PrimaryKey: []int{0}, KeyValues: []int{0}, RowID: -1, ExactlyOnce: true}
 	store := state.NewMemVersioned()
 	c := &committer{ext: ext, store: store, prefix: journalPrefix(1), pending: map[uint64]int64{}}
-	key := AppendValue(nil, plan.Int(1))
-	block := stateBlock([][2][]byte{{key, AppendRow(nil, plan.Row{plan.Null})}})
+	key := value.AppendValue(nil, plan.Int(1))
+	block := stateBlock([][2][]byte{{key, value.AppendRow(nil, plan.Row{plan.Null})}})
 	if err := store.Write(1, []state.KV{{Key: journalKey(c.prefix, 1, 0, 0), Value: block}}); err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +243,7 @@ func TestCorruptResults(t *testing.T) {
 	res := NewResults(store, 1)
 	res.setWidth(2)
 	key := (&stateLog{prefix: res.prefix}).blockKey(1, kindBase, 0)
-	block := stateBlock([][2][]byte{{[]byte("a"), AppendRow(nil, plan.Row{plan.Int(1), plan.Int(2)})}, {[]byte("b"), AppendRow(nil, plan.Row{plan.Int(1)})}})
+	block := stateBlock([][2][]byte{{[]byte("a"), value.AppendRow(nil, plan.Row{plan.Int(1), plan.Int(2)})}, {[]byte("b"), value.AppendRow(nil, plan.Row{plan.Int(1)})}})
 	if err := store.Write(1, []state.KV{{Key: key, Value: block}}); err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +301,7 @@ func TestCorruptLogRow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows := [][]byte{AppendRow(nil, plan.Row{plan.Int(1), plan.Bool(false)}), AppendRow(nil, plan.Row{plan.Int(2)}), {1, 9}}
+	rows := [][]byte{value.AppendRow(nil, plan.Row{plan.Int(1), plan.Bool(false)}), value.AppendRow(nil, plan.Row{plan.Int(2)}), {1, 9}}
 	if _, err := l.Append(context.Background(), rows, ""); err != nil {
 		t.Fatal(err)
 	}

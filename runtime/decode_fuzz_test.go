@@ -15,6 +15,7 @@ import (
 	"github.com/streamsql/streamsql/planner/plan"
 	esink "github.com/streamsql/streamsql/runtime/sink"
 	"github.com/streamsql/streamsql/state"
+	"github.com/streamsql/streamsql/value"
 	"github.com/streamsql/streamsql/window"
 )
 
@@ -28,44 +29,7 @@ import (
 // sameRow compares rows value by value, DOUBLEs by their encoding (which
 // writes -0 as 0).
 func sameRow(a, b plan.Row) bool {
-	return bytes.Equal(AppendRow(nil, a), AppendRow(nil, b))
-}
-
-// FuzzRowCodec: a row of every type round-trips; any bytes either decode
-// to a row that encodes back to bytes decoding to the same row, or fail;
-// RowWidth agrees with DecodeRow.
-func FuzzRowCodec(f *testing.F) {
-	f.Add([]byte{}, int64(0), 0.0, "")
-	f.Add(AppendRow(nil, plan.Row{plan.Int(-5), plan.Str("héllo"), plan.Null}), int64(math.MaxInt64), math.Inf(-1), "a\x00b")
-	f.Add(AppendRow(nil, plan.Row{plan.Time(1704067200000), plan.Float(-0.0), plan.Bool(true)}), int64(math.MinInt64), math.NaN(), "x")
-	f.Add([]byte{3, 3, 0xff, 0xff, 0xff, 0xff, 0x0f}, int64(1), 1.5, "")
-	f.Fuzz(func(t *testing.T, data []byte, i int64, fl float64, s string) {
-		row := plan.Row{plan.Null, plan.Int(i), plan.Float(fl), plan.Str(s), plan.Time(i), plan.Bool(i&1 == 1)}
-		enc := AppendRow(nil, row)
-		got, err := DecodeRow(enc)
-		if err != nil || !sameRow(got, row) {
-			t.Fatalf("round trip of %v: %v, %v", row, got, err)
-		}
-		if n, err := RowWidth(enc); n != len(row) || err != nil {
-			t.Fatalf("RowWidth of %v: %d, %v", row, n, err)
-		}
-		if v, rest, err := DecodeValue(AppendValue(nil, row[3])); err != nil || len(rest) != 0 || v.S != s {
-			t.Fatalf("value %q: %v, %d bytes left, %v", s, v, len(rest), err)
-		}
-
-		got, err = DecodeRow(data)
-		n, werr := RowWidth(data)
-		if (err == nil) != (werr == nil) || err == nil && n != len(got) {
-			t.Fatalf("DecodeRow: %d columns, %v; RowWidth: %d, %v", len(got), err, n, werr)
-		}
-		if err == nil {
-			again, err := DecodeRow(AppendRow(nil, got))
-			if err != nil || !sameRow(again, got) {
-				t.Fatalf("re-encoding %v decodes to %v, %v", got, again, err)
-			}
-		}
-		DecodeValue(data)
-	})
+	return bytes.Equal(value.AppendRow(nil, a), value.AppendRow(nil, b))
 }
 
 // stateBlock encodes records (value nil: a delete) as a state log block.
@@ -260,7 +224,7 @@ func aggSeeds(f testing.TB) []aggSeed {
 				for j := range keys {
 					keys[j] = spec.Keys[j]
 				}
-				b.Append(r, RowMeta{Key: string(EncodeKey(nil, r, keys)), WM: int64(i*4 - 20)})
+				b.Append(r, RowMeta{Key: string(value.EncodeKey(nil, r, keys)), WM: int64(i*4 - 20)})
 				if err := a.Process(b, &countEmitter{width: len(spec.Out)}); err != nil {
 					f.Fatal(err)
 				}
@@ -343,7 +307,7 @@ func checkAggState(t *testing.T, which uint8, block []byte) {
 			kb := []byte(wk.key)
 			for range len(spec.Keys) {
 				var v plan.Value
-				v, kb, _ = DecodeValue(kb)
+				v, kb, _ = value.DecodeValue(kb)
 				vals = append(vals, v)
 			}
 			b.Append(fuzzAggRow(spec, vals, wk.start), RowMeta{Key: wk.key, WM: window.NoWatermark})
@@ -384,7 +348,7 @@ func joinSeeds(f testing.TB) [][]byte {
 				r[2] = plan.Null
 			}
 			b := &Batch{}
-			m := RowMeta{Offset: int64(i), Key: string(EncodeKey(nil, r, []int{0})), Op: Insert}
+			m := RowMeta{Offset: int64(i), Key: string(value.EncodeKey(nil, r, []int{0})), Op: Insert}
 			if side == sideRight {
 				m.Op = Upsert
 				if i%9 == 0 {
@@ -505,15 +469,15 @@ func FuzzResults(f *testing.F) {
 	var bb blockBuilder
 	bb.target = 1 << 10
 	for i, r := range rows {
-		bb.add(string(AppendValue(nil, plan.Int(int64(i)))), r)
+		bb.add(string(value.AppendValue(nil, plan.Int(int64(i)))), r)
 	}
 	f.Add(true, slices.Concat(bb.take()...))
 	var recs [][2][]byte
 	for _, r := range rows {
-		recs = append(recs, [2][]byte{EncodeKey(nil, r, []int{1}), AppendRow(nil, r)})
+		recs = append(recs, [2][]byte{value.EncodeKey(nil, r, []int{1}), value.AppendRow(nil, r)})
 	}
 	f.Add(false, stateBlock(recs))
-	f.Add(false, stateBlock([][2][]byte{{[]byte("k"), AppendRow(nil, plan.Row{plan.Int(1)})}}))
+	f.Add(false, stateBlock([][2][]byte{{[]byte("k"), value.AppendRow(nil, plan.Row{plan.Int(1)})}}))
 	f.Fuzz(func(t *testing.T, appendOnly bool, block []byte) {
 		const width = 3
 		store := state.NewMemVersioned()
@@ -577,10 +541,10 @@ func FuzzResults(f *testing.F) {
 // table's width and key, or an error naming the block or entry.
 func FuzzSinkJournal(f *testing.F) {
 	row := plan.Row{plan.Time(10), plan.Int(7), plan.Float(1.5)}
-	key := string(EncodeKey(nil, row, []int{0, 1}))
-	f.Add(stateBlock([][2][]byte{{[]byte(key), AppendRow(nil, row)}, {[]byte(key + "x"), nil}, {AppendValue(nil, plan.Int(3)), nil}}),
+	key := string(value.EncodeKey(nil, row, []int{0, 1}))
+	f.Add(stateBlock([][2][]byte{{[]byte(key), value.AppendRow(nil, row)}, {[]byte(key + "x"), nil}, {value.AppendValue(nil, plan.Int(3)), nil}}),
 		append(make([]byte, 8), 3, 'a', 'b', 'c', 0))
-	f.Add(stateBlock([][2][]byte{{[]byte(key), AppendRow(nil, row[:2])}}), []byte{0, 0, 0, 0, 0, 0, 0, 1, 9})
+	f.Add(stateBlock([][2][]byte{{[]byte(key), value.AppendRow(nil, row[:2])}}), []byte{0, 0, 0, 0, 0, 0, 0, 1, 9})
 	ext := &plan.ExternalSink{Table: "out", Columns: plan.Schema{{Name: "ts", Type: plan.TypeTimestamp}, {Name: "id", Type: plan.TypeBigint}, {Name: "x", Type: plan.TypeDouble}},
 		PrimaryKey: []int{1, 0}, KeyValues: []int{1, 0}, RowID: -1, ExactlyOnce: true}
 	f.Fuzz(func(t *testing.T, block, wal []byte) {

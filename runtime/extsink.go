@@ -15,6 +15,7 @@ import (
 	"github.com/streamsql/streamsql/planner/plan"
 	esink "github.com/streamsql/streamsql/runtime/sink"
 	"github.com/streamsql/streamsql/state"
+	"github.com/streamsql/streamsql/value"
 )
 
 // External sinks (INSERT INTO a table with ENGINE=postgres) are two-phase
@@ -107,7 +108,7 @@ func (s *extSink) Emit(b *Batch) error {
 			if m.ID != "" {
 				key = m.ID
 			} else {
-				s.keyBuf = AppendValue(s.keyBuf[:0], plan.Int(m.Offset))
+				s.keyBuf = value.AppendValue(s.keyBuf[:0], plan.Int(m.Offset))
 				key = string(s.keyBuf)
 			}
 		}
@@ -154,7 +155,7 @@ func (s *extSink) change(key string, row plan.Row) {
 		if row == nil {
 			s.w.Delete(unsafeBytes(key))
 		} else {
-			s.rowBuf = AppendRow(s.rowBuf[:0], row)
+			s.rowBuf = value.AppendRow(s.rowBuf[:0], row)
 			s.w.Put(unsafeBytes(key), s.rowBuf)
 		}
 		return
@@ -547,7 +548,7 @@ func (c *committer) nextEpoch(at uint64) (uint64, []esink.Change, [][]byte, erro
 			var row plan.Row
 			if put {
 				var err error
-				if row, err = DecodeRow(v); err != nil {
+				if row, err = value.DecodeRow(v); err != nil {
 					return fmt.Errorf("key %x: %w", k, err)
 				}
 				if len(row) != len(c.ext.Columns) {
@@ -587,7 +588,7 @@ func (c *committer) toChange(key string, row plan.Row) (esink.Change, error) {
 	// GROUP BY values...).
 	var vals plan.Row
 	for b := unsafeBytes(key); len(b) > 0; {
-		v, rest, err := DecodeValue(b)
+		v, rest, err := value.DecodeValue(b)
 		if err != nil {
 			return ch, fmt.Errorf("key %x: %w", key, err)
 		}

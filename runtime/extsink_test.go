@@ -13,6 +13,7 @@ import (
 	"github.com/streamsql/streamsql/planner/plan"
 	esink "github.com/streamsql/streamsql/runtime/sink"
 	"github.com/streamsql/streamsql/state"
+	"github.com/streamsql/streamsql/value"
 )
 
 // TestCommitterReserve: a sink subtask's journal is counted pending only
@@ -154,7 +155,7 @@ func TestUndoBeforeCheckpoint(t *testing.T) {
 		ext := &plan.ExternalSink{Table: "out", PrimaryKey: []int{0}, KeyValues: []int{0}}
 		pub := &gatedPublisher{gate: make(chan struct{})}
 		cat := memCatalog{}
-		key := string(AppendValue(nil, plan.Int(7)))
+		key := string(value.AppendValue(nil, plan.Int(7)))
 		// The last run restored checkpoint 5 and wrote key 7 after it.
 		if err := (&sinkWAL{kv: cat, prefix: SinkWALPrefix(1)}).put(5, []string{key}); err != nil {
 			t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	esink "github.com/streamsql/streamsql/runtime/sink"
 	kafkasrc "github.com/streamsql/streamsql/runtime/source/kafka"
 	"github.com/streamsql/streamsql/state"
+	"github.com/streamsql/streamsql/value"
 	"github.com/streamsql/streamsql/window"
 )
 
@@ -37,9 +38,6 @@ type Deps struct {
 	// Publisher makes the publisher of an external sink (INSERT INTO a
 	// table with ENGINE=postgres).
 	Publisher func(spec esink.Spec) (esink.Publisher, error)
-	// Decoder makes the decoder of a Kafka source's record values (one
-	// JSON object per record, as HTTP ingest takes them).
-	Decoder func(src *plan.Source) (func(value []byte) (plan.Row, error), error)
 	// Meta is the durable store outside checkpoints where at_least_once
 	// sinks log the keys they write (extsink.go).
 	Meta MetaKV
@@ -698,10 +696,8 @@ func (j *Job) reader(src *plan.Source, deps Deps, pos sourcePos, used []bool) (r
 	case "nexmark":
 		return newNexmarkReader(src, from, time.Now().UnixMilli(), used)
 	case "kafka":
-		if deps.Decoder == nil {
-			return nil, fmt.Errorf("no decoder for Kafka records")
-		}
-		dec, err := deps.Decoder(src)
+		// One JSON object per record, as HTTP ingest takes a row.
+		dec, err := value.RecordDecoder(src)
 		if err != nil {
 			return nil, err
 		}

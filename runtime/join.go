@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/value"
 	"github.com/streamsql/streamsql/window"
 )
 
@@ -56,7 +57,7 @@ import (
 //     one, which is <= their times; the new one may not be).
 //
 // Row ids. Meta.Offset is the left row's offset; Meta.ID is the
-// deterministic row id AppendValue(left) AppendValue(right), where a side
+// deterministic row id value.AppendValue(left) value.AppendValue(right), where a side
 // is its input's ID when set (a join feeding a join), else its offset, and
 // the right side of a NULL-padded row is -1. Meta.Key is the join key.
 //
@@ -323,7 +324,7 @@ func (j *joinOutput) rowID(lOff int64, lID string, rOff int64, rID string, padde
 	b := j.keyBuf[:0]
 	b = appendIdent(b, lOff, lID)
 	if padded {
-		b = AppendValue(b, plan.Int(-1))
+		b = value.AppendValue(b, plan.Int(-1))
 	} else {
 		b = appendIdent(b, rOff, rID)
 	}
@@ -333,9 +334,9 @@ func (j *joinOutput) rowID(lOff int64, lID string, rOff int64, rID string, padde
 
 func appendIdent(b []byte, off int64, id string) []byte {
 	if id != "" {
-		return AppendValue(b, plan.Str(id))
+		return value.AppendValue(b, plan.Str(id))
 	}
-	return AppendValue(b, plan.Int(off))
+	return value.AppendValue(b, plan.Int(off))
 }
 
 // emitPair appends l ++ r, stamped with wm, when the residual holds, and
@@ -547,12 +548,12 @@ func (j *intervalJoin) stateBytes() int64 { return j.bytes }
 //
 // valued
 //
-//	flags(1: matched, 2: deleted) varint(offset) uvarint(len(id)) id AppendRow(row)
+//	flags(1: matched, 2: deleted) varint(offset) uvarint(len(id)) id value.AppendRow(row)
 //
 // written when the row is stored or changes (an interval LEFT join's row
 // first matched) and deleted when it is dropped; and the side watermarks,
 // in a record keyed by the byte 2 (followed by nothing), valued
-// AppendValue(leftWM) AppendValue(rightWM), written when they moved. Every
+// value.AppendValue(leftWM) value.AppendValue(rightWM), written when they moved. Every
 // task of the join writes that same record with the same value: at an
 // aligned barrier each task has consumed the same broadcast watermark
 // messages of every input channel, so the side watermarks agree. Restore
@@ -638,7 +639,7 @@ func encodeJoinRow(jr *joinRow) []byte {
 	buf = binary.AppendVarint(buf, jr.offset)
 	buf = binary.AppendUvarint(buf, uint64(len(jr.id)))
 	buf = append(buf, jr.id...)
-	return AppendRow(buf, jr.row)
+	return value.AppendRow(buf, jr.row)
 }
 
 func decodeRowRecord(k, v []byte) (int, *joinRow, error) {
@@ -676,7 +677,7 @@ func decodeRowRecord(k, v []byte) (int, *joinRow, error) {
 	}
 	jr.id = string(v[w : w+int(n)])
 	var err error
-	if jr.row, err = DecodeRow(v[w+int(n):]); err != nil {
+	if jr.row, err = value.DecodeRow(v[w+int(n):]); err != nil {
 		return 0, nil, err
 	}
 	if jr.deleted {
@@ -717,8 +718,8 @@ func (c *joinCkpt) snapshot(w StateWriter, wm [2]int64, all func(fn func(*joinRo
 		})
 	}
 	if wm != c.writtenWM || full {
-		v := AppendValue(nil, plan.Int(wm[sideLeft]))
-		v = AppendValue(v, plan.Int(wm[sideRight]))
+		v := value.AppendValue(nil, plan.Int(wm[sideLeft]))
+		v = value.AppendValue(v, plan.Int(wm[sideRight]))
 		w.Put([]byte{wmRecord}, v)
 		c.writtenWM = wm
 	}
@@ -733,11 +734,11 @@ func (c *joinCkpt) restoreRecords(r StateReader, what string, width [2]int, dele
 	wm = [2]int64{math.MaxInt64, math.MaxInt64}
 	err = r.Scan(func(k, v []byte) error {
 		if len(k) > 0 && k[0] == wmRecord {
-			l, rest, err := DecodeValue(v)
+			l, rest, err := value.DecodeValue(v)
 			if err != nil {
 				return fmt.Errorf("%s watermark record: %w", what, err)
 			}
-			rr, _, err := DecodeValue(rest)
+			rr, _, err := value.DecodeValue(rest)
 			if err != nil {
 				return fmt.Errorf("%s watermark record: %w", what, err)
 			}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/value"
 	"github.com/streamsql/streamsql/window"
 )
 
@@ -125,7 +126,7 @@ func (d *sideDriver) restoreOp(r StateReader, outWM *int64) {
 func (d *sideDriver) send(side int, off int64, r plan.Row, op Op) {
 	d.t.Helper()
 	b := &Batch{}
-	b.Append(r, RowMeta{Offset: off, Key: string(EncodeKey(nil, r, d.keys[side])), Op: op})
+	b.Append(r, RowMeta{Offset: off, Key: string(value.EncodeKey(nil, r, d.keys[side])), Op: op})
 	if err := d.op.ProcessSide(side, b, &d.out); err != nil {
 		d.t.Fatal(err)
 	}
@@ -270,8 +271,8 @@ func TestIntervalJoinInnerAndLeft(t *testing.T) {
 				if !r[5].IsNull() {
 					rOff = map[int64]int64{7: 0, 8: 1, 10: 2}[r[5].I] // w -> right offset
 				}
-				id := string(AppendValue(AppendValue(nil, plan.Int(r[2].I-1)), plan.Int(rOff)))
-				if m.Offset != r[2].I-1 || m.ID != id || m.Key != string(EncodeKey(nil, r, []int{0})) {
+				id := string(value.AppendValue(value.AppendValue(nil, plan.Int(r[2].I-1)), plan.Int(rOff)))
+				if m.Offset != r[2].I-1 || m.ID != id || m.Key != string(value.EncodeKey(nil, r, []int{0})) {
 					t.Fatalf("row %s: offset %d id %x key %x", fmtJoinRow(r), m.Offset, m.ID, m.Key)
 				}
 			}
@@ -693,7 +694,7 @@ func TestIntervalJoinProperty(t *testing.T) {
 					if e.side == sideRight {
 						keys = spec.RightKeys
 					}
-					if !(memStateReader{subtask: sub, parallel: par}).Owns(string(EncodeKey(nil, e.row, keys))) {
+					if !(memStateReader{subtask: sub, parallel: par}).Owns(string(value.EncodeKey(nil, e.row, keys))) {
 						continue
 					}
 				}
@@ -720,8 +721,8 @@ func recordedWM(st *memState) [2]int64 {
 	if !ok {
 		return [2]int64{window.NoWatermark, window.NoWatermark}
 	}
-	l, rest, _ := DecodeValue(v)
-	r, _, _ := DecodeValue(rest)
+	l, rest, _ := value.DecodeValue(v)
+	r, _, _ := value.DecodeValue(rest)
 	return [2]int64{l.I, r.I}
 }
 
@@ -743,7 +744,7 @@ func TestIntervalJoinSnapshotRestore(t *testing.T) {
 	after := func(d *joinDriver, owns func(string) bool) {
 		for k := int64(0); k < 8; k++ {
 			r := jr(k, 106, 10)
-			if owns(string(EncodeKey(nil, r, []int{0}))) {
+			if owns(string(value.EncodeKey(nil, r, []int{0}))) {
 				d.row(sideRight, 100+k, r)             // matches l@101 only
 				d.row(sideLeft, 100+k, jr(k, 103, 0))  // matches both right rows
 				d.row(sideLeft, 200+k, jr(k, 200, 50)) // never matches

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/value"
 )
 
 // likeRegexp is the reference matcher: the pattern translated to an
@@ -137,7 +138,7 @@ func TestLikeColumnPattern(t *testing.T) {
 		{plan.Null, plan.Str("%"), plan.Null},
 		{plan.Int(123), plan.Str("1_3"), plan.Bool(true)},
 	} {
-		if got := e(plan.Row{c.s, c.p}); Compare(got, c.want) != 0 || got.IsNull() != c.want.IsNull() {
+		if got := e(plan.Row{c.s, c.p}); value.Compare(got, c.want) != 0 || got.IsNull() != c.want.IsNull() {
 			t.Errorf("%v LIKE %v = %v, want %v", c.s, c.p, got, c.want)
 		}
 	}

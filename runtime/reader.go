@@ -9,6 +9,7 @@ import (
 	"github.com/streamsql/streamsql/planner/plan"
 	"github.com/streamsql/streamsql/runtime/source/nexmark"
 	"github.com/streamsql/streamsql/state"
+	"github.com/streamsql/streamsql/value"
 )
 
 // reader is a replayable source position: a source task polls it for rows.
@@ -102,7 +103,7 @@ func (r *logReader) Poll(_ int64, max int, b *Batch) (int, error) {
 	}
 	n := 0
 	next, err := r.log.Read(r.off, max, func(off int64, raw []byte) error {
-		row, err := decodeRowIn(raw, &slab)
+		row, err := value.DecodeRowIn(raw, &slab)
 		if err != nil {
 			return fmt.Errorf("log offset %d: %w", off, err)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/streamsql/streamsql/planner/plan"
 	"github.com/streamsql/streamsql/state"
+	"github.com/streamsql/streamsql/value"
 )
 
 // Key layout of a query in the versioned store (all under QueryPrefix):
@@ -99,7 +100,7 @@ func (r *Results) setWidth(n int) { r.width.Store(int64(n)) }
 // checkWidth rejects a stored result row (encoded, enc) that is not a
 // whole row of the query's width.
 func (r *Results) checkWidth(enc []byte) error {
-	n, err := RowWidth(enc)
+	n, err := value.RowWidth(enc)
 	if err != nil {
 		return err
 	}
@@ -114,7 +115,7 @@ func (r *Results) decodeRow(enc []byte) (plan.Row, error) {
 	if err := r.checkWidth(enc); err != nil {
 		return nil, err
 	}
-	return DecodeRow(enc)
+	return value.DecodeRow(enc)
 }
 
 // readBlocks feeds add the rows of the append-only blocks as of
@@ -249,7 +250,7 @@ func (r *Results) readLog(at uint64) ([]plan.Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(keys, func(a, b string) int { return CompareKeys(unsafeBytes(a), unsafeBytes(b), false) })
+	slices.SortFunc(keys, func(a, b string) int { return value.CompareKeys(unsafeBytes(a), unsafeBytes(b), false) })
 	rows := make([]plan.Row, len(keys))
 	for i, k := range keys {
 		if rows[i], err = r.decodeRow(vals[k]); err != nil {
@@ -353,7 +354,7 @@ func resultOwner(k string, kind plan.KeyKind, tasks int) int {
 	if tasks <= 1 {
 		return 0
 	}
-	return int(HashKey(groupKeyOf(k, kind)) % uint64(tasks))
+	return int(value.HashKey(groupKeyOf(k, kind)) % uint64(tasks))
 }
 
 // appendRecent publishes an append-only sink's rows: records of a block
@@ -404,7 +405,7 @@ func (r *Results) Subscribe(from uint64, committed, snapshot bool) (*Subscriptio
 	var rows []KeyedRow
 	for _, t := range r.latest {
 		t.each(func(k, enc []byte) {
-			if row, derr := DecodeRow(enc); derr == nil {
+			if row, derr := value.DecodeRow(enc); derr == nil {
 				rows = append(rows, KeyedRow{Key: string(k), Row: row})
 			}
 		})
@@ -468,7 +469,7 @@ func (r *Results) Rows(committed bool) ([]plan.Row, error) {
 		r.mu.RLock()
 		for _, t := range r.latest {
 			t.each(func(k, enc []byte) {
-				row, derr := DecodeRow(enc)
+				row, derr := value.DecodeRow(enc)
 				if derr != nil && err == nil {
 					err = fmt.Errorf("result %x: %w", k, derr)
 				}
@@ -479,7 +480,7 @@ func (r *Results) Rows(committed bool) ([]plan.Row, error) {
 		if err != nil {
 			return nil, err
 		}
-		slices.SortFunc(all, func(a, b kv) int { return CompareKeys(unsafeBytes(a.k), unsafeBytes(b.k), false) })
+		slices.SortFunc(all, func(a, b kv) int { return value.CompareKeys(unsafeBytes(a.k), unsafeBytes(b.k), false) })
 		rows := make([]plan.Row, len(all))
 		for i, e := range all {
 			rows[i] = e.row
@@ -528,7 +529,7 @@ func (r *Results) appendOnlyRows(committed bool) ([]plan.Row, error) {
 	// Row ids are unique per query, so no key should appear twice; if one
 	// did, the one read last wins, as with an update of the key.
 	slices.SortFunc(keys, func(a, b keyed) int {
-		if c := CompareKeys(unsafeBytes(a.k), unsafeBytes(b.k), true); c != 0 {
+		if c := value.CompareKeys(unsafeBytes(a.k), unsafeBytes(b.k), true); c != 0 {
 			return c
 		}
 		return a.i - b.i
@@ -558,7 +559,7 @@ type blockBuilder struct {
 
 // add appends the record of (key, row).
 func (b *blockBuilder) add(key string, row plan.Row) {
-	b.scratch = AppendRow(b.scratch[:0], row)
+	b.scratch = value.AppendRow(b.scratch[:0], row)
 	n := uvarintLen(len(key)) + len(key) + uvarintLen(len(b.scratch)) + len(b.scratch)
 	if cap(b.cur)-len(b.cur) < n {
 		// Grow by doubling up to the target (plus some room for the record
@@ -613,7 +614,7 @@ func decodeBlock(b []byte, fn func(key []byte, row plan.Row) error) error {
 		if err != nil {
 			return fmt.Errorf("record %x: row: %w", key, err)
 		}
-		row, err := DecodeRow(enc)
+		row, err := value.DecodeRow(enc)
 		if err != nil {
 			return fmt.Errorf("record %x: %w", key, err)
 		}
@@ -653,7 +654,7 @@ func groupKeyOf(k string, kind plan.KeyKind) string {
 	b := unsafeBytes(k)
 	for range 2 {
 		var err error
-		if _, b, err = DecodeValue(b); err != nil {
+		if _, b, err = value.DecodeValue(b); err != nil {
 			return k
 		}
 	}
@@ -667,8 +668,8 @@ func (r *Results) expired(cutoff int64, i int) []string {
 	defer r.mu.RUnlock()
 	var out []string
 	r.latest[i].each(func(k, _ []byte) {
-		if _, rest, err := DecodeValue(k); err == nil {
-			if end, _, err := DecodeValue(rest); err == nil && end.I <= cutoff {
+		if _, rest, err := value.DecodeValue(k); err == nil {
+			if end, _, err := value.DecodeValue(rest); err == nil && end.I <= cutoff {
 				out = append(out, string(k))
 			}
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/streamsql/streamsql/planner/plan"
 	"github.com/streamsql/streamsql/state"
+	"github.com/streamsql/streamsql/value"
 )
 
 // testRow is a result row with values of every kind, some long enough
@@ -27,7 +28,7 @@ func TestBlockRoundTrip(t *testing.T) {
 	var keys []string
 	var rows []plan.Row
 	for i := range 100 {
-		k := string(AppendValue(nil, plan.Int(int64(i))))
+		k := string(value.AppendValue(nil, plan.Int(int64(i))))
 		if i%7 == 0 {
 			k = fmt.Sprintf("join-id-%d", i) // a RowMeta.ID
 		}
@@ -72,7 +73,7 @@ func TestBlockRoundTrip(t *testing.T) {
 }
 
 func recordLen(key string, row plan.Row) int {
-	enc := AppendRow(nil, row)
+	enc := value.AppendRow(nil, row)
 	return uvarintLen(len(key)) + len(key) + uvarintLen(len(enc)) + len(enc)
 }
 
@@ -120,7 +121,7 @@ func TestAppendOnlyResults(t *testing.T) {
 			m := RowMeta{Offset: int64(1000 - i)} // keys out of emit order
 			if i%5 == 0 {
 				// A join's row id: (left offset, right offset).
-				m.ID = string(AppendValue(AppendValue(nil, plan.Int(int64(i))), plan.Int(int64(-i))))
+				m.ID = string(value.AppendValue(value.AppendValue(nil, plan.Int(int64(i))), plan.Int(int64(-i))))
 			}
 			b.Append(testRow(i), m)
 			if err := sinks[i%2].Emit(b); err != nil {
@@ -128,7 +129,7 @@ func TestAppendOnlyResults(t *testing.T) {
 			}
 			k := m.ID
 			if k == "" {
-				k = string(AppendValue(nil, plan.Int(m.Offset)))
+				k = string(value.AppendValue(nil, plan.Int(m.Offset)))
 			}
 			all = append(all, keyedTestRow{k, testRow(i)})
 		}
@@ -258,7 +259,7 @@ type keyedTestRow struct {
 
 func sortedRows(rs []keyedTestRow) []plan.Row {
 	rs = slices.Clone(rs)
-	slices.SortFunc(rs, func(a, b keyedTestRow) int { return CompareKeys([]byte(a.key), []byte(b.key), true) })
+	slices.SortFunc(rs, func(a, b keyedTestRow) int { return value.CompareKeys([]byte(a.key), []byte(b.key), true) })
 	out := make([]plan.Row, len(rs))
 	for i, r := range rs {
 		out[i] = r.row

@@ -7,6 +7,7 @@ import (
 
 	"github.com/streamsql/streamsql/planner/plan"
 	"github.com/streamsql/streamsql/state"
+	"github.com/streamsql/streamsql/value"
 )
 
 // sink ends a chain: it takes the changelog, publishes it at barriers and
@@ -100,7 +101,7 @@ func (s *resultsSink) publish() {
 			}
 		} else {
 			start := len(s.rowBuf)
-			s.rowBuf = AppendRow(s.rowBuf, c.row)
+			s.rowBuf = value.AppendRow(s.rowBuf, c.row)
 			c.enc, c.row = s.rowBuf[start:len(s.rowBuf):len(s.rowBuf)], nil
 			if !s.baseNext {
 				s.w.Put(unsafeBytes(c.key), c.enc)
@@ -217,7 +218,7 @@ func (s *appendSink) Emit(b *Batch) error {
 		if m.ID != "" {
 			s.blocks.add(m.ID, r)
 		} else {
-			s.keyBuf = AppendValue(s.keyBuf[:0], plan.Int(m.Offset))
+			s.keyBuf = value.AppendValue(s.keyBuf[:0], plan.Int(m.Offset))
 			s.blocks.add(string(s.keyBuf), r)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/streamsql/streamsql/state"
+	"github.com/streamsql/streamsql/value"
 )
 
 // Operator state is stored as a log of blocks per operator and subtask,
@@ -305,5 +306,5 @@ func (r stateReader) Scan(fn func(k, v []byte) error) error {
 }
 
 func (r stateReader) Owns(groupKey string) bool {
-	return r.parallel <= 1 || int(HashKey(groupKey)%uint64(r.parallel)) == r.subtask
+	return r.parallel <= 1 || int(value.HashKey(groupKey)%uint64(r.parallel)) == r.subtask
 }

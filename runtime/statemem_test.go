@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/value"
 	"github.com/streamsql/streamsql/window"
 )
 
@@ -20,7 +21,7 @@ func TestStateBytes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds states of tens of MB")
 	}
-	key := func(v plan.Value) string { return string(AppendValue(nil, v)) }
+	key := func(v plan.Value) string { return string(value.AppendValue(nil, v)) }
 	check := func(t *testing.T, build func() (stateSizer, func())) {
 		var before, after goruntime.MemStats
 		readHeap(&before)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/value"
 )
 
 // The stream (left) is (k, ts, v), the table (right) (k, ts, w) with
@@ -122,8 +123,8 @@ func TestTemporalJoinAsOfVersions(t *testing.T) {
 				if !r[5].IsNull() {
 					rOff = verOff[r[5].I]
 				}
-				id := string(AppendValue(AppendValue(nil, plan.Int(lOff)), plan.Int(rOff)))
-				if m.Offset != lOff || m.ID != id || m.Key != string(EncodeKey(nil, r, []int{0})) {
+				id := string(value.AppendValue(value.AppendValue(nil, plan.Int(lOff)), plan.Int(rOff)))
+				if m.Offset != lOff || m.ID != id || m.Key != string(value.EncodeKey(nil, r, []int{0})) {
 					t.Fatalf("row %s: offset %d id %x key %x", fmtJoinRow(r), m.Offset, m.ID, m.Key)
 				}
 			}
@@ -490,7 +491,7 @@ func TestTemporalJoinProperty(t *testing.T) {
 				}
 			}
 			for _, e := range evs[cut:] {
-				if e.row != nil && !rs.Owns(string(EncodeKey(nil, e.row, []int{0}))) {
+				if e.row != nil && !rs.Owns(string(value.EncodeKey(nil, e.row, []int{0}))) {
 					continue
 				}
 				rd.apply(e)
@@ -531,7 +532,7 @@ func TestTemporalJoinSnapshotRestore(t *testing.T) {
 	after := func(d *tjDriver, owns func(string) bool) {
 		for k := int64(0); k < keys; k++ {
 			r := jr(k, 320, 20+k)
-			if owns(string(EncodeKey(nil, r, []int{0}))) {
+			if owns(string(value.EncodeKey(nil, r, []int{0}))) {
 				if k%2 == 0 {
 					d.up(100+k, r) // ... this version at 320
 				}

@@ -21,6 +21,7 @@ import (
 	httpapi "github.com/streamsql/streamsql/http"
 	"github.com/streamsql/streamsql/planner/plan"
 	"github.com/streamsql/streamsql/queries"
+	"github.com/streamsql/streamsql/value"
 	"github.com/streamsql/streamsql/web"
 )
 
@@ -114,9 +115,9 @@ func (c *cli) serve(args []string) error {
 	})
 	maxBody := &sizeFlag{httpapi.DefaultMaxBody}
 	fs.Var(maxBody, "max-body", "largest request body (a `size` such as 64MiB), as sent and, with Content-Encoding: gzip, decompressed (413 beyond)")
-	maxRow := &sizeFlag{queries.DefaultMaxRowSize}
+	maxRow := &sizeFlag{value.DefaultMaxRowSize}
 	fs.Var(maxRow, "max-row-size", "largest ingest row, as JSON text: a `size` (413 naming the row)")
-	maxDepth := fs.Int("max-json-depth", queries.DefaultMaxJSONDepth, "deepest nesting of JSON in ingest rows, counting a JSON array body and the row (400 naming row and column)")
+	maxDepth := fs.Int("max-json-depth", value.DefaultMaxJSONDepth, "deepest nesting of JSON in ingest rows, counting a JSON array body and the row (400 naming row and column)")
 	maxStreams := fs.Int("max-streams", httpapi.DefaultMaxStreams, "most long-lived requests open at once: GET /v1/queries/{name}/changes streams, POST /v1/checkpoints waits, CPU profiles (429 with Retry-After beyond)")
 	maxHeader := &sizeFlag{64 << 10}
 	fs.Var(maxHeader, "max-header-bytes", "largest request line and headers: a `size` (431 beyond)")
@@ -208,7 +209,7 @@ func (c *cli) serve(args []string) error {
 		return fmt.Errorf("--addr %s: listening on %s, which is not loopback: set --token", *addr, ln.Addr())
 	}
 	eng, err := queries.Open(queries.Config{DataDir: *data, CheckpointInterval: *ckpt, EmitInterval: *emit, IdempotencyWindow: *idem, DiskReserve: reserve, Logger: logger,
-		Limits: queries.Limits{MaxRowSize: int(min(maxRow.n, math.MaxInt32)), MaxDepth: *maxDepth}, StallTimeout: stallOption(*stall)})
+		Limits: value.Limits{MaxRowSize: int(min(maxRow.n, math.MaxInt32)), MaxDepth: *maxDepth}, StallTimeout: stallOption(*stall)})
 	if err != nil {
 		return err
 	}

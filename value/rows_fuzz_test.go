@@ -1,4 +1,4 @@
-package queries
+package value_test
 
 import (
 	"bytes"
@@ -11,9 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/streamsql/streamsql/planner"
 	"github.com/streamsql/streamsql/planner/plan"
-	"github.com/streamsql/streamsql/runtime"
+	"github.com/streamsql/streamsql/value"
 )
 
 // FuzzDecodeRows checks the hand-written decoder against an oracle: the
@@ -45,10 +44,10 @@ func FuzzDecodeRows(f *testing.F) {
 		if withKey {
 			def = pk
 		}
-		got, err := DecodeRows(def, body)
+		got, err := value.DecodeRows(def, body)
 		want, oerr := oracleDecodeRows(def, []byte(body))
 		if err == nil {
-			enc, eerr := EncodeRows(def, body, DefaultLimits)
+			enc, eerr := value.EncodeRows(def, body, value.DefaultLimits)
 			if eerr != nil || len(enc) != len(got) {
 				t.Fatalf("EncodeRows: %d rows, %v; DecodeRows: %d rows", len(enc), eerr, len(got))
 			}
@@ -60,8 +59,8 @@ func FuzzDecodeRows(f *testing.F) {
 				width++
 			}
 			for i, b := range enc {
-				r, derr := runtime.DecodeRow(b)
-				if derr != nil || len(r) != width || !bytes.Equal(runtime.AppendRow(nil, r), b) || !bytes.Equal(runtime.AppendRow(nil, got[i]), b) {
+				r, derr := value.DecodeRow(b)
+				if derr != nil || len(r) != width || !bytes.Equal(value.AppendRow(nil, r), b) || !bytes.Equal(value.AppendRow(nil, got[i]), b) {
 					t.Fatalf("row %d: the log reads %v, %v; decoded %v", i, r, derr, got[i])
 				}
 			}
@@ -78,29 +77,15 @@ func FuzzDecodeRows(f *testing.F) {
 		case err == nil && oerr != nil:
 			t.Fatalf("accepted %v, the oracle rejects: %v", got, oerr)
 		default:
-			var re, ore *RowError
+			var re, ore *value.RowError
 			if !errors.As(err, &re) || !errors.As(oerr, &ore) {
-				t.Fatalf("errors %T, %T: want *RowError", err, oerr)
+				t.Fatalf("errors %T, %T: want *value.RowError", err, oerr)
 			}
 			// The oracle finds syntax errors in the whole body before it
 			// looks at any row; the decoder reports the first problem.
 			if json.Valid(jsonArrayOf(body)) && !repeatsMember(body) && ore.Row >= 0 && re.Row != ore.Row {
 				t.Fatalf("error %q, the oracle's %q: different rows", err, oerr)
 			}
-		}
-	})
-}
-
-// FuzzParseTimestamp: the direct reading of the canonical form agrees with
-// planner.ParseTime.
-func FuzzParseTimestamp(f *testing.F) {
-	for _, s := range []string{"2024-01-01T00:00:01.000Z", "2024-02-29T23:59:59.999Z", "2023-02-29T00:00:00.000Z", "0000-01-01T00:00:00.000Z", "2024-01-01T00:00:01Z"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		want, wantOK := planner.ParseTime(s)
-		if got, ok := parseTimestamp(s); got != want || ok != wantOK {
-			t.Fatalf("parseTimestamp(%q) = %d, %v; planner.ParseTime: %d, %v", s, got, ok, want, wantOK)
 		}
 	})
 }
@@ -201,10 +186,10 @@ func oracleDecodeRows(def *plan.TableDef, body []byte) ([]plan.Row, error) {
 	if len(trimmed) > 0 && trimmed[0] == '[' {
 		dec := json.NewDecoder(bytes.NewReader(trimmed))
 		if err := dec.Decode(&objs); err != nil {
-			return nil, &RowError{Row: -1, Msg: "body is not a JSON array of row objects: " + err.Error()}
+			return nil, &value.RowError{Row: -1, Msg: "body is not a JSON array of row objects: " + err.Error()}
 		}
 		if dec.More() {
-			return nil, &RowError{Row: -1, Msg: "unexpected data after the JSON array"}
+			return nil, &value.RowError{Row: -1, Msg: "unexpected data after the JSON array"}
 		}
 	} else {
 		dec := json.NewDecoder(bytes.NewReader(trimmed))
@@ -215,7 +200,7 @@ func oracleDecodeRows(def *plan.TableDef, body []byte) ([]plan.Row, error) {
 				break
 			}
 			if err != nil {
-				return nil, &RowError{Row: i, Msg: "not a JSON object: " + err.Error()}
+				return nil, &value.RowError{Row: i, Msg: "not a JSON object: " + err.Error()}
 			}
 			objs = append(objs, raw)
 		}
@@ -232,12 +217,12 @@ func oracleDecodeRows(def *plan.TableDef, body []byte) ([]plan.Row, error) {
 	return rows, nil
 }
 
-func oracleDecodeRow(def *plan.TableDef, raw json.RawMessage) (plan.Row, *RowError) {
+func oracleDecodeRow(def *plan.TableDef, raw json.RawMessage) (plan.Row, *value.RowError) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var obj map[string]any
 	if err := dec.Decode(&obj); err != nil || obj == nil {
-		return nil, &RowError{Msg: "not a JSON object"}
+		return nil, &value.RowError{Msg: "not a JSON object"}
 	}
 	row := make(plan.Row, len(def.Columns))
 	del := false
@@ -246,27 +231,27 @@ func oracleDecodeRow(def *plan.TableDef, raw json.RawMessage) (plan.Row, *RowErr
 		if i < 0 {
 			if name == "_op" {
 				if len(def.PrimaryKey) == 0 {
-					return nil, &RowError{Column: name, Msg: "_op is only for tables with a PRIMARY KEY"}
+					return nil, &value.RowError{Column: name, Msg: "_op is only for tables with a PRIMARY KEY"}
 				}
 				switch v {
 				case "delete":
 					del = true
 				case "upsert":
 				default:
-					return nil, &RowError{Column: name, Msg: fmt.Sprintf(`_op must be "upsert" or "delete", not %v`, v)}
+					return nil, &value.RowError{Column: name, Msg: fmt.Sprintf(`_op must be "upsert" or "delete", not %v`, v)}
 				}
 				continue
 			}
-			return nil, &RowError{Column: name, Msg: fmt.Sprintf("unknown column (table %s has %s)", def.Name, columnList(def.Columns))}
+			return nil, &value.RowError{Column: name, Msg: fmt.Sprintf("unknown column (table %s has %s)", def.Name, value.ColumnList(def.Columns))}
 		}
 		val, err := oracleValue(v, def.Columns[i].Type)
 		if err != "" {
-			return nil, &RowError{Column: def.Columns[i].Name, Msg: err}
+			return nil, &value.RowError{Column: def.Columns[i].Name, Msg: err}
 		}
 		row[i] = val
 	}
 	for i, c := range def.Columns {
-		if del && !isKey(def, c.Name) && i != def.EventTime {
+		if del && !value.IsKey(def, c.Name) && i != def.EventTime {
 			continue
 		}
 		if row[i].IsNull() && (c.NotNull || i == def.EventTime) {
@@ -274,7 +259,7 @@ func oracleDecodeRow(def *plan.TableDef, raw json.RawMessage) (plan.Row, *RowErr
 			if i == def.EventTime {
 				msg = "missing value for the event-time column"
 			}
-			return nil, &RowError{Column: c.Name, Msg: msg}
+			return nil, &value.RowError{Column: c.Name, Msg: msg}
 		}
 	}
 	if len(def.PrimaryKey) > 0 {
@@ -347,7 +332,7 @@ func oracleValue(v any, t plan.Type) (plan.Value, string) {
 	case plan.TypeTimestamp:
 		switch x := v.(type) {
 		case string:
-			ms, ok := planner.ParseTime(x)
+			ms, ok := value.ParseTimeLayouts(x)
 			if !ok {
 				return plan.Null, fmt.Sprintf("expected a TIMESTAMP (RFC 3339 such as 2024-01-01T00:00:10.000Z, or epoch milliseconds), got %q", x)
 			}

@@ -1,4 +1,4 @@
-package queries
+package value
 
 import (
 	"errors"
@@ -9,9 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/streamsql/streamsql/planner"
 	"github.com/streamsql/streamsql/planner/plan"
-	"github.com/streamsql/streamsql/runtime"
 )
 
 // RowError is a rejected ingest request: which row and column, and why.
@@ -69,13 +67,13 @@ func DecodeRows(def *plan.TableDef, body string) ([]plan.Row, error) {
 }
 
 // EncodeRows is DecodeRows within lim, with each row in the ingest log's
-// encoding (runtime.AppendRow), all in one buffer: the hot path of ingest,
+// encoding (AppendRow), all in one buffer: the hot path of ingest,
 // with no allocation per row.
 func EncodeRows(def *plan.TableDef, body string, lim Limits) ([][]byte, error) {
 	buf := make([]byte, 0, len(body)*3/4+64) // encoded rows are smaller than their JSON (no member names)
 	var ends []int
 	err := decodeRows(def, body, lim, func(r plan.Row) {
-		buf = runtime.AppendRow(buf, r)
+		buf = AppendRow(buf, r)
 		ends = append(ends, len(buf))
 	})
 	if err != nil {
@@ -348,7 +346,7 @@ func (d *rowDecoder) value(t plan.Type, depth int) (v plan.Value, msg string, er
 		case plan.TypeVarchar:
 			return plan.Str(s), "", nil
 		case plan.TypeTimestamp:
-			ms, ok := parseTimestamp(s)
+			ms, ok := ParseTime(s)
 			if !ok {
 				return plan.Null, fmt.Sprintf("expected a TIMESTAMP (RFC 3339 such as 2024-01-01T00:00:10.000Z, or epoch milliseconds), got %q", s), nil
 			}
@@ -448,69 +446,6 @@ func parseInt(lit string) (int64, bool) {
 	return n, true
 }
 
-// parseTimestamp parses a TIMESTAMP string (planner.ParseTime), reading the
-// form results are written in (2024-01-01T00:00:10.000Z) directly.
-func parseTimestamp(s string) (int64, bool) {
-	if ms, ok := parseCanonicalTime(s); ok {
-		return ms, true
-	}
-	return planner.ParseTime(s)
-}
-
-// parseCanonicalTime parses exactly YYYY-MM-DDTHH:MM:SS.sssZ with fields
-// in range; anything else is left to the general parser.
-func parseCanonicalTime(s string) (int64, bool) {
-	if len(s) != 24 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' || s[19] != '.' || s[23] != 'Z' {
-		return 0, false
-	}
-	num := func(from, to int) (int64, bool) {
-		var n int64
-		for k := from; k < to; k++ {
-			c := s[k]
-			if c < '0' || c > '9' {
-				return 0, false
-			}
-			n = n*10 + int64(c-'0')
-		}
-		return n, true
-	}
-	year, ok1 := num(0, 4)
-	month, ok2 := num(5, 7)
-	day, ok3 := num(8, 10)
-	hour, ok4 := num(11, 13)
-	minute, ok5 := num(14, 16)
-	sec, ok6 := num(17, 19)
-	milli, ok7 := num(20, 23)
-	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7) || month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || sec > 59 {
-		return 0, false
-	}
-	dim := [13]int64{0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31}[month]
-	if month == 2 && year%4 == 0 && (year%100 != 0 || year%400 == 0) {
-		dim = 29
-	}
-	if day > dim {
-		return 0, false
-	}
-	return ((daysFromCivil(year, month, day)*24+hour)*60+minute)*60000 + sec*1000 + milli, true
-}
-
-// daysFromCivil is the number of days from 1970-01-01 to the given
-// proleptic Gregorian date (Howard Hinnant's algorithm).
-func daysFromCivil(y, m, d int64) int64 {
-	if m <= 2 {
-		y--
-	}
-	era := y / 400
-	if y < 0 && y%400 != 0 {
-		era-- // floor division
-	}
-	yoe := y - era*400
-	mp := (m + 9) % 12
-	doy := (153*mp+2)/5 + d - 1
-	doe := yoe*365 + yoe/4 - yoe/100 + doy
-	return era*146097 + doe - 719468
-}
-
 // clip shortens a name from a request for an error message: a member
 // name may be as long as the body.
 func clip(name string) string {
@@ -542,8 +477,11 @@ func columnList(s plan.Schema) string {
 	return strings.Join(n, ", ")
 }
 
-// JSONValue converts a value for JSON output (docs/http-api.md: values): v.JSON().
-func JSONValue(v plan.Value) any { return v.JSON() }
+// KafkaMetaColumns are the columns of a Kafka source filled from each
+// record's metadata rather than its value, with their types.
+var KafkaMetaColumns = map[string]plan.Type{
+	"_partition": plan.TypeBigint, "_offset": plan.TypeBigint, "_key": plan.TypeVarchar, "_timestamp": plan.TypeTimestamp,
+}
 
 // RecordDecoder decodes the record values of Kafka source src: each is
 // one JSON object, taken as HTTP ingest takes a row. The metadata columns
@@ -552,7 +490,7 @@ func JSONValue(v plan.Value) any { return v.JSON() }
 func RecordDecoder(src *plan.Source) (func([]byte) (plan.Row, error), error) {
 	def := &plan.TableDef{Name: src.Table, Columns: slices.Clone(src.Schema), EventTime: src.EventTime}
 	for i, c := range def.Columns {
-		if _, ok := planner.KafkaMetaColumns[strings.ToLower(c.Name)]; ok {
+		if _, ok := KafkaMetaColumns[strings.ToLower(c.Name)]; ok {
 			def.Columns[i].NotNull = false
 			if i == def.EventTime {
 				def.EventTime = -1 // the record's timestamp: always there

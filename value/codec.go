@@ -1,4 +1,4 @@
-package runtime
+package value
 
 import (
 	"bytes"
@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 
 	"github.com/streamsql/streamsql/planner/plan"
 )
@@ -85,11 +87,11 @@ func DecodeValue(b []byte) (plan.Value, []byte, error) {
 }
 
 // DecodeRow decodes a row written by AppendRow: all of b.
-func DecodeRow(b []byte) (plan.Row, error) { return decodeRowIn(b, nil) }
+func DecodeRow(b []byte) (plan.Row, error) { return DecodeRowIn(b, nil) }
 
-// decodeRowIn is DecodeRow carving the row from *slab when it has room (a
+// DecodeRowIn is DecodeRow carving the row from *slab when it has room (a
 // reader decodes a batch's rows into one allocation), else allocating it.
-func decodeRowIn(b []byte, slab *[]plan.Value) (plan.Row, error) {
+func DecodeRowIn(b []byte, slab *[]plan.Value) (plan.Row, error) {
 	n, k := binary.Uvarint(b)
 	// Every value takes at least its kind byte: a count above the bytes
 	// left is corrupt, and must not size the allocation.
@@ -255,4 +257,51 @@ func compareKeyValues(x, y keyValue, rowID bool) int {
 		return cmp.Compare(x.k, y.k) // one column holds one type: not in a real key
 	}
 	return Compare(plan.Value{K: x.k, I: x.i}, plan.Value{K: y.k, I: y.i})
+}
+
+// Compare orders two non-NULL values: numbers numerically, strings
+// bytewise, a string against a number as numbers. NaN equals NaN and is
+// above every other number, as in PostgreSQL: a total order, so = and
+// GROUP BY agree (NaN = 1 is false, NaN = NaN true) and MIN, MAX and
+// ORDER BY do not depend on the order rows come in.
+func Compare(x, y plan.Value) int {
+	if x.K == plan.TypeVarchar && y.K == plan.TypeVarchar {
+		return strings.Compare(x.S, y.S)
+	}
+	if x.K == plan.TypeDouble || y.K == plan.TypeDouble || x.K == plan.TypeVarchar || y.K == plan.TypeVarchar {
+		a, b := Float(x), Float(y)
+		switch an, bn := math.IsNaN(a), math.IsNaN(b); {
+		case an || bn:
+			switch {
+			case an && bn:
+				return 0
+			case an:
+				return 1
+			}
+			return -1
+		case a < b:
+			return -1
+		case a > b:
+			return 1
+		}
+		return 0
+	}
+	switch {
+	case x.I < y.I:
+		return -1
+	case x.I > y.I:
+		return 1
+	}
+	return 0
+}
+
+// Float is v as a DOUBLE in numeric context: a DOUBLE itself, an integer
+// kind widened, a string parsed as a number (0 when it is not one), as
+// MySQL reads a string compared with a number.
+func Float(v plan.Value) float64 {
+	if v.K == plan.TypeVarchar {
+		f, _ := strconv.ParseFloat(strings.TrimSpace(v.S), 64)
+		return f
+	}
+	return v.F()
 }
