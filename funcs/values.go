@@ -101,13 +101,7 @@ func ToString(v plan.Value) string {
 }
 
 // ToFloat is v as a DOUBLE (text that is no number is 0).
-func ToFloat(v plan.Value) float64 {
-	if v.K == plan.TypeVarchar {
-		f, _ := strconv.ParseFloat(strings.TrimSpace(v.S), 64)
-		return f
-	}
-	return v.F()
-}
+func ToFloat(v plan.Value) float64 { return value.Float(v) }
 
 // ToInt is v as a BIGINT (DOUBLEs rounded and clamped: FloatToInt).
 func ToInt(v plan.Value) int64 {
