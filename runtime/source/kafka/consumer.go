@@ -417,15 +417,15 @@ func (h hooks) OnFetchRecordBuffered(*kgo.Record) {
 }
 
 func (h hooks) OnBrokerConnect(meta kgo.BrokerMetadata, _ time.Duration, _ net.Conn, err error) {
-	h.c.brokerResult(meta, err)
+	h.c.brokerResult(meta, err, true)
 }
 
 func (h hooks) OnBrokerWrite(meta kgo.BrokerMetadata, _ int16, _ int, _, _ time.Duration, err error) {
 	if err != nil {
-		h.c.brokerResult(meta, err)
+		h.c.brokerResult(meta, err, false)
 	}
 }
 
 func (h hooks) OnBrokerRead(meta kgo.BrokerMetadata, _ int16, _ int, _, _ time.Duration, err error) {
-	h.c.brokerResult(meta, err)
+	h.c.brokerResult(meta, err, false)
 }

@@ -58,7 +58,10 @@
 // partition hands out something, or when no fetch repeated it for
 // partProblemTTL (a lasting error comes back with each fetch, which kgo
 // repeats after each Poll); a broker's clears when it answers anything,
-// or when kgo has not met it again for brokerProblemTTL. Messages name
+// or when kgo has not met it again for brokerProblemTTL. A failed dial
+// is a problem at once; a connection the broker dropped (EOF, reset, a
+// read timeout) only when it fails again before answering, since a
+// restarted broker drops every connection once and kgo redials. Messages name
 // the topic and the brokers.
 //
 // Ready. A kgo.HookFetchRecordBuffered hook does a non-blocking send on

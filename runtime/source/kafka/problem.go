@@ -74,6 +74,12 @@ type brokerProblem struct {
 	err error // names the broker
 	raw error // as kgo reported it
 	at  time.Time
+	// shown: Problem reports it. A connection the broker dropped (a
+	// read or write error) is shown only when the broker fails again
+	// before it answers: kgo redials at once, and a restarted broker
+	// drops every connection it had once. A failed dial is shown at
+	// once.
+	shown bool
 }
 
 type logBounds struct {
@@ -205,15 +211,17 @@ func (c *Consumer) lookUpBounds() {
 	}()
 }
 
-// brokerResult notes the outcome of a connection attempt, a request
-// write or a response read (kgo hooks): an error is the broker's
-// problem; a success clears it (and a real broker's success clears the
-// seed brokers' problems).
-func (c *Consumer) brokerResult(meta kgo.BrokerMetadata, err error) {
+// brokerResult notes the outcome of a request write or a response read
+// (dial false) or of a connection attempt (dial true), from kgo's hooks:
+// an error is the broker's problem (see brokerProblem.shown); a response
+// read clears it (and a real broker's response clears the seed brokers'
+// problems). A dial that succeeds clears nothing: a broker that accepts
+// connections and never answers is still a problem.
+func (c *Consumer) brokerResult(meta kgo.BrokerMetadata, err error, dial bool) {
 	if err != nil && (errors.Is(err, context.Canceled) || errors.Is(err, kgo.ErrClientClosed)) {
 		return
 	}
-	if err == nil && c.probs.nbrokers.Load() == 0 {
+	if err == nil && (dial || c.probs.nbrokers.Load() == 0) {
 		return // the common case: no lock per response
 	}
 	c.mu.Lock()
@@ -237,7 +245,8 @@ func (c *Consumer) brokerResult(meta kgo.BrokerMetadata, err error) {
 	if meta.NodeID < 0 {
 		name = "seed broker " + hostPort(meta)
 	}
-	c.probs.brokers[meta.NodeID] = brokerProblem{err: fmt.Errorf("%s: %w", name, err), raw: err, at: time.Now()}
+	_, again := c.probs.brokers[meta.NodeID]
+	c.probs.brokers[meta.NodeID] = brokerProblem{err: fmt.Errorf("%s: %w", name, err), raw: err, at: time.Now(), shown: dial || again}
 }
 
 func hostPort(meta kgo.BrokerMetadata) string {
@@ -268,7 +277,9 @@ func (c *Consumer) Problem() error {
 			c.probs.nbrokers.Store(int32(len(c.probs.brokers)))
 			continue
 		}
-		nodes = append(nodes, n)
+		if bp.shown {
+			nodes = append(nodes, n)
+		}
 	}
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i] < nodes[j] })
 	for _, n := range nodes {

@@ -13,8 +13,9 @@ import (
 // TestProblemBookkeeping drives the problem rules without a broker:
 // progress clears a partition's problem and the topic's, a data-loss
 // report outlives progress, problems no fetch repeats expire, a
-// partition kgo stopped fetching never does, broker errors clear on a
-// success.
+// partition kgo stopped fetching never does, a failed dial shows at
+// once and a dropped connection only when the broker fails again before
+// it answers, broker errors clear on an answer.
 func TestProblemBookkeeping(t *testing.T) {
 	c, err := New(Config{Brokers: []string{"b:1"}, Topic: "t"})
 	if err != nil {
@@ -68,20 +69,30 @@ func TestProblemBookkeeping(t *testing.T) {
 	seed := kgo.BrokerMetadata{NodeID: -2147483648, Host: "b", Port: 1}
 	b0 := kgo.BrokerMetadata{NodeID: 0, Host: "b", Port: 1}
 	b1 := kgo.BrokerMetadata{NodeID: 1, Host: "c", Port: 2}
-	c.brokerResult(seed, errors.New("refused"))
-	c.brokerResult(b1, errors.New("EOF"))
+	c.brokerResult(seed, errors.New("refused"), true)
+	c.brokerResult(b1, errors.New("EOF"), false)
+	if p := problem(); p != "seed broker b:1: refused" {
+		t.Fatalf("a failed dial and a dropped connection: %q (want the dial's error only)", p)
+	}
+	c.brokerResult(b1, nil, true) // kgo redials: a connection is not an answer
+	c.brokerResult(b1, errors.New("EOF"), false)
 	if p := problem(); p != "seed broker b:1: refused; broker 1 (c:2): EOF" {
 		t.Fatalf("broker problems: %q", p)
 	}
-	c.brokerResult(b0, nil) // a real broker answered: the seed's error goes
+	c.brokerResult(b0, nil, false) // a real broker answered: the seed's error goes
 	if p := problem(); p != "broker 1 (c:2): EOF" {
 		t.Fatalf("after broker 0 answered: %q", p)
 	}
-	c.brokerResult(b1, nil)
+	c.brokerResult(b1, nil, false)
 	if p := problem(); p != "" || c.probs.nbrokers.Load() != 0 {
 		t.Fatalf("after broker 1 answered: %q", p)
 	}
-	c.brokerResult(b1, errors.New("EOF"))
+	c.brokerResult(b1, errors.New("EOF"), false) // a restarted broker dropped it: kgo redials
+	c.brokerResult(b1, nil, false)
+	if p := problem(); p != "" || c.probs.nbrokers.Load() != 0 {
+		t.Fatalf("a connection dropped once and answered after: %q", p)
+	}
+	c.brokerResult(b1, errors.New("refused"), true)
 	c.probs.brokers[1] = brokerProblem{err: errors.New("old"), at: time.Now().Add(-2 * brokerProblemTTL)}
 	if p := problem(); p != "" {
 		t.Fatalf("an old broker error: %q", p)
