@@ -2,6 +2,8 @@ package value
 
 import (
 	"bytes"
+	"encoding/hex"
+	"hash/fnv"
 	"math"
 	"testing"
 
@@ -106,5 +108,36 @@ func TestCompare(t *testing.T) {
 	}
 	if Float(plan.Str(" 2.5\n")) != 2.5 || Float(plan.Str("two")) != 0 || Float(plan.Int(-3)) != -3 {
 		t.Error("Float: strings are trimmed and parsed (0 if not a number), integers widened")
+	}
+}
+
+// TestKeysStable: group keys are stored (state and results are keyed by
+// them) and hashed to pick a key's task, in data directories that later
+// versions restore, so the encoding of a key and its hash must never
+// change. The encodings are pinned; HashKey is FNV-1a 64 as the standard
+// library computes it.
+func TestKeysStable(t *testing.T) {
+	for _, tc := range []struct {
+		row plan.Row
+		enc string
+	}{
+		{plan.Row{plan.Int(1)}, "0102"},
+		{plan.Row{plan.Int(-7), plan.Str("bidder")}, "010d0306626964646572"},
+		{plan.Row{plan.Null}, "00"},
+		{plan.Row{plan.Float(2.5)}, "024004000000000000"},
+	} {
+		cols := make([]int, len(tc.row))
+		for i := range cols {
+			cols[i] = i
+		}
+		k := EncodeKey(nil, tc.row, cols)
+		if got := hex.EncodeToString(k); got != tc.enc {
+			t.Errorf("key of %v encodes as %s, want %s: stored state and results would no longer be found", tc.row, got, tc.enc)
+		}
+		h := fnv.New64a()
+		h.Write(k)
+		if got, want := HashKey(string(k)), h.Sum64(); got != want {
+			t.Errorf("HashKey(%x) = %d, want FNV-1a %d", k, got, want)
+		}
 	}
 }
