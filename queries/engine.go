@@ -373,7 +373,7 @@ func (e *Engine) startView(rec viewRecord, g *plan.Graph) (*View, error) {
 }
 
 func (e *Engine) deps() runtime.Deps {
-	return runtime.Deps{Store: e.store, Log: e.meta.Log, Logger: e.log, Publisher: e.cfg.Publisher, Meta: e.meta}
+	return runtime.Deps{Store: e.store, Logger: e.log, Reader: e.newReader, Publisher: e.cfg.Publisher, Meta: e.meta}
 }
 
 // Error is a failed statement or request, with what the API needs to

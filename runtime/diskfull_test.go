@@ -63,8 +63,8 @@ func TestDiskTightDistinct(t *testing.T) {
 		store := &roomStore{Versioned: state.NewMemVersioned()}
 		store.room.Store(1 << 40)
 		var rd *memReader
-		deps := Deps{Store: store, openReader: func(_ *plan.Source, from int64) (reader, error) {
-			rd = &memReader{ready: make(chan struct{}), off: from}
+		deps := Deps{Store: store, Reader: func(_ *plan.Source, at SourcePosition, _ []bool) (Reader, error) {
+			rd = &memReader{ready: make(chan struct{}), off: at.Offset}
 			return rd, nil
 		}}
 		res := NewResults(store, 3)

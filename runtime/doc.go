@@ -16,7 +16,10 @@
 // Operators (calc, hashAgg, the joins) are deterministic and run only on
 // their task's goroutine: no goroutines, no clock reads, no I/O; the task
 // loop owns channels, time (Env.ProcTime, watermarks) and barriers. Sources
-// (readers) and sinks do I/O on their task's goroutine. Results is shared
+// (readers) and sinks do I/O on their task's goroutine. The readers are this
+// package's (Reader), but which one a source gets is the server's choice
+// (Deps.Reader, by ENGINE), as is an external sink's publisher
+// (Deps.Publisher). Results is shared
 // with API readers behind a mutex; Job's exported methods are safe for
 // concurrent use.
 package runtime

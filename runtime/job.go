@@ -13,9 +13,7 @@ import (
 
 	"github.com/streamsql/streamsql/planner/plan"
 	esink "github.com/streamsql/streamsql/runtime/sink"
-	kafkasrc "github.com/streamsql/streamsql/runtime/source/kafka"
 	"github.com/streamsql/streamsql/state"
-	"github.com/streamsql/streamsql/value"
 	"github.com/streamsql/streamsql/window"
 )
 
@@ -31,18 +29,19 @@ const (
 
 // Deps are what a job needs from the server.
 type Deps struct {
-	Store state.Versioned
-	// Log opens an HTTP-ingest table's log by table id.
-	Log    func(tableID uint64) (*state.Log, error)
+	Store  state.Versioned
 	Logger *slog.Logger
+	// Reader opens the reader of a source at the position given (the
+	// checkpointed one, or the start offset), picking it by the source's
+	// ENGINE (queries: http, nexmark, kafka); used, when not nil, is the
+	// columns the query reads.
+	Reader func(src *plan.Source, at SourcePosition, used []bool) (Reader, error)
 	// Publisher makes the publisher of an external sink (INSERT INTO a
 	// table with ENGINE=postgres).
 	Publisher func(spec esink.Spec) (esink.Publisher, error)
 	// Meta is the durable store outside checkpoints where at_least_once
 	// sinks log the keys they write (extsink.go).
 	Meta MetaKV
-	// openReader, when set, replaces the engine readers (tests).
-	openReader func(src *plan.Source, from int64) (reader, error)
 }
 
 // StartOptions say which query this is and where its sources start.
@@ -547,7 +546,10 @@ func (j *Job) sourceTask(base taskBase, src *plan.Source, v, i int, deps Deps, o
 			return nil, fmt.Errorf("query %s: source %s position at checkpoint %d: %w", j.Name, src.Table, committed, err)
 		}
 	}
-	rd, err := j.reader(src, deps, pos, sourceColumns(j.Graph.Vertices[v].Ops, src))
+	if deps.Reader == nil {
+		return nil, fmt.Errorf("query %s: source %s: no reader for ENGINE=%s", j.Name, src.Table, src.Engine)
+	}
+	rd, err := deps.Reader(src, SourcePosition{Offset: pos.Offset, partitions: pos.Partitions}, sourceColumns(j.Graph.Vertices[v].Ops, src))
 	if err != nil {
 		return nil, fmt.Errorf("query %s: source %s: %w", j.Name, src.Table, err)
 	}
@@ -679,44 +681,4 @@ func markColumns(e plan.Expr, used []bool) bool {
 		return true
 	}
 	return false
-}
-
-func (j *Job) reader(src *plan.Source, deps Deps, pos sourcePos, used []bool) (reader, error) {
-	from := pos.Offset
-	if deps.openReader != nil {
-		return deps.openReader(src, from)
-	}
-	switch src.Engine {
-	case "http":
-		l, err := deps.Log(src.TableID)
-		if err != nil {
-			return nil, err
-		}
-		return &logReader{log: l, off: from, upsert: src.Upsert, width: len(src.Schema)}, nil
-	case "nexmark":
-		return newNexmarkReader(src, from, time.Now().UnixMilli(), used)
-	case "kafka":
-		// One JSON object per record, as HTTP ingest takes a row.
-		dec, err := value.RecordDecoder(src)
-		if err != nil {
-			return nil, err
-		}
-		brokers, err := kafkasrc.ParseBrokers(src.Connection)
-		if err != nil {
-			return nil, err
-		}
-		cons, err := kafkasrc.New(kafkasrc.Config{Brokers: brokers, Topic: src.Attrs["topic"]})
-		if err != nil {
-			return nil, err
-		}
-		r := newKafkaReader(src, cons, dec, pos.Partitions)
-		if t := src.Attrs["dead_letter_topic"]; t != "" {
-			if r.dlq, err = kafkasrc.NewDeadLetter(brokers, src.Attrs["topic"], t); err != nil {
-				cons.Close()
-				return nil, err
-			}
-		}
-		return r, nil
-	}
-	return nil, fmt.Errorf("no reader for ENGINE=%s", src.Engine)
 }

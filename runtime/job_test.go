@@ -132,7 +132,7 @@ func runToEnd(t *testing.T, g *plan.Graph, qid uint64) (*Job, *Results) {
 	t.Helper()
 	store := state.NewMemVersioned()
 	res := NewResults(store, qid)
-	job, err := Start(g, Deps{Store: store}, StartOptions{QueryID: qid, Name: "t", Results: res})
+	job, err := Start(g, Deps{Store: store, Reader: NewNexmarkReader}, StartOptions{QueryID: qid, Name: "t", Results: res})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestResultsRetention(t *testing.T) {
 		g.Options.ResultsRetention = 1000
 		store := state.NewMemVersioned()
 		res := NewResults(store, 9)
-		job, err := Start(g, Deps{Store: store}, StartOptions{QueryID: 9, Name: "t", Results: res})
+		job, err := Start(g, Deps{Store: store, Reader: NewNexmarkReader}, StartOptions{QueryID: 9, Name: "t", Results: res})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -294,7 +294,7 @@ func TestLatestAtEndWithoutCheckpoints(t *testing.T) {
 		g.Options.CheckpointInterval, g.Options.EmitInterval = 0, 3_600_000
 		store := state.NewMemVersioned()
 		res := NewResults(store, 8)
-		job, err := Start(g, Deps{Store: store}, StartOptions{QueryID: 8, Name: "t", Results: res})
+		job, err := Start(g, Deps{Store: store, Reader: NewNexmarkReader}, StartOptions{QueryID: 8, Name: "t", Results: res})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -321,8 +321,8 @@ func startMem(t *testing.T, store state.Versioned, g *plan.Graph) (*Job, *Result
 	t.Helper()
 	g.Vertices[0].Ops[0].(*plan.Source).Engine = "mem"
 	var rd *memReader
-	deps := Deps{Store: store, openReader: func(_ *plan.Source, from int64) (reader, error) {
-		rd = &memReader{ready: make(chan struct{}), off: from}
+	deps := Deps{Store: store, Reader: func(_ *plan.Source, at SourcePosition, _ []bool) (Reader, error) {
+		rd = &memReader{ready: make(chan struct{}), off: at.Offset}
 		return rd, nil
 	}}
 	res := NewResults(store, 3)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/streamsql/streamsql/planner/plan"
 	kafkasrc "github.com/streamsql/streamsql/runtime/source/kafka"
+	"github.com/streamsql/streamsql/value"
 	"github.com/streamsql/streamsql/window"
 )
 
@@ -86,10 +87,34 @@ type kafkaReader struct {
 	dlq *kafkasrc.DeadLetter
 }
 
-var (
-	_ reader = (*kafkaReader)(nil)
-	_ reader = (*kafkaReader)(nil)
-)
+var _ Reader = (*kafkaReader)(nil)
+
+// OpenKafkaReader reads src, a Kafka table, at at (each partition's
+// checkpointed offset): a consumer of its topic, its records decoded as
+// one JSON object each (as HTTP ingest takes a row), and the producer of
+// its dead_letter_topic when it names one.
+func OpenKafkaReader(src *plan.Source, at SourcePosition) (Reader, error) {
+	dec, err := value.RecordDecoder(src)
+	if err != nil {
+		return nil, err
+	}
+	brokers, err := kafkasrc.ParseBrokers(src.Connection)
+	if err != nil {
+		return nil, err
+	}
+	cons, err := kafkasrc.New(kafkasrc.Config{Brokers: brokers, Topic: src.Attrs["topic"]})
+	if err != nil {
+		return nil, err
+	}
+	r := newKafkaReader(src, cons, dec, at.partitions)
+	if t := src.Attrs["dead_letter_topic"]; t != "" {
+		if r.dlq, err = kafkasrc.NewDeadLetter(brokers, src.Attrs["topic"], t); err != nil {
+			cons.Close()
+			return nil, err
+		}
+	}
+	return r, nil
+}
 
 func newKafkaReader(src *plan.Source, cons kafkaConsumer, decode func([]byte) (plan.Row, error), from map[int32]kafkaPartPos) *kafkaReader {
 	r := &kafkaReader{src: src, cons: cons, decode: decode, from: from, parts: map[int32]*kafkaPart{}}

@@ -38,7 +38,7 @@ func TestStalledJobFails(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rd := &stuckReader{memReader: &memReader{ready: make(chan struct{})}, release: make(chan struct{}), stuck: make(chan struct{})}
 		store := state.NewMemVersioned()
-		deps := Deps{Store: store, openReader: func(*plan.Source, int64) (reader, error) { return rd, nil }}
+		deps := Deps{Store: store, Reader: func(*plan.Source, SourcePosition, []bool) (Reader, error) { return rd, nil }}
 		g := countGraph(&plan.Source{Table: "t", Engine: "mem", Schema: plan.Schema{{Name: "ts", Type: plan.TypeTimestamp}}, EventTime: 0}, false)
 		job, err := Start(g, deps, StartOptions{QueryID: 1, Name: "q", Results: NewResults(store, 1), StallTimeout: 10 * time.Second})
 		if err != nil {

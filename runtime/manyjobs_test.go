@@ -22,8 +22,8 @@ func startSmallJobs(t *testing.T, store state.Versioned, n int, rows []plan.Row)
 		g := bidGraph(0, plan.WindowSpec{Kind: plan.Tumble, Size: 10_000, Slide: 10_000}, plan.EmitChanges, 1)
 		g.Options.CheckpointInterval, g.Options.EmitInterval = 1000, 200
 		g.Vertices[0].Ops[0].(*plan.Source).Engine = "mem"
-		deps := Deps{Store: store, openReader: func(_ *plan.Source, from int64) (reader, error) {
-			return &memReader{rows: rows, off: from, ready: make(chan struct{})}, nil
+		deps := Deps{Store: store, Reader: func(_ *plan.Source, at SourcePosition, _ []bool) (Reader, error) {
+			return &memReader{rows: rows, off: at.Offset, ready: make(chan struct{})}, nil
 		}}
 		qid := uint64(100 + i)
 		job, err := Start(g, deps, StartOptions{QueryID: qid, Name: fmt.Sprint("q", i), Results: NewResults(store, qid)})

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/streamsql/streamsql/planner/plan"
 	"github.com/streamsql/streamsql/runtime/source/nexmark"
@@ -12,12 +13,15 @@ import (
 	"github.com/streamsql/streamsql/value"
 )
 
-// reader is a replayable source position: a source task polls it for rows.
+// Reader is a replayable source position: a source task polls it for rows.
 // Readers do I/O (the ingest log, a Kafka consumer) but hold no goroutines;
 // the source task owns time and passes it in. Every reader has every
 // method: what it cannot do (say, partitions) it answers as plainReader
-// does, and caps says which of the optional behaviours it has.
-type reader interface {
+// does, and caps says which of the optional behaviours it has. Readers are
+// this package's (caps is unexported): NewLogReader, NewNexmarkReader and
+// OpenKafkaReader make them, and Deps.Reader, filled by the server
+// (package queries), picks one for a source's ENGINE.
+type Reader interface {
 	// Poll appends up to max rows available at wall time now (ms) to b,
 	// with Meta.Offset set, and returns how many.
 	Poll(now int64, max int, b *Batch) (int, error)
@@ -82,6 +86,16 @@ func (plainReader) Lag() map[int32]int64              { return nil }
 func (plainReader) TakeBad() (int64, []BadRecord)     { return 0, nil }
 func (plainReader) Close()                            {}
 
+// SourcePosition is where a source's reader starts: its checkpointed
+// position, or the start offset of a query without a checkpoint.
+type SourcePosition struct {
+	// Offset is the offset of the next row.
+	Offset int64
+	// partitions is a Kafka source's position per partition (nil: none
+	// checkpointed).
+	partitions map[int32]kafkaPartPos
+}
+
 // logReader reads an HTTP-ingest table's durable log.
 type logReader struct {
 	plainReader
@@ -91,7 +105,12 @@ type logReader struct {
 	width  int  // the table's columns (0: not checked)
 }
 
-var _ reader = (*logReader)(nil)
+var _ Reader = (*logReader)(nil)
+
+// NewLogReader reads src, an HTTP-ingest table, from its log l at at.
+func NewLogReader(l *state.Log, src *plan.Source, at SourcePosition) Reader {
+	return &logReader{log: l, off: at.Offset, upsert: src.Upsert, width: len(src.Schema)}
+}
 
 func (r *logReader) Poll(_ int64, max int, b *Batch) (int, error) {
 	var slab []plan.Value
@@ -161,7 +180,7 @@ type nexmarkReader struct {
 	pastRange bool
 }
 
-var _ reader = (*nexmarkReader)(nil)
+var _ Reader = (*nexmarkReader)(nil)
 
 // NexmarkColumns maps a table's columns to the standard columns of kind,
 // or says which column is not one of them.
@@ -183,6 +202,16 @@ func NexmarkColumns(kind nexmark.Kind, schema plan.Schema) ([]int, error) {
 		cols[i] = j
 	}
 	return cols, nil
+}
+
+// NewNexmarkReader generates src, a Nexmark table, from at on, its
+// schedule (events_per_second) from now; used is as for newNexmarkReader.
+func NewNexmarkReader(src *plan.Source, at SourcePosition, used []bool) (Reader, error) {
+	r, err := newNexmarkReader(src, at.Offset, time.Now().UnixMilli(), used)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // newNexmarkReader generates src from row from on. used, when not nil, is

@@ -25,7 +25,7 @@ type sourceTask struct {
 	spec      *plan.Source
 	vertex    int
 	subtask   int
-	reader    reader
+	reader    Reader
 	inject    chan Barrier
 	tracker   window.Tracker
 	floor     int64 // the all-idle wall-clock advance

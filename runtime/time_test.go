@@ -77,7 +77,7 @@ func runFor(t *testing.T, g *plan.Graph, feed func(r *memReader)) map[int64]int6
 	rd := &memReader{ready: make(chan struct{})}
 	store := state.NewMemVersioned()
 	res := NewResults(store, 1)
-	deps := Deps{Store: store, openReader: func(*plan.Source, int64) (reader, error) { return rd, nil }}
+	deps := Deps{Store: store, Reader: func(*plan.Source, SourcePosition, []bool) (Reader, error) { return rd, nil }}
 	job, err := Start(g, deps, StartOptions{QueryID: 1, Name: "t", Results: res})
 	if err != nil {
 		t.Fatal(err)
