@@ -37,7 +37,7 @@ type Deps struct {
 	// columns the query reads.
 	Reader func(src *plan.Source, at SourcePosition, used []bool) (Reader, error)
 	// Publisher makes the publisher of an external sink (INSERT INTO a
-	// table with ENGINE=postgres).
+	// table with ENGINE=postgres or a Kafka table with a delivery).
 	Publisher func(spec esink.Spec) (esink.Publisher, error)
 	// Meta is the durable store outside checkpoints where at_least_once
 	// sinks log the keys they write (extsink.go).
