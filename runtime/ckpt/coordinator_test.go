@@ -2,22 +2,22 @@ package ckpt
 
 import (
 	"errors"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cockroachdb/datadriven"
 )
 
-var update = flag.Bool("update", false, "rewrite the expected outputs of testdata/*.txt")
-
-// TestScripts runs the interaction scripts in testdata/: each block is one
-// command, a line "----" and the outputs it must produce (in the style of
-// etcd-io/raft's interaction tests). Commands:
+// TestScripts runs the interaction scripts in testdata/ with
+// github.com/cockroachdb/datadriven: each block is one command, a line
+// "----" and the outputs it must produce, one a line ("ok" when there are
+// none). go test ./runtime/ckpt -rewrite rewrites the expected outputs.
+// Commands:
 //
 //	init emit=200ms every=1s timeout=30s tasks=2 [ids=N]
 //	                     a new coordinator at t=0 (ids: the id source
@@ -39,72 +39,15 @@ func TestScripts(t *testing.T) {
 		t.Fatalf("no scripts: %v", err)
 	}
 	for _, f := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) { runScript(t, f) })
-	}
-}
-
-type block struct {
-	pre  []string // comments and blank lines before the command
-	cmd  string
-	line int
-	want string
-}
-
-func parseScript(t *testing.T, text string) []block {
-	var blocks []block
-	var pre []string
-	lines := strings.Split(text, "\n")
-	for i := 0; i < len(lines); i++ {
-		l := lines[i]
-		if strings.TrimSpace(l) == "" || strings.HasPrefix(l, "#") {
-			pre = append(pre, l)
-			continue
-		}
-		b := block{pre: pre, cmd: strings.TrimSpace(l), line: i + 1}
-		pre = nil
-		if i+1 >= len(lines) || lines[i+1] != "----" {
-			t.Fatalf("line %d: %q is not followed by ----", i+1, l)
-		}
-		i += 2
-		var want []string
-		for ; i < len(lines) && lines[i] != ""; i++ {
-			want = append(want, lines[i])
-		}
-		i-- // the blank line after the outputs goes before the next command
-		b.want = strings.Join(want, "\n")
-		blocks = append(blocks, b)
-	}
-	return blocks
-}
-
-func runScript(t *testing.T, file string) {
-	raw, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	blocks := parseScript(t, string(raw))
-	d := &driver{seen: map[uint64]bool{}}
-	var out strings.Builder
-	for i, b := range blocks {
-		got := d.run(t, b)
-		if got == "" {
-			got = "ok"
-		}
-		blocks[i].want, got = got, blocks[i].want
-		if !*update && got != blocks[i].want {
-			t.Errorf("%s:%d: %s\ngot:\n%s\nwant:\n%s", file, b.line, b.cmd, blocks[i].want, got)
-		}
-	}
-	if *update {
-		for _, b := range blocks {
-			for _, p := range b.pre {
-				out.WriteString(p + "\n")
-			}
-			fmt.Fprintf(&out, "%s\n----\n%s\n", b.cmd, b.want)
-		}
-		if err := os.WriteFile(file, []byte(out.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) {
+			d := &driver{seen: map[uint64]bool{}}
+			datadriven.RunTest(t, f, func(t *testing.T, td *datadriven.TestData) string {
+				if got := d.run(t, td); got != "" {
+					return got
+				}
+				return "ok"
+			})
+		})
 	}
 }
 
@@ -119,50 +62,57 @@ type driver struct {
 
 var base = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func (d *driver) run(t *testing.T, b block) string {
+func (d *driver) run(t *testing.T, td *datadriven.TestData) string {
 	t.Helper()
-	f := strings.Fields(b.cmd)
-	args := map[string]string{}
-	for _, a := range f[1:] {
-		k, v, _ := strings.Cut(a, "=")
-		args[k] = v
+	str := func(k string) (string, bool) {
+		a, ok := td.Arg(k)
+		if !ok {
+			return "", false
+		}
+		return a.SingleVal(t), true
 	}
 	dur := func(k string) time.Duration {
-		s, ok := args[k]
+		s, ok := str(k)
 		if !ok {
 			return 0
 		}
 		v, err := time.ParseDuration(s)
 		if err != nil {
-			t.Fatalf("line %d: %s: %v", b.line, k, err)
+			t.Fatalf("%s: %s: %v", td.Pos, k, err)
 		}
 		return v
 	}
 	num := func(k string) int64 {
-		s, ok := args[k]
+		s, ok := str(k)
 		if !ok {
 			return 0
 		}
 		v, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
-			t.Fatalf("line %d: %s: %v", b.line, k, err)
+			t.Fatalf("%s: %s: %v", td.Pos, k, err)
 		}
 		return v
 	}
+	errArg := func() error {
+		if e, ok := str("err"); ok {
+			return errors.New(e)
+		}
+		return nil
+	}
 	at := func() time.Time {
-		if _, ok := args["t"]; ok {
+		if td.HasArg("t") {
 			d.now = dur("t")
 		}
 		return base.Add(d.now)
 	}
 	var out []Output
-	switch f[0] {
+	switch td.Cmd {
 	case "init", "restart":
-		if f[0] == "init" {
+		if td.Cmd == "init" {
 			d.cfg = Config{Emit: dur("emit"), Every: dur("every"), Timeout: dur("timeout"), Tasks: int(num("tasks"))}
 			d.now = 0
 		}
-		if _, ok := args["ids"]; ok {
+		if td.HasArg("ids") {
 			d.next = max(d.next, uint64(num("ids")))
 		}
 		cfg := d.cfg
@@ -170,22 +120,18 @@ func (d *driver) run(t *testing.T, b block) string {
 		d.c = New(cfg, at())
 		return ""
 	case "tick":
-		_, moved := args["moved"]
-		out = d.c.Tick(at(), moved)
+		out = d.c.Tick(at(), td.HasArg("moved"))
 	case "request":
 		out = d.c.Request(at(), int(num("req")))
 	case "ack":
-		a := Ack{Epoch: uint64(num("epoch")), Bytes: num("bytes"), Align: dur("align")}
-		if e, ok := args["err"]; ok {
-			a.Err = errors.New(e)
-		}
-		if s, ok := args["offsets"]; ok {
+		a := Ack{Epoch: uint64(num("epoch")), Bytes: num("bytes"), Align: dur("align"), Err: errArg()}
+		if s, ok := str("offsets"); ok {
 			a.Offsets = map[string]int64{}
 			for _, kv := range strings.Split(s, ",") {
 				k, v, _ := strings.Cut(kv, ":")
 				n, err := strconv.ParseInt(v, 10, 64)
 				if err != nil {
-					t.Fatalf("line %d: offsets: %v", b.line, err)
+					t.Fatalf("%s: offsets: %v", td.Pos, err)
 				}
 				a.Offsets[k] = n
 			}
@@ -201,21 +147,17 @@ func (d *driver) run(t *testing.T, b block) string {
 			out = append(out, d.c.Ack(now, Ack{Epoch: uint64(num("epoch"))})...)
 		}
 	case "committed":
-		var err error
-		if e, ok := args["err"]; ok {
-			err = errors.New(e)
-		}
-		out = d.c.Committed(at(), err)
+		out = d.c.Committed(at(), errArg())
 	case "stop":
 		out = d.c.Stop()
 	default:
-		t.Fatalf("line %d: unknown command %q", b.line, f[0])
+		t.Fatalf("%s: unknown command %q", td.Pos, td.Cmd)
 	}
 	var lines []string
 	for _, o := range out {
 		if o.Kind == Inject && o.Barrier.ID != 0 {
 			if d.seen[o.Barrier.ID] {
-				t.Errorf("line %d: checkpoint id %d injected again", b.line, o.Barrier.ID)
+				t.Errorf("%s: checkpoint id %d injected again", td.Pos, o.Barrier.ID)
 			}
 			d.seen[o.Barrier.ID] = true
 		}

@@ -11,6 +11,7 @@
 // (runtime/coordinator.go), on the job's coordinator goroutine; a
 // Coordinator is used by that one goroutine only.
 //
-// The scripts in testdata/ drive it input by input (go test ./runtime/ckpt
-// -update rewrites their expected outputs).
+// The scripts in testdata/ drive it input by input; they are
+// github.com/cockroachdb/datadriven files (go test ./runtime/ckpt -rewrite
+// rewrites their expected outputs).
 package ckpt
