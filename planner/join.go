@@ -112,16 +112,10 @@ func (b *builder) join(j *parser.Join, extra []parser.Expr) (*stream, []parser.E
 		}
 	}
 	spec.Out = out
-	if len(residual) > 0 {
-		if spec.Residual, err = merged.bind(andAll(residual)); err != nil {
-			return nil, nil, err
-		}
+	if spec.Residual, err = bindResidual(merged, residual); err != nil {
+		return nil, nil, err
 	}
-	par := max(b.opts.Parallelism, 1)
-	jv := b.vertex(par, []plan.Edge{
-		{From: left.cur.ID, Partition: plan.Hash, KeyCols: spec.LeftKeys},
-		{From: right.cur.ID, Partition: plan.Hash, KeyCols: spec.RightKeys},
-	}, spec)
+	jv := b.joinVertex(left, right, spec.LeftKeys, spec.RightKeys, spec)
 	s := &stream{cur: jv, scope: &scope{cols: out, quals: merged.quals},
 		eventTime: append(append([]bool{}, left.eventTime...), right.eventTime...),
 		lateness:  max(left.lateness, right.lateness), sources: append(left.sources, right.sources...),
@@ -305,4 +299,22 @@ func (b *builder) timeBound(a parser.Expr, op string, bx parser.Expr, merged *sc
 		spec.Upper = min(spec.Upper, k-1)
 	}
 	return true, nil
+}
+
+// bindResidual binds a join's residual conditions (those that are not
+// key equalities or time bounds) on the joined columns: nil for none.
+func bindResidual(merged *scope, residual []parser.Expr) (plan.Expr, error) {
+	if len(residual) == 0 {
+		return nil, nil
+	}
+	return merged.bind(andAll(residual))
+}
+
+// joinVertex adds the vertex of a join, each side's rows hashed on its
+// key columns so that matching rows meet in one task.
+func (b *builder) joinVertex(left, right *stream, leftKeys, rightKeys []int, join plan.Op) *plan.Vertex {
+	return b.vertex(max(b.opts.Parallelism, 1), []plan.Edge{
+		{From: left.cur.ID, Partition: plan.Hash, KeyCols: leftKeys},
+		{From: right.cur.ID, Partition: plan.Hash, KeyCols: rightKeys},
+	}, join)
 }

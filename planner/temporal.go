@@ -96,17 +96,11 @@ func (b *builder) temporalJoin(j *parser.Join, extra []parser.Expr, left, right 
 		out[i].NotNull = out[i].NotNull && spec.Kind == plan.InnerJoin
 	}
 	spec.Out = out
-	if len(residual) > 0 {
-		var err error
-		if spec.Residual, err = merged.bind(andAll(residual)); err != nil {
-			return nil, nil, err
-		}
+	var err error
+	if spec.Residual, err = bindResidual(merged, residual); err != nil {
+		return nil, nil, err
 	}
-	par := max(b.opts.Parallelism, 1)
-	jv := b.vertex(par, []plan.Edge{
-		{From: left.cur.ID, Partition: plan.Hash, KeyCols: spec.LeftKeys},
-		{From: right.cur.ID, Partition: plan.Hash, KeyCols: spec.RightKeys},
-	}, spec)
+	jv := b.joinVertex(left, right, spec.LeftKeys, spec.RightKeys, spec)
 	s := &stream{cur: jv, scope: &scope{cols: out, quals: merged.quals},
 		eventTime: append(append([]bool{}, left.eventTime...), make([]bool, len(right.eventTime))...),
 		lateness:  left.lateness, sources: append(left.sources, right.sources...),
