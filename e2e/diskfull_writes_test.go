@@ -149,11 +149,12 @@ func TestDiskFullWrites(t *testing.T) {
 // values (a set of about 10 MiB) on a file system left with about 17.5 MiB
 // free, ingest going on (it stops at 16 MiB): checkpoints, which may use
 // down to 8 MiB, go on completing (they write the values added, not the
-// set), and once the file system is filled to the last byte and freed
-// again the query recovers by itself. Every checkpoint rewrote the set, so
-// none fit, and each failed one was kept and sent again with the next: 30
-// of them made the retry need more than the whole file system, and the
-// query stayed retrying after the space was freed and ingest had stopped.
+// set, whose base the state log wrote before), and once the file system
+// is filled to the last byte and freed again the query recovers by
+// itself. Every checkpoint rewrote the set, so none fit, and each failed
+// one was kept and sent again with the next: 30 of them made the retry
+// need more than the whole file system, and the query stayed retrying
+// after the space was freed and ingest had stopped.
 func TestDiskFullDistinct(t *testing.T) {
 	mnt := mountTmpfs(t, 160<<20)
 	s := newServer(t, "--disk-reserve", "16MiB")
@@ -177,6 +178,14 @@ func TestDiskFullDistinct(t *testing.T) {
 	for n < 250_000 {
 		expectOK(t, "ingest", post(5000))
 	}
+	// A task's state log is rebased (the whole set written again) when
+	// its deltas outgrow twice its last base, which may fall on any
+	// checkpoint while the set grows; the first checkpoint after a
+	// restart is always a base. Take it while there is room, so that the
+	// checkpoints below write the values added.
+	s.checkpoint(t)
+	s.restart(t)
+	s.waitRunning(t, "d")
 	s.checkpoint(t)
 
 	// About 17.5 MiB free: ingest goes on, checkpoints must fit in 9.5.
