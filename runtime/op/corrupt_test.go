@@ -154,8 +154,8 @@ func TestSessionMergeOverflow(t *testing.T) {
 	if err := send(15, 1); err != nil {
 		t.Fatal(err)
 	}
-	if err := send(8, 0); !errors.Is(err, ErrOverflow) {
-		t.Fatalf("merging the sessions: %v, want %v", err, ErrOverflow)
+	if err := send(8, 0); !errors.Is(err, errOverflow) {
+		t.Fatalf("merging the sessions: %v, want %v", err, errOverflow)
 	}
 }
 
