@@ -4,7 +4,7 @@
 // (Lookup, Func.Result, Func.Bind) and the runtime's expression compiler
 // evaluates them by it (ByFn, Func.Compile), so the two cannot disagree
 // on a name. Aggregates are named with their type rules; their
-// accumulators stay in runtime (acc.go). It also holds the value
+// accumulators stay in runtime/op (acc.go). It also holds the value
 // semantics functions share with the operators: comparison (Compare),
 // casts (Cast), conversions (ToString, ToFloat, ToInt) and BIGINT
 // arithmetic with overflow (AddInt, SubInt, MulInt).

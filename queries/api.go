@@ -10,6 +10,7 @@ import (
 
 	"github.com/streamsql/streamsql/planner/plan"
 	"github.com/streamsql/streamsql/runtime"
+	"github.com/streamsql/streamsql/runtime/op"
 	"github.com/streamsql/streamsql/state"
 	"github.com/streamsql/streamsql/value"
 	"github.com/streamsql/streamsql/window"
@@ -17,22 +18,22 @@ import (
 
 // runPull evaluates a pull query over a view's rows.
 func runPull(q *plan.PullQuery, rows []plan.Row) ([]plan.Row, error) {
-	env := &runtime.Env{}
-	var filter runtime.Eval
+	env := &op.Env{}
+	var filter op.Eval
 	if q.Filter != nil {
-		f, err := runtime.Compile(q.Filter, env)
+		f, err := op.Compile(q.Filter, env)
 		if err != nil {
 			return nil, err
 		}
 		filter = f
 	}
-	proj, err := runtime.CompileAll(q.Project, env)
+	proj, err := op.CompileAll(q.Project, env)
 	if err != nil {
 		return nil, err
 	}
-	keys := make([]runtime.Eval, len(q.Order))
+	keys := make([]op.Eval, len(q.Order))
 	for i, k := range q.Order {
-		if keys[i], err = runtime.Compile(k.Expr, env); err != nil {
+		if keys[i], err = op.Compile(k.Expr, env); err != nil {
 			return nil, err
 		}
 	}
@@ -288,7 +289,7 @@ func watermarkJSON(wm int64) any {
 }
 
 // lateRowsJSON is recent_late_rows: each late row's offset and event time.
-func lateRowsJSON(rows []runtime.LateRow) []any {
+func lateRowsJSON(rows []op.LateRow) []any {
 	out := make([]any, 0, len(rows))
 	for _, r := range rows {
 		out = append(out, map[string]any{"offset": r.Offset, "event_time": plan.FormatTime(r.EventTime)})

@@ -1,6 +1,10 @@
 package runtime
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/streamsql/streamsql/runtime/op"
+)
 
 // aligner is the barrier alignment of a task with several inputs: once
 // barrier n arrives on an input, that input is blocked until barrier n has
@@ -10,7 +14,7 @@ type aligner struct {
 	n       int
 	blocked []bool
 	arrived int
-	pending Barrier
+	pending op.Barrier
 	active  bool
 }
 
@@ -27,14 +31,14 @@ func (a *aligner) Blocked(i int) bool { return a.blocked[i] }
 
 // Arrive records barrier b on input in. It returns the merged barrier and
 // true when b has now arrived on every input.
-func (a *aligner) Arrive(in int, b Barrier) (Barrier, bool, error) {
+func (a *aligner) Arrive(in int, b op.Barrier) (op.Barrier, bool, error) {
 	if a.blocked[in] {
-		return Barrier{}, false, fmt.Errorf("barrier %d on input %d while it is blocked", b.Epoch, in)
+		return op.Barrier{}, false, fmt.Errorf("barrier %d on input %d while it is blocked", b.Epoch, in)
 	}
 	if !a.active {
 		a.active, a.pending, a.arrived = true, b, 0
 	} else if b.Epoch != a.pending.Epoch {
-		return Barrier{}, false, fmt.Errorf("barrier %d on input %d while aligning barrier %d", b.Epoch, in, a.pending.Epoch)
+		return op.Barrier{}, false, fmt.Errorf("barrier %d on input %d while aligning barrier %d", b.Epoch, in, a.pending.Epoch)
 	}
 	a.pending.Flush = a.pending.Flush || b.Flush
 	a.blocked[in] = true
@@ -42,9 +46,9 @@ func (a *aligner) Arrive(in int, b Barrier) (Barrier, bool, error) {
 	return a.complete()
 }
 
-func (a *aligner) complete() (Barrier, bool, error) {
+func (a *aligner) complete() (op.Barrier, bool, error) {
 	if a.arrived < a.n {
-		return Barrier{}, false, nil
+		return op.Barrier{}, false, nil
 	}
 	for i := range a.blocked {
 		a.blocked[i] = false

@@ -6,17 +6,19 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/streamsql/streamsql/runtime/op"
 )
 
 func TestAlignerTwoInputs(t *testing.T) {
 	a := newAligner(2)
-	if _, done, _ := a.Arrive(0, Barrier{Epoch: 1}); done {
+	if _, done, _ := a.Arrive(0, op.Barrier{Epoch: 1}); done {
 		t.Fatal("complete after one of two inputs")
 	}
 	if !a.Blocked(0) || a.Blocked(1) {
 		t.Fatal("input 0 must block, input 1 must not")
 	}
-	b, done, err := a.Arrive(1, Barrier{Epoch: 1, Flush: true})
+	b, done, err := a.Arrive(1, op.Barrier{Epoch: 1, Flush: true})
 	if err != nil || !done || b.Epoch != 1 || !b.Flush {
 		t.Fatalf("got %+v %v %v", b, done, err)
 	}
@@ -29,7 +31,7 @@ func TestAlignerBackToBack(t *testing.T) {
 	a := newAligner(3)
 	for epoch := uint64(1); epoch <= 3; epoch++ {
 		for _, in := range []int{2, 0, 1} {
-			_, done, err := a.Arrive(in, Barrier{Epoch: epoch})
+			_, done, err := a.Arrive(in, op.Barrier{Epoch: epoch})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -42,11 +44,11 @@ func TestAlignerBackToBack(t *testing.T) {
 
 func TestAlignerMismatchAndBlocked(t *testing.T) {
 	a := newAligner(2)
-	a.Arrive(0, Barrier{Epoch: 1})
-	if _, _, err := a.Arrive(0, Barrier{Epoch: 2}); err == nil {
+	a.Arrive(0, op.Barrier{Epoch: 1})
+	if _, _, err := a.Arrive(0, op.Barrier{Epoch: 2}); err == nil {
 		t.Fatal("a barrier on a blocked input must be an error")
 	}
-	if _, _, err := a.Arrive(1, Barrier{Epoch: 2}); err == nil {
+	if _, _, err := a.Arrive(1, op.Barrier{Epoch: 2}); err == nil {
 		t.Fatal("a different epoch while aligning must be an error")
 	}
 }
@@ -58,10 +60,10 @@ func TestMailboxAlignment(t *testing.T) {
 	m := newMailbox(2)
 	in0, in1 := m.input(0), m.input(1)
 	in0.Send(ctx, Message{Kind: MsgData, Watermark: 1})
-	in0.Send(ctx, Message{Kind: MsgBarrier, Barrier: Barrier{Epoch: 1}})
+	in0.Send(ctx, Message{Kind: MsgBarrier, Barrier: op.Barrier{Epoch: 1}})
 	in0.Send(ctx, Message{Kind: MsgData, Watermark: 2})
 	in1.Send(ctx, Message{Kind: MsgData, Watermark: 10})
-	in1.Send(ctx, Message{Kind: MsgBarrier, Barrier: Barrier{Epoch: 1}})
+	in1.Send(ctx, Message{Kind: MsgBarrier, Barrier: op.Barrier{Epoch: 1}})
 	a := newAligner(2)
 	var order []int64
 	for len(order) < 3 {
@@ -102,7 +104,7 @@ type slowRoomSink struct {
 	wait time.Duration
 }
 
-func (s *slowRoomSink) awaitRoom(context.Context, Barrier) error {
+func (s *slowRoomSink) awaitRoom(context.Context, op.Barrier) error {
 	time.Sleep(s.wait)
 	return nil
 }
@@ -112,10 +114,10 @@ func (s *slowRoomSink) awaitRoom(context.Context, Barrier) error {
 func alignTask(inputs int, sink sink) (*task, *Job) {
 	j := &Job{acks: make(chan ack, 8)}
 	j.toRestore.Store(1)
-	c := &Counters{}
+	c := &op.Counters{}
 	mb := newMailbox(inputs)
 	t := &task{taskBase: taskBase{job: j, name: "t", chain: newChain(nil, &sinkTerminal{sink: sink, ended: make(chan struct{})}),
-		counters: c, env: &Env{}, stateRows: new(atomic.Int64)},
+		counters: c, env: &op.Env{}, stateRows: new(atomic.Int64)},
 		mb: mb, align: newAligner(inputs), inWM: make([]int64, inputs), ended: make([]bool, inputs), sides: make([]int, inputs)}
 	return t, j
 }
@@ -128,26 +130,26 @@ func TestAlignmentTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		tk, j := alignTask(2, &discardSink{counters: &Counters{}})
+		tk, j := alignTask(2, &discardSink{counters: &op.Counters{}})
 		go tk.run(ctx)
 		in0, in1 := tk.mb.input(0), tk.mb.input(1)
-		in0.Send(ctx, Message{Kind: MsgBarrier, Barrier: Barrier{Epoch: 1}})
+		in0.Send(ctx, Message{Kind: MsgBarrier, Barrier: op.Barrier{Epoch: 1}})
 		time.Sleep(3 * time.Second)
-		in1.Send(ctx, Message{Kind: MsgBarrier, Barrier: Barrier{Epoch: 1}})
+		in1.Send(ctx, Message{Kind: MsgBarrier, Barrier: op.Barrier{Epoch: 1}})
 		if a := <-j.acks; a.epoch != 1 || a.align != 3*time.Second {
 			t.Fatalf("barrier 1: epoch %d aligned %v, want 3s", a.epoch, a.align)
 		}
 		// Both inputs' barriers at once: nothing to align.
-		in1.Send(ctx, Message{Kind: MsgBarrier, Barrier: Barrier{Epoch: 2}})
-		in0.Send(ctx, Message{Kind: MsgBarrier, Barrier: Barrier{Epoch: 2}})
+		in1.Send(ctx, Message{Kind: MsgBarrier, Barrier: op.Barrier{Epoch: 2}})
+		in0.Send(ctx, Message{Kind: MsgBarrier, Barrier: op.Barrier{Epoch: 2}})
 		if a := <-j.acks; a.epoch != 2 || a.align != 0 {
 			t.Fatalf("barrier 2: epoch %d aligned %v, want 0", a.epoch, a.align)
 		}
 
 		// A sink waiting for room adds its wait, also at a single input.
-		tk, j = alignTask(1, &slowRoomSink{discardSink: discardSink{counters: &Counters{}}, wait: 5 * time.Second})
+		tk, j = alignTask(1, &slowRoomSink{discardSink: discardSink{counters: &op.Counters{}}, wait: 5 * time.Second})
 		go tk.run(ctx)
-		tk.mb.input(0).Send(ctx, Message{Kind: MsgBarrier, Barrier: Barrier{Epoch: 1}})
+		tk.mb.input(0).Send(ctx, Message{Kind: MsgBarrier, Barrier: op.Barrier{Epoch: 1}})
 		if a := <-j.acks; a.align != 5*time.Second {
 			t.Fatalf("sink waiting 5s for room: aligned %v", a.align)
 		}

@@ -6,16 +6,17 @@ import (
 	"time"
 
 	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/runtime/op"
 	"github.com/streamsql/streamsql/value"
 )
 
 // terminal is where a chain ends: an exchange to the next tasks or a sink.
 type terminal interface {
-	Emitter
+	op.Emitter
 	Watermark(wm int64) error
 	// Barrier forwards b (an exchange: it fails only when the query
 	// stops) or publishes the epoch (a sink).
-	Barrier(b Barrier) error
+	Barrier(b op.Barrier) error
 	End() error
 	// Idle tells the consumers that the source became idle or active.
 	Idle(idle bool) error
@@ -23,7 +24,7 @@ type terminal interface {
 	// an external sink's room (backpressure). It returns how long it
 	// waited (the task counts it as alignment), and an error only when
 	// the query stops.
-	awaitRoom(ctx context.Context, b Barrier, live *liveness) (time.Duration, error)
+	awaitRoom(ctx context.Context, b op.Barrier, live *liveness) (time.Duration, error)
 	// snapshot returns what the terminal pre-commits at checkpoint id
 	// (after Barrier), for the task's writer.
 	snapshot(id uint64) sinkWrites
@@ -32,8 +33,8 @@ type terminal interface {
 // chain runs a task's operators in order; what operator i emits goes
 // straight into operator i+1, and what the last emits into the terminal.
 type chain struct {
-	ops   []Operator
-	links []Emitter
+	ops   []op.Operator
+	links []op.Emitter
 	term  terminal
 	// rows[i] counts the rows that entered operator i, rows[len(ops)] those
 	// that entered the terminal (metrics.go). Counting happens here, between
@@ -43,12 +44,12 @@ type chain struct {
 
 // link feeds what an operator emits to the next one, counting it.
 type link struct {
-	next Operator
-	out  Emitter
+	next op.Operator
+	out  op.Emitter
 	n    *atomic.Int64
 }
 
-func (l link) Emit(b *Batch) error {
+func (l link) Emit(b *op.Batch) error {
 	l.n.Add(int64(b.Len()))
 	return l.next.Process(b, l.out)
 }
@@ -59,14 +60,14 @@ type counted struct {
 	n    *atomic.Int64
 }
 
-func (c counted) Emit(b *Batch) error {
+func (c counted) Emit(b *op.Batch) error {
 	c.n.Add(int64(b.Len()))
 	return c.term.Emit(b)
 }
 
-func newChain(ops []Operator, term terminal) *chain {
-	c := &chain{ops: ops, links: make([]Emitter, len(ops)), term: term, rows: make([]atomic.Int64, len(ops)+1)}
-	var out Emitter = counted{term: term, n: &c.rows[len(ops)]}
+func newChain(ops []op.Operator, term terminal) *chain {
+	c := &chain{ops: ops, links: make([]op.Emitter, len(ops)), term: term, rows: make([]atomic.Int64, len(ops)+1)}
+	var out op.Emitter = counted{term: term, n: &c.rows[len(ops)]}
 	for i := len(ops) - 1; i >= 0; i-- {
 		c.links[i] = out
 		out = link{next: ops[i], out: out, n: &c.rows[i]}
@@ -75,7 +76,7 @@ func newChain(ops []Operator, term terminal) *chain {
 }
 
 // process runs a batch through the chain from its first operator.
-func (c *chain) process(b *Batch) error {
+func (c *chain) process(b *op.Batch) error {
 	c.rows[0].Add(int64(b.Len()))
 	if len(c.ops) == 0 {
 		return c.term.Emit(b)
@@ -98,7 +99,7 @@ func (c *chain) watermarkFrom(from int, wm int64) error {
 }
 
 // barrier lets every operator emit what the epoch changed.
-func (c *chain) barrier(b Barrier) error {
+func (c *chain) barrier(b op.Barrier) error {
 	for i, op := range c.ops {
 		if err := op.Barrier(b, c.links[i]); err != nil {
 			return err
@@ -124,7 +125,7 @@ type output struct {
 
 var _ terminal = (*output)(nil)
 
-func (o *output) Emit(b *Batch) error {
+func (o *output) Emit(b *op.Batch) error {
 	if o.partition != plan.Hash {
 		return o.live.send(o.ctx, o.targets[0], Message{Kind: MsgData, Batch: b})
 	}
@@ -149,10 +150,10 @@ func (o *output) Emit(b *Batch) error {
 	for _, t := range o.tgt {
 		counts[t]++
 	}
-	parts := make([]*Batch, n)
+	parts := make([]*op.Batch, n)
 	for t := 1; t < n; t++ {
 		if counts[t] > 0 {
-			parts[t] = &Batch{Rows: make([]plan.Row, 0, counts[t]), Meta: make([]RowMeta, 0, counts[t])}
+			parts[t] = &op.Batch{Rows: make([]plan.Row, 0, counts[t]), Meta: make([]op.RowMeta, 0, counts[t])}
 		}
 	}
 	k := 0
@@ -191,10 +192,12 @@ func (o *output) broadcast(m Message) error {
 func (o *output) Watermark(wm int64) error {
 	return o.broadcast(Message{Kind: MsgWatermark, Watermark: wm})
 }
-func (o *output) Barrier(b Barrier) error { return o.broadcast(Message{Kind: MsgBarrier, Barrier: b}) }
-func (o *output) End() error              { return o.broadcast(Message{Kind: MsgEnd}) }
-func (o *output) Idle(idle bool) error    { return o.broadcast(Message{Kind: MsgIdle, Idle: idle}) }
-func (o *output) awaitRoom(context.Context, Barrier, *liveness) (time.Duration, error) {
+func (o *output) Barrier(b op.Barrier) error {
+	return o.broadcast(Message{Kind: MsgBarrier, Barrier: b})
+}
+func (o *output) End() error           { return o.broadcast(Message{Kind: MsgEnd}) }
+func (o *output) Idle(idle bool) error { return o.broadcast(Message{Kind: MsgIdle, Idle: idle}) }
+func (o *output) awaitRoom(context.Context, op.Barrier, *liveness) (time.Duration, error) {
 	return 0, nil
 }
 func (o *output) snapshot(uint64) sinkWrites { return sinkWrites{} }
@@ -217,12 +220,12 @@ func (s *sinkTerminal) Watermark(wm int64) error {
 }
 func (s *sinkTerminal) Idle(bool) error { return nil }
 
-func (s *sinkTerminal) Barrier(b Barrier) error {
+func (s *sinkTerminal) Barrier(b op.Barrier) error {
 	s.sink.Barrier(b)
 	return nil
 }
 
-func (s *sinkTerminal) awaitRoom(ctx context.Context, b Barrier, live *liveness) (time.Duration, error) {
+func (s *sinkTerminal) awaitRoom(ctx context.Context, b op.Barrier, live *liveness) (time.Duration, error) {
 	w, ok := s.sink.(roomWaiter)
 	if !ok {
 		return 0, nil
@@ -237,7 +240,7 @@ func (s *sinkTerminal) snapshot(id uint64) sinkWrites { return s.sink.snapshot(i
 // roomWaiter is a sink that may have to wait at a barrier until the
 // external system behind it has room (extSink.awaitRoom).
 type roomWaiter interface {
-	awaitRoom(ctx context.Context, b Barrier) error
+	awaitRoom(ctx context.Context, b op.Barrier) error
 }
 
 // End publishes what the end of input released (no barrier follows it)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/streamsql/streamsql/internal/fault"
 	"github.com/streamsql/streamsql/runtime/ckpt"
+	"github.com/streamsql/streamsql/runtime/op"
 	"github.com/streamsql/streamsql/state"
 	"github.com/streamsql/streamsql/window"
 )
@@ -55,7 +56,7 @@ func (j *Job) coordinate() {
 			// timed out: its state writes are in the store, and a later
 			// marker covers them.
 			totals.add(a.deltas)
-			recentLate = keepLast(slices.Clip(recentLate), a.late, MaxLateSamples)
+			recentLate = keepLast(slices.Clip(recentLate), a.late, op.MaxLateSamples)
 			recentBad = keepLast(slices.Clip(recentBad), a.bad, MaxBadSamples)
 		}
 		return perform(c.Ack(time.Now(), ckpt.Ack{Epoch: a.epoch, Err: a.err, Bytes: int64(a.bytes), Align: a.align, Offsets: a.offsets}))
@@ -68,7 +69,7 @@ func (j *Job) coordinate() {
 			o := outs[i]
 			switch o.Kind {
 			case ckpt.Inject:
-				b := Barrier{Epoch: o.Barrier.Epoch, CheckpointID: o.Barrier.ID, Flush: o.Barrier.Flush}
+				b := op.Barrier{Epoch: o.Barrier.Epoch, CheckpointID: o.Barrier.ID, Flush: o.Barrier.Flush}
 				if b.CheckpointID != 0 {
 					j.recordStart(b.CheckpointID)
 				}
@@ -143,7 +144,7 @@ func (j *Job) coordinate() {
 // commitMarker completes checkpoint id: its marker (the counters' totals,
 // the offsets a restart resumes from) is committed and synced, then the
 // results, the external sink's committer and Status learn of it.
-func (j *Job) commitMarker(id uint64, totals counts, offsets map[string]int64, recentLate []LateRow, recentBad []BadRecord) error {
+func (j *Job) commitMarker(id uint64, totals counts, offsets map[string]int64, recentLate []op.LateRow, recentBad []BadRecord) error {
 	fault.Point("checkpoint.before_marker")
 	m := markerValue{ID: id, Time: time.Now().UnixMilli(), RowsIn: totals.rowsIn, RowsOut: totals.rowsOut, Late: totals.late, Bad: totals.bad,
 		OutOfRange: totals.outOfRange, Offsets: offsets, RecentLate: recentLate, RecentBad: recentBad}
@@ -321,7 +322,7 @@ type Status struct {
 	RowsIn         int64
 	RowsOut        int64
 	LateRows       int64
-	RecentLate     []LateRow
+	RecentLate     []op.LateRow
 	LastCheckpoint uint64
 	// Watermark is the watermark that reached the query's sinks (the
 	// minimum over them): no result row it emits later is older.
@@ -351,7 +352,7 @@ type Status struct {
 // Status reports the job's state and counters.
 func (j *Job) Status() Status {
 	j.mu.Lock()
-	s := Status{State: j.state, Err: j.err, RecentLate: append([]LateRow(nil), j.lateKeep...), RecentBad: append([]BadRecord(nil), j.badKeep...)}
+	s := Status{State: j.state, Err: j.err, RecentLate: append([]op.LateRow(nil), j.lateKeep...), RecentBad: append([]BadRecord(nil), j.badKeep...)}
 	j.mu.Unlock()
 	s.BadRecords = j.badRecords.Load()
 	s.OutOfRange = j.outOfRange.Load()
@@ -422,7 +423,7 @@ type Checkpointed struct {
 	ID                                     uint64
 	RowsIn, RowsOut, Late, Bad, OutOfRange int64
 	Offsets                                map[string]int64
-	RecentLate                             []LateRow
+	RecentLate                             []op.LateRow
 	RecentBad                              []BadRecord
 }
 

@@ -4,15 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"maps"
-	"math"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/runtime/op"
 	esink "github.com/streamsql/streamsql/runtime/sink"
 	"github.com/streamsql/streamsql/state"
 	"github.com/streamsql/streamsql/value"
@@ -34,7 +32,7 @@ func sameRow(a, b plan.Row) bool {
 
 // stateBlock encodes records (value nil: a delete) as a state log block.
 func stateBlock(recs [][2][]byte) []byte {
-	w := &stateWriter{all: true}
+	w := newStateWriter(true)
 	for _, r := range recs {
 		if r[1] == nil {
 			w.Delete(r[0])
@@ -42,15 +40,15 @@ func stateBlock(recs [][2][]byte) []byte {
 			w.Put(r[0], r[1])
 		}
 	}
-	b := slices.Concat(w.close()...)
-	putBlocks(w.blocks)
+	b := slices.Concat(w.Close()...)
+	putBlocks(w.Blocks())
 	return b
 }
 
 // blockRecords decodes a block's records.
 func blockRecords(b []byte) ([][2][]byte, error) {
 	var out [][2][]byte
-	err := logRecords(b, func(put bool, k, v []byte) error {
+	err := op.LogRecords(b, func(put bool, k, v []byte) error {
 		if put && v == nil {
 			v = []byte{}
 		}
@@ -93,371 +91,6 @@ func FuzzStateLog(f *testing.F) {
 			}
 		}
 	})
-}
-
-// blockReader reads the records of one block as a restored checkpoint
-// (parallelism 1). Keys are collected in block order, not from the map:
-// the fuzzer's coverage must not depend on map iteration order.
-func blockReader(block []byte) (stateReader, error) {
-	vals := map[string][]byte{}
-	listed := map[string]bool{}
-	var keys []string
-	err := logRecords(block, func(put bool, k, v []byte) error {
-		if put && !listed[string(k)] {
-			listed[string(k)] = true
-			keys = append(keys, string(k))
-		}
-		if put {
-			vals[string(k)] = v
-		} else {
-			delete(vals, string(k))
-		}
-		return nil
-	})
-	keys = slices.DeleteFunc(keys, func(k string) bool { _, ok := vals[k]; return !ok })
-	slices.Sort(keys)
-	return stateReader{keys: keys, vals: vals, parallel: 1}, err
-}
-
-// snapshotBlock takes op's full snapshot as one block, and the records.
-func snapshotBlock(t testing.TB, op Operator) ([]byte, map[string]string) {
-	t.Helper()
-	w := &stateWriter{all: true}
-	if err := op.Snapshot(w); err != nil {
-		t.Fatalf("snapshot: %v", err)
-	}
-	b := slices.Concat(w.close()...)
-	putBlocks(w.blocks)
-	recs := map[string]string{}
-	if err := logRecords(b, func(put bool, k, v []byte) error { recs[string(k)] = string(v); return nil }); err != nil {
-		t.Fatalf("own snapshot: %v", err)
-	}
-	return b, recs
-}
-
-type countEmitter struct {
-	rows  int
-	width int // rows must have it
-	bad   string
-}
-
-func (e *countEmitter) Emit(b *Batch) error {
-	for i, r := range b.Rows {
-		if b.Meta[i].Op != Delete && len(r) != e.width && e.bad == "" {
-			e.bad = fmt.Sprintf("row %v of %d columns, want %d", r, len(r), e.width)
-		}
-	}
-	e.rows += b.Len()
-	return nil
-}
-
-// fuzzAggSpecs are the aggregations FuzzAggState restores: HOP over
-// (ts, k VARCHAR, v BIGINT) closing on the watermark with every aggregate
-// function, sessions of SUM(v), and a running aggregate with HAVING.
-func fuzzAggSpecs() []*plan.Aggregate {
-	col := func(i int, t plan.Type) plan.Expr { return &plan.ColRef{Index: i, T: t} }
-	ts, k, v := plan.Column{Name: "ws", Type: plan.TypeTimestamp}, plan.Column{Name: "k", Type: plan.TypeVarchar}, plan.Column{Name: "n", Type: plan.TypeBigint}
-	hop := &plan.Aggregate{Windowed: true, Window: plan.WindowSpec{Kind: plan.Hop, Slide: 10, Size: 30}, Keys: []int{1},
-		Aggs: []plan.Agg{{Fn: plan.AggCountStar, Arg: -1, T: plan.TypeBigint}, {Fn: plan.AggCountDistinct, Arg: 2, T: plan.TypeBigint},
-			{Fn: plan.AggSum, Arg: 2, T: plan.TypeBigint}, {Fn: plan.AggAvg, Arg: 2, T: plan.TypeDouble},
-			{Fn: plan.AggMin, Arg: 1, T: plan.TypeVarchar}, {Fn: plan.AggMax, Arg: 2, T: plan.TypeBigint}, {Fn: plan.AggCount, Arg: 2, T: plan.TypeBigint}},
-		Output:   []plan.Expr{col(0, plan.TypeTimestamp), col(1, plan.TypeTimestamp), col(2, plan.TypeVarchar), col(3, plan.TypeBigint), col(4, plan.TypeBigint), col(5, plan.TypeBigint), col(6, plan.TypeDouble), col(7, plan.TypeVarchar), col(8, plan.TypeBigint), col(9, plan.TypeBigint)},
-		Out:      plan.Schema{ts, ts, k, v, v, v, v, k, v, v},
-		EmitMode: plan.EmitOnWindowClose, AllowedLateness: 5}
-	session := &plan.Aggregate{Windowed: true, Session: true, Window: plan.WindowSpec{Kind: plan.Session, Gap: 10}, Keys: []int{1},
-		Aggs:   []plan.Agg{{Fn: plan.AggSum, Arg: 2, T: plan.TypeBigint}},
-		Output: []plan.Expr{col(0, plan.TypeTimestamp), col(1, plan.TypeTimestamp), col(2, plan.TypeVarchar), col(3, plan.TypeBigint)},
-		Out:    plan.Schema{ts, ts, k, v}, EmitMode: plan.EmitChanges}
-	// Sessions of COUNT(*), COUNT(DISTINCT v), SUM(v): merges move sets
-	// between windows and fold them together.
-	distinct := &plan.Aggregate{Windowed: true, Session: true, Window: plan.WindowSpec{Kind: plan.Session, Gap: 30}, Keys: []int{1},
-		Aggs: []plan.Agg{{Fn: plan.AggCountStar, Arg: -1, T: plan.TypeBigint}, {Fn: plan.AggCountDistinct, Arg: 2, T: plan.TypeBigint},
-			{Fn: plan.AggSum, Arg: 2, T: plan.TypeBigint}},
-		Output:   []plan.Expr{col(0, plan.TypeTimestamp), col(1, plan.TypeTimestamp), col(2, plan.TypeVarchar), col(3, plan.TypeBigint), col(4, plan.TypeBigint), col(5, plan.TypeBigint)},
-		Out:      plan.Schema{ts, ts, k, v, v, v},
-		EmitMode: plan.EmitChanges}
-	running := &plan.Aggregate{Keys: []int{0, 1},
-		Aggs:   []plan.Agg{{Fn: plan.AggCountStar, Arg: -1, T: plan.TypeBigint}, {Fn: plan.AggSum, Arg: 2, T: plan.TypeDouble}},
-		Having: &plan.Call{Fn: ">", T: plan.TypeBoolean, Args: []plan.Expr{col(2, plan.TypeBigint), &plan.Const{V: plan.Int(1)}}},
-		Output: []plan.Expr{col(0, plan.TypeVarchar), col(1, plan.TypeBigint), col(2, plan.TypeBigint), col(3, plan.TypeDouble)},
-		Out:    plan.Schema{k, v, v, {Name: "d", Type: plan.TypeDouble}}, EmitMode: plan.EmitChanges}
-	return []*plan.Aggregate{hop, session, running, distinct}
-}
-
-// fuzzAggRow is an input row of spec for group key vals at time ts.
-func fuzzAggRow(spec *plan.Aggregate, vals plan.Row, ts int64) plan.Row {
-	if spec.Windowed {
-		return append(plan.Row{plan.Time(ts)}, append(vals, plan.Int(ts%7))...)
-	}
-	return append(slices.Clone(vals), plan.Float(float64(ts%7)))
-}
-
-// aggSeed is a block of aggregation records and the spec (its index in
-// fuzzAggSpecs) that wrote it.
-type aggSeed struct {
-	which uint8
-	block []byte
-}
-
-// aggSeeds runs rows through each spec and returns its full snapshot, and
-// that snapshot followed by the delta of more rows (later windows, session
-// merges, closed windows, sets that gained members).
-func aggSeeds(f testing.TB) []aggSeed {
-	var out []aggSeed
-	for which, spec := range fuzzAggSpecs() {
-		a, err := newHashAgg(spec, &Env{}, &Counters{})
-		if err != nil {
-			f.Fatal(err)
-		}
-		feed := func(from, to int) {
-			for i := from; i < to; i++ {
-				vals := plan.Row{plan.Str(fmt.Sprint("k", i%3))}
-				if !spec.Windowed {
-					vals = plan.Row{plan.Str(fmt.Sprint("k", i%3)), plan.Int(int64(i % 2))}
-				}
-				if i%5 == 0 {
-					vals[0] = plan.Null
-				}
-				r := fuzzAggRow(spec, vals, int64(i*4))
-				b := &Batch{}
-				keys := make([]int, len(vals))
-				for j := range keys {
-					keys[j] = spec.Keys[j]
-				}
-				b.Append(r, RowMeta{Key: string(value.EncodeKey(nil, r, keys)), WM: int64(i*4 - 20)})
-				if err := a.Process(b, &countEmitter{width: len(spec.Out)}); err != nil {
-					f.Fatal(err)
-				}
-			}
-		}
-		feed(0, 12)
-		if err := a.Barrier(Barrier{Epoch: 1, CheckpointID: 1}, &countEmitter{width: len(spec.Out)}); err != nil {
-			f.Fatal(err)
-		}
-		base, _ := snapshotBlock(f, a)
-		feed(12, 24)
-		if err := a.Barrier(Barrier{Epoch: 2, CheckpointID: 2}, &countEmitter{width: len(spec.Out)}); err != nil {
-			f.Fatal(err)
-		}
-		w := &stateWriter{}
-		if err := a.Snapshot(w); err != nil {
-			f.Fatal(err)
-		}
-		delta := slices.Concat(w.close()...)
-		putBlocks(w.blocks)
-		out = append(out, aggSeed{uint8(which), base}, aggSeed{uint8(which), slices.Concat(base, delta)})
-	}
-	return out
-}
-
-// FuzzAggState restores a windowed or running aggregation from any block
-// of records. A state that restores snapshots to records that restore to
-// the same records; the operator then runs over it (rows for every group,
-// every window closed, a checkpoint) without panicking.
-func FuzzAggState(f *testing.F) {
-	for _, sd := range aggSeeds(f) {
-		f.Add(sd.which, sd.block)
-	}
-	f.Fuzz(func(t *testing.T, which uint8, block []byte) {
-		t0 := time.Now()
-		checkAggState(t, which, block)
-		if d := time.Since(t0); d > 500*time.Millisecond {
-			t.Fatalf("SLOW %v: %d %x", d, which, block)
-		}
-	})
-}
-
-// checkAggState is FuzzAggState's check of one input.
-func checkAggState(t *testing.T, which uint8, block []byte) {
-	{
-		specs := fuzzAggSpecs()
-		spec := specs[int(which)%len(specs)]
-		r, err := blockReader(block)
-		if err != nil {
-			return
-		}
-		a, err := newHashAgg(spec, &Env{}, &Counters{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := a.Restore(r); err != nil {
-			if !strings.HasPrefix(err.Error(), "aggregation state") {
-				t.Fatalf("error does not name the state: %v", err)
-			}
-			return
-		}
-		b1, recs1 := snapshotBlock(t, a)
-		r1, _ := blockReader(b1)
-		a2, _ := newHashAgg(spec, &Env{}, &Counters{})
-		if err := a2.Restore(r1); err != nil {
-			t.Fatalf("restoring its own snapshot: %v", err)
-		}
-		if _, recs2 := snapshotBlock(t, a2); !maps.Equal(recs1, recs2) {
-			t.Fatalf("snapshot of the restored snapshot differs:\n%q\n%q", recs1, recs2)
-		}
-
-		out := &countEmitter{width: len(spec.Out)}
-		b := &Batch{}
-		for _, k := range r.keys {
-			if k[0] == chunkRecord {
-				continue
-			}
-			wk, _ := decodeWinKey([]byte(k))
-			vals := plan.Row{}
-			kb := []byte(wk.key)
-			for range len(spec.Keys) {
-				var v plan.Value
-				v, kb, _ = value.DecodeValue(kb)
-				vals = append(vals, v)
-			}
-			b.Append(fuzzAggRow(spec, vals, wk.start), RowMeta{Key: wk.key, WM: window.NoWatermark})
-		}
-		if err := a.Process(b, out); err != nil {
-			return // a SUM overflows
-		}
-		if err := a.Barrier(Barrier{Epoch: 2}, out); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := a.Watermark(math.MaxInt64, out); err != nil {
-			t.Fatal(err)
-		}
-		if err := a.Barrier(Barrier{Epoch: 3, CheckpointID: 3}, out); err != nil {
-			t.Fatal(err)
-		}
-		w := &stateWriter{}
-		if err := a.Snapshot(w); err != nil {
-			t.Fatal(err)
-		}
-		putBlocks(w.blocks)
-		if out.bad != "" {
-			t.Fatal(out.bad)
-		}
-	}
-}
-
-// joinSeeds runs rows through an interval LEFT join and an AS OF temporal
-// join and returns their full snapshots.
-func joinSeeds(f testing.TB) [][]byte {
-	var out [][]byte
-	for _, op := range fuzzJoins(f) {
-		e := &countEmitter{width: 6}
-		for i := range 12 {
-			side := i % 2
-			r := jr(int64(i%4), int64(100+i*3), int64(i))
-			if i%7 == 0 {
-				r[2] = plan.Null
-			}
-			b := &Batch{}
-			m := RowMeta{Offset: int64(i), Key: string(value.EncodeKey(nil, r, []int{0})), Op: Insert}
-			if side == sideRight {
-				m.Op = Upsert
-				if i%9 == 0 {
-					m.Op = Delete
-				}
-			}
-			b.Append(r, m)
-			if err := op.ProcessSide(side, b, e); err != nil {
-				f.Fatal(err)
-			}
-			if _, err := op.WatermarkSide(side, int64(80+i*3), e); err != nil {
-				f.Fatal(err)
-			}
-		}
-		b, _ := snapshotBlock(f, op)
-		out = append(out, b)
-	}
-	return out
-}
-
-// fuzzJoins are an interval LEFT join (-10..10 with a residual) and an
-// AS OF LEFT temporal join, over join_test.go's schemas.
-func fuzzJoins(tb testing.TB) []TwoInput {
-	ij, err := newIntervalJoin(joinSpec(plan.LeftJoin, -10, 10, residualVLessW()), &Env{}, &Counters{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tj, err := newTemporalJoin(temporalSpec(plan.LeftJoin, true, residualVLessW()), &Env{}, &Counters{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return []TwoInput{ij, tj}
-}
-
-// FuzzJoinState restores an interval join or a temporal join from any
-// block of records: a state that restores snapshots to records that
-// restore to the same records, and the join then runs over it (rows on
-// both sides for every key held, both watermarks to the end, the table
-// side idle) without panicking.
-func FuzzJoinState(f *testing.F) {
-	for i, b := range joinSeeds(f) {
-		f.Add(uint8(i), b)
-	}
-	f.Fuzz(checkJoinState)
-}
-
-// checkJoinState is FuzzJoinState's check of one input.
-func checkJoinState(t *testing.T, which uint8, block []byte) {
-	{
-		r, err := blockReader(block)
-		if err != nil {
-			return
-		}
-		i := int(which) % 2
-		op := fuzzJoins(t)[i]
-		if err := op.Restore(r); err != nil {
-			if !strings.Contains(err.Error(), "join state record") && !strings.Contains(err.Error(), "join watermark record") {
-				t.Fatalf("error does not name the record: %v", err)
-			}
-			return
-		}
-		b1, recs1 := snapshotBlock(t, op)
-		r1, _ := blockReader(b1)
-		op2 := fuzzJoins(t)[i]
-		if err := op2.Restore(r1); err != nil {
-			t.Fatalf("restoring its own snapshot: %v", err)
-		}
-		if _, recs2 := snapshotBlock(t, op2); !maps.Equal(recs1, recs2) {
-			t.Fatalf("snapshot of the restored snapshot differs:\n%q\n%q", recs1, recs2)
-		}
-
-		out := &countEmitter{width: 6}
-		for _, k := range r.keys {
-			if k[0] == wmRecord {
-				continue // a watermark record (a suffix is allowed)
-			}
-			_, jrow, _ := decodeRowRecord([]byte(k), r.vals[k])
-			for side := range 2 {
-				row := jr(0, jrow.time, 1)
-				b := &Batch{}
-				m := RowMeta{Key: jrow.key, Op: Insert}
-				if side == sideRight {
-					m.Op = Upsert
-				}
-				b.Append(row, m)
-				if err := op.ProcessSide(side, b, out); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-		if tj, ok := op.(idler); ok {
-			if _, err := tj.SideIdle(sideRight, true, out); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for side := range 2 {
-			if _, err := op.WatermarkSide(side, math.MaxInt64, out); err != nil {
-				t.Fatal(err)
-			}
-		}
-		w := &stateWriter{}
-		if err := op.Snapshot(w); err != nil {
-			t.Fatal(err)
-		}
-		putBlocks(w.blocks)
-		if out.bad != "" {
-			t.Fatal(out.bad)
-		}
-	}
 }
 
 // FuzzResults reads an append-only results block and an updating

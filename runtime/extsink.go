@@ -13,6 +13,7 @@ import (
 
 	"github.com/streamsql/streamsql/internal/fault"
 	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/runtime/op"
 	esink "github.com/streamsql/streamsql/runtime/sink"
 	"github.com/streamsql/streamsql/state"
 	"github.com/streamsql/streamsql/value"
@@ -25,7 +26,7 @@ import (
 // esink.Publisher.
 //
 // exactly_once: between checkpoints a sink subtask encodes its changes as
-// log records (stateWriter: put key row / delete key); at checkpoint n it
+// log records (op.LogWriter: put key row / delete key); at checkpoint n it
 // writes them as the journal of epoch n, blocks at n under
 //
 //	q/<qid>/j/ <epoch:8> <subtask:4> <block:4>
@@ -78,11 +79,11 @@ type extSink struct {
 	store    state.Versioned
 	ctx      context.Context
 	task     int
-	counters *Counters
+	counters *op.Counters
 	// exactly_once: the records since the last checkpoint. A journal
 	// write that fails is written again with the next checkpoint, under
 	// the same keys (its bytes stay counted pending).
-	w stateWriter
+	w op.LogWriter
 	// at_least_once: the changes since the last barrier, one per key.
 	batch    []esink.Change
 	batchIdx map[string]int
@@ -97,12 +98,12 @@ type extSink struct {
 
 var _ sink = (*extSink)(nil)
 
-func (s *extSink) Emit(b *Batch) error {
+func (s *extSink) Emit(b *op.Batch) error {
 	for i, r := range b.Rows {
 		m := &b.Meta[i]
 		key := m.Key
 		if s.ext.RowID >= 0 {
-			if m.Op == Delete {
+			if m.Op == op.Delete {
 				return fmt.Errorf("sink %s: a delete of key %x in an append-only query", s.ext.Table, m.Key)
 			}
 			if m.ID != "" {
@@ -112,7 +113,7 @@ func (s *extSink) Emit(b *Batch) error {
 				key = string(s.keyBuf)
 			}
 		}
-		if m.Op == Delete {
+		if m.Op == op.Delete {
 			s.change(key, nil)
 			continue
 		}
@@ -153,10 +154,10 @@ func (s *extSink) sinkRow(r plan.Row, id string) plan.Row {
 func (s *extSink) change(key string, row plan.Row) {
 	if s.ext.ExactlyOnce {
 		if row == nil {
-			s.w.Delete(unsafeBytes(key))
+			s.w.Delete(op.KeyBytes(key))
 		} else {
 			s.rowBuf = value.AppendRow(s.rowBuf[:0], row)
-			s.w.Put(unsafeBytes(key), s.rowBuf)
+			s.w.Put(op.KeyBytes(key), s.rowBuf)
 		}
 		return
 	}
@@ -204,7 +205,7 @@ func (s *extSink) publish() {
 // everything handed over is applied. exactly_once, at a checkpoint: the
 // epoch's journal is counted pending once it fits the bound (committer.
 // reserve), so the pending bytes and epochs do not pass it.
-func (s *extSink) awaitRoom(ctx context.Context, b Barrier) error {
+func (s *extSink) awaitRoom(ctx context.Context, b op.Barrier) error {
 	if !s.ext.ExactlyOnce {
 		s.publish()
 		if b.CheckpointID == 0 && !b.Flush {
@@ -226,13 +227,13 @@ func (s *extSink) awaitRoom(ctx context.Context, b Barrier) error {
 			return ctx.Err()
 		}
 	}
-	if b.CheckpointID == 0 || s.w.n == 0 {
+	if b.CheckpointID == 0 || s.w.Len() == 0 {
 		return nil
 	}
-	return s.c.reserve(ctx, b.CheckpointID, int64(s.w.n))
+	return s.c.reserve(ctx, b.CheckpointID, int64(s.w.Len()))
 }
 
-func (s *extSink) Barrier(b Barrier) {
+func (s *extSink) Barrier(b op.Barrier) {
 	if !s.ext.ExactlyOnce && b.CheckpointID != 0 {
 		s.prev = b.CheckpointID
 	}
@@ -246,15 +247,15 @@ func (s *extSink) snapshot(id uint64) sinkWrites {
 		return sinkWrites{}
 	}
 	w := sinkWrites{what: "sink " + s.ext.Table + " journal"}
-	if s.w.n > 0 {
-		for n, block := range s.w.close() {
+	if s.w.Len() > 0 {
+		for n, block := range s.w.Close() {
 			w.kvs = append(w.kvs, state.KV{Key: journalKey(s.c.prefix, id, s.task, n), Value: block})
 		}
-		w.bufs = s.w.blocks
+		w.bufs = s.w.Blocks()
 		engine := s.ext.Engine
 		w.written = func() { fault.PointIn("sink.after_journal", engine) }
 	}
-	s.w = stateWriter{}
+	s.w = newStateWriter(false)
 	if s.task == 0 {
 		w.kvs = append(w.kvs, s.c.takeObsolete()...)
 	}
@@ -544,7 +545,7 @@ func (c *committer) nextEpoch(at uint64) (uint64, []esink.Change, [][]byte, erro
 	var changes []esink.Change
 	idx := map[string]int{}
 	for i, b := range blocks {
-		err := logRecords(b, func(put bool, k, v []byte) error {
+		err := op.LogRecords(b, func(put bool, k, v []byte) error {
 			var row plan.Row
 			if put {
 				var err error
@@ -587,7 +588,7 @@ func (c *committer) toChange(key string, row plan.Row) (esink.Change, error) {
 	// A delete carries only the encoded key: ([window_start, window_end,]
 	// GROUP BY values...).
 	var vals plan.Row
-	for b := unsafeBytes(key); len(b) > 0; {
+	for b := op.KeyBytes(key); len(b) > 0; {
 		v, rest, err := value.DecodeValue(b)
 		if err != nil {
 			return ch, fmt.Errorf("key %x: %w", key, err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/runtime/op"
 	esink "github.com/streamsql/streamsql/runtime/sink"
 	"github.com/streamsql/streamsql/state"
 	"github.com/streamsql/streamsql/value"
@@ -168,7 +169,7 @@ func TestUndoBeforeCheckpoint(t *testing.T) {
 		go c.run(ctx)
 		s := &extSink{c: c, ext: ext, ctx: ctx, prev: 5}
 		done := make(chan error, 1)
-		go func() { done <- s.awaitRoom(ctx, Barrier{CheckpointID: 8}) }()
+		go func() { done <- s.awaitRoom(ctx, op.Barrier{CheckpointID: 8}) }()
 		synctest.Wait()
 		select {
 		case err := <-done:

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/runtime/op"
 	esink "github.com/streamsql/streamsql/runtime/sink"
 	"github.com/streamsql/streamsql/state"
 	"github.com/streamsql/streamsql/window"
@@ -112,7 +113,7 @@ type Job struct {
 	mu       sync.Mutex
 	state    string
 	err      error
-	lateKeep []LateRow
+	lateKeep []op.LateRow
 	badKeep  []BadRecord
 	history  []CheckpointStat
 	ckpt     checkpointTotals
@@ -122,9 +123,6 @@ type Job struct {
 	// marker is the last completed checkpoint's marker.
 	marker markerValue
 }
-
-// MaxLateSamples is how many recent late rows a job keeps for inspection.
-const MaxLateSamples = 20
 
 // MaxHistory is how many checkpoints a job remembers for the API.
 const MaxHistory = 50
@@ -167,8 +165,8 @@ type markerValue struct {
 	// RecentLate and RecentBad are the last late rows and undecodable
 	// records (at most MaxLateSamples, MaxBadSamples) counted up to the
 	// checkpoint, so a restart shows the samples of the counts it restores.
-	RecentLate []LateRow   `json:"recent_late,omitempty"`
-	RecentBad  []BadRecord `json:"recent_bad,omitempty"`
+	RecentLate []op.LateRow `json:"recent_late,omitempty"`
+	RecentBad  []BadRecord  `json:"recent_bad,omitempty"`
 }
 
 // Start builds the job's tasks from its graph and starts it. Only the
@@ -373,10 +371,10 @@ func (j *Job) setState(s string, err error) {
 	j.state, j.err = s, err
 }
 
-func (j *Job) addLate(n int64, rows []LateRow) {
+func (j *Job) addLate(n int64, rows []op.LateRow) {
 	j.lateRows.Add(n)
 	j.mu.Lock()
-	j.lateKeep = keepLast(j.lateKeep, rows, MaxLateSamples)
+	j.lateKeep = keepLast(j.lateKeep, rows, op.MaxLateSamples)
 	j.mu.Unlock()
 }
 
@@ -431,8 +429,8 @@ func (j *Job) build(deps Deps, o StartOptions, committed uint64) error {
 		stage := &stageTasks{vertex: v}
 		j.stages[vi] = stage
 		for i := 0; i < v.Parallelism; i++ {
-			env := &Env{}
-			counters := &Counters{}
+			env := &op.Env{}
+			counters := &op.Counters{}
 			name := fmt.Sprintf("%s/stage%d/%d", j.Name, v.ID, i)
 			ops := v.Ops
 			var src *plan.Source
@@ -468,7 +466,7 @@ func (j *Job) build(deps Deps, o StartOptions, committed uint64) error {
 							return err
 						}
 					}
-					st.sink = &extSink{c: j.committer, ext: s.External, store: j.store, ctx: j.ctx, task: i, counters: counters, prev: j.restored}
+					st.sink = &extSink{c: j.committer, ext: s.External, store: j.store, ctx: j.ctx, task: i, counters: counters, prev: j.restored, w: newStateWriter(false)}
 				default:
 					st.sink = &discardSink{counters: counters}
 				}
@@ -481,14 +479,14 @@ func (j *Job) build(deps Deps, o StartOptions, committed uint64) error {
 				}
 				term = out
 			}
-			built := make([]Operator, 0, len(ops))
+			built := make([]op.Operator, 0, len(ops))
 			prefixes := make([][]byte, 0, len(ops))
 			for k, spec := range ops {
-				op, err := buildOperator(spec, env, counters)
+				o, err := op.Build(spec, env, counters)
 				if err != nil {
 					return fmt.Errorf("query %s: %s: %w", j.Name, spec.OpName(), err)
 				}
-				built = append(built, op)
+				built = append(built, o)
 				prefixes = append(prefixes, opPrefix(j.ID, v.ID, k))
 			}
 			base := taskBase{job: j, name: name, chain: newChain(built, term), counters: counters, env: env,
@@ -511,7 +509,7 @@ func (j *Job) build(deps Deps, o StartOptions, committed uint64) error {
 				t.inWM[k] = window.NoWatermark
 			}
 			if len(v.Inputs) == 2 {
-				two, ok := built[0].(TwoInput)
+				two, ok := built[0].(op.TwoInput)
 				if !ok {
 					return fmt.Errorf("query %s: stage %d has two inputs but %s takes one", j.Name, v.ID, ops[0].OpName())
 				}
@@ -553,7 +551,7 @@ func (j *Job) sourceTask(base taskBase, src *plan.Source, v, i int, deps Deps, o
 	if err != nil {
 		return nil, fmt.Errorf("query %s: source %s: %w", j.Name, src.Table, err)
 	}
-	st := &sourceTask{taskBase: base, spec: src, vertex: v, subtask: i, reader: rd, inject: make(chan Barrier, 1),
+	st := &sourceTask{taskBase: base, spec: src, vertex: v, subtask: i, reader: rd, inject: make(chan op.Barrier, 1),
 		tracker: window.NewTracker(src.WatermarkDelay), floor: pos.Floor, wm: window.NoWatermark, tick: tick, restoreAt: committed}
 	if pos.MaxEventTime != window.NoWatermark {
 		st.tracker.Observe(pos.MaxEventTime)
@@ -594,21 +592,6 @@ func lastSink(ops []plan.Op) (*plan.Sink, bool) {
 	}
 	s, ok := ops[len(ops)-1].(*plan.Sink)
 	return s, ok
-}
-
-// buildOperator makes the operator of one spec.
-func buildOperator(spec plan.Op, env *Env, c *Counters) (Operator, error) {
-	switch s := spec.(type) {
-	case *plan.Calc:
-		return newCalc(s, env)
-	case *plan.Aggregate:
-		return newHashAgg(s, env, c)
-	case *plan.IntervalJoin:
-		return newIntervalJoin(s, env, c)
-	case *plan.TemporalJoin:
-		return newTemporalJoin(s, env, c)
-	}
-	return nil, fmt.Errorf("no operator for %s", spec.OpName())
 }
 
 func (j *Job) output(vid, subtask int, boxes map[int][]*mailbox, inputBase map[[2]int]int, live *liveness) (*output, error) {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/runtime/op"
 	kafkasrc "github.com/streamsql/streamsql/runtime/source/kafka"
 	"github.com/streamsql/streamsql/value"
 	"github.com/streamsql/streamsql/window"
@@ -176,7 +177,7 @@ func (r *kafkaReader) start(now int64) error {
 	return nil
 }
 
-func (r *kafkaReader) Poll(now int64, max int, b *Batch) (int, error) {
+func (r *kafkaReader) Poll(now int64, max int, b *op.Batch) (int, error) {
 	if !r.started {
 		if err := r.start(now); err != nil {
 			r.problem = err
@@ -207,7 +208,7 @@ func (r *kafkaReader) Poll(now int64, max int, b *Batch) (int, error) {
 		if et >= 0 && !row[et].IsNull() {
 			kp.tracker.Observe(row[et].I)
 		}
-		b.Append(row, RowMeta{Offset: int64(rec.Partition)<<48 | rec.Offset, WM: wm})
+		b.Append(row, op.RowMeta{Offset: int64(rec.Partition)<<48 | rec.Offset, WM: wm})
 		n++
 	})
 	return n, nil

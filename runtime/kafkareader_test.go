@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/runtime/op"
 	kafkasrc "github.com/streamsql/streamsql/runtime/source/kafka"
 	"github.com/streamsql/streamsql/window"
 )
@@ -119,7 +120,7 @@ func TestKafkaReaderWatermarkAndPositions(t *testing.T) {
 		1: {rec(1, 0, "3,2000")},
 	}}
 	r := newKafkaReader(kafkaTestSource(), fc, decodeTest, nil)
-	b := &Batch{}
+	b := &op.Batch{}
 	n, err := r.Poll(0, 100, b)
 	if err != nil || n != 3 {
 		t.Fatalf("poll: %d rows, %v", n, err)
@@ -156,7 +157,7 @@ func TestKafkaReaderWatermarkAndPositions(t *testing.T) {
 	if got := r2.Watermark(0); got != 1900 {
 		t.Fatalf("restored watermark before the topic is read: %d, want 1900", got)
 	}
-	b = &Batch{}
+	b = &op.Batch{}
 	if n, _ := r2.Poll(0, 100, b); n != 1 || b.Rows[0][0] != plan.Int(4) {
 		t.Fatalf("after restore: %d rows %v", n, b.Rows)
 	}
@@ -177,7 +178,7 @@ func TestKafkaReaderRetries(t *testing.T) {
 	}
 	from := map[int32]kafkaPartPos{0: {Offset: 1, MaxEventTime: 1000}}
 	r := newKafkaReader(kafkaTestSource(), fc, decodeTest, from)
-	if n, err := r.Poll(0, 10, &Batch{}); n != 0 || err != nil {
+	if n, err := r.Poll(0, 10, &op.Batch{}); n != 0 || err != nil {
 		t.Fatalf("poll without a topic: %d, %v", n, err)
 	}
 	if err := r.Problem(); err == nil || !strings.Contains(err.Error(), "Kafka topic t at 127.0.0.1:1") {
@@ -187,10 +188,10 @@ func TestKafkaReaderRetries(t *testing.T) {
 		t.Fatalf("positions while waiting: %v", p)
 	}
 	fc.lookErr = nil
-	if n, _ := r.Poll(500, 10, &Batch{}); n != 0 {
+	if n, _ := r.Poll(500, 10, &op.Batch{}); n != 0 {
 		t.Fatal("retried before a second had passed")
 	}
-	b := &Batch{}
+	b := &op.Batch{}
 	if n, _ := r.Poll(1000, 10, b); n != 1 || b.Rows[0][0] != plan.Int(2) || r.Problem() != nil {
 		t.Fatalf("after the topic appeared: %d rows, problem %v", n, r.Problem())
 	}
@@ -211,7 +212,7 @@ func TestKafkaRecordTimestampRange(t *testing.T) {
 	far.Timestamp = math.MaxInt64
 	fc := &fakeConsumer{parts: map[int32][]kafkasrc.Record{0: {good, far}}}
 	r := newKafkaReader(src, fc, decode, nil)
-	b := &Batch{}
+	b := &op.Batch{}
 	if n, err := r.Poll(0, 100, b); err != nil || n != 1 || b.Rows[0][5] != plan.Time(5) {
 		t.Fatalf("poll: %d rows %v, %v", n, b.Rows, err)
 	}

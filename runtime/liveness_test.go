@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/runtime/op"
 	"github.com/streamsql/streamsql/state"
 )
 
@@ -21,7 +22,7 @@ type stuckReader struct {
 	once    bool
 }
 
-func (r *stuckReader) Poll(now int64, max int, b *Batch) (int, error) {
+func (r *stuckReader) Poll(now int64, max int, b *op.Batch) (int, error) {
 	if !r.once && r.Available(now) > r.Offset() {
 		r.once = true
 		close(r.stuck)

@@ -1,6 +1,10 @@
 package runtime
 
-import "context"
+import (
+	"context"
+
+	"github.com/streamsql/streamsql/runtime/op"
+)
 
 // mailbox is a task's inbox: one bounded queue per input and one wake-up
 // signal. Producers block when a queue is full (backpressure, never
@@ -82,4 +86,26 @@ func (m *mailbox) Next(ctx context.Context, blocked func(int) bool) (Message, in
 			return Message{}, -1, ctx.Err()
 		}
 	}
+}
+
+// MsgKind is the kind of a message between tasks.
+type MsgKind uint8
+
+const (
+	MsgData MsgKind = iota
+	MsgWatermark
+	MsgBarrier
+	// MsgEnd: the input has ended (a bounded source is exhausted).
+	MsgEnd
+	// MsgIdle: the source became idle (Idle) or active again (!Idle).
+	MsgIdle
+)
+
+// Message is what flows on a queue between tasks.
+type Message struct {
+	Kind      MsgKind
+	Batch     *op.Batch
+	Watermark int64
+	Barrier   op.Barrier
+	Idle      bool // MsgIdle
 }

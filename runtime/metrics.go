@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/runtime/op"
 	"github.com/streamsql/streamsql/window"
 )
 
@@ -236,10 +237,10 @@ func (s *stageTasks) metrics() StageMetrics {
 	if _, ok := v.Ops[0].(*plan.Source); ok {
 		first = -1
 	}
-	for i, op := range v.Ops {
-		om := OperatorMetrics{Index: i, Op: op.OpName()}
+	for i, spec := range v.Ops {
+		om := OperatorMetrics{Index: i, Op: spec.OpName()}
 		k := i + first
-		switch op.(type) {
+		switch spec.(type) {
 		case *plan.Source, *plan.Sink:
 			// Rows read go into position 0; a sink is the terminal, the
 			// last position. Both pass on what they take.
@@ -253,7 +254,7 @@ func (s *stageTasks) metrics() StageMetrics {
 			}
 			for _, t := range s.tasks {
 				if k < len(t.chain.ops) {
-					if _, ok := t.chain.ops[k].(stateSizer); ok {
+					if _, ok := t.chain.ops[k].(op.Stateful); ok {
 						om.Stateful = true
 						om.StateBytes += t.stateBytes[k].Load()
 					}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/runtime/op"
 	"github.com/streamsql/streamsql/runtime/source/nexmark"
 	"github.com/streamsql/streamsql/state"
 	"github.com/streamsql/streamsql/value"
@@ -24,7 +25,7 @@ import (
 type Reader interface {
 	// Poll appends up to max rows available at wall time now (ms) to b,
 	// with Meta.Offset set, and returns how many.
-	Poll(now int64, max int, b *Batch) (int, error)
+	Poll(now int64, max int, b *op.Batch) (int, error)
 	// Offset is the offset of the next row.
 	Offset() int64
 	// Available is the end of what is readable now (Flush reads up to it).
@@ -112,7 +113,7 @@ func NewLogReader(l *state.Log, src *plan.Source, at SourcePosition) Reader {
 	return &logReader{log: l, off: at.Offset, upsert: src.Upsert, width: len(src.Schema)}
 }
 
-func (r *logReader) Poll(_ int64, max int, b *Batch) (int, error) {
+func (r *logReader) Poll(_ int64, max int, b *op.Batch) (int, error) {
 	var slab []plan.Value
 	if k := min(int64(max), r.log.End()-r.off); k > 0 {
 		// Sized once, and the rows carved from one allocation: every
@@ -126,7 +127,7 @@ func (r *logReader) Poll(_ int64, max int, b *Batch) (int, error) {
 		if err != nil {
 			return fmt.Errorf("log offset %d: %w", off, err)
 		}
-		m := RowMeta{Offset: off}
+		m := op.RowMeta{Offset: off}
 		if want := r.width + btoi(r.upsert); r.width > 0 && len(row) != want {
 			return fmt.Errorf("log offset %d: a row of %d values, the table's have %d", off, len(row), want)
 		}
@@ -134,9 +135,9 @@ func (r *logReader) Poll(_ int64, max int, b *Batch) (int, error) {
 			if len(row) == 0 {
 				return fmt.Errorf("log offset %d: upsert row without its operation", off)
 			}
-			m.Op = Upsert
+			m.Op = op.Upsert
 			if row[len(row)-1].True() {
-				m.Op = Delete
+				m.Op = op.Delete
 			}
 			row = row[:len(row)-1]
 		}
@@ -287,7 +288,7 @@ func (r *nexmarkReader) available(now int64) uint64 {
 	return end
 }
 
-func (r *nexmarkReader) Poll(now int64, max int, b *Batch) (int, error) {
+func (r *nexmarkReader) Poll(now int64, max int, b *op.Batch) (int, error) {
 	if r.pastRange {
 		return 0, nil
 	}
@@ -299,7 +300,7 @@ func (r *nexmarkReader) Poll(now int64, max int, b *Batch) (int, error) {
 	// One allocation for the batch's rows, one for its values.
 	w := len(r.cols)
 	slab := make([]plan.Value, want*w)
-	b.Rows, b.Meta = make([]plan.Row, 0, want), make([]RowMeta, 0, want)
+	b.Rows, b.Meta = make([]plan.Row, 0, want), make([]op.RowMeta, 0, want)
 	for n := range want {
 		row := r.gen.Fill(r.kind, r.idx, r.cols, plan.Row(slab[n*w:(n+1)*w:(n+1)*w]))
 		for _, v := range row {
@@ -308,7 +309,7 @@ func (r *nexmarkReader) Poll(now int64, max int, b *Batch) (int, error) {
 				return n, nil
 			}
 		}
-		b.Append(row, RowMeta{Offset: int64(r.idx)})
+		b.Append(row, op.RowMeta{Offset: int64(r.idx)})
 		r.idx++
 	}
 	return want, nil

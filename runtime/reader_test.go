@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/runtime/op"
 	"github.com/streamsql/streamsql/runtime/source/nexmark"
 )
 
@@ -19,7 +20,7 @@ func TestNexmarkResumesOnSchedule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &Batch{}
+	b := &op.Batch{}
 	n, err := r.Poll(now, 1000, b)
 	if err != nil || n == 0 {
 		t.Fatalf("right after a restore at bid 5000: read %d rows (%v), want some", n, err)
@@ -28,7 +29,7 @@ func TestNexmarkResumesOnSchedule(t *testing.T) {
 		t.Fatalf("first row at offset %d, want 5000", b.Meta[0].Offset)
 	}
 	// One second later about a second's worth of bids (46 of 50 events) more.
-	m, _ := r.Poll(now+1000, 10_000, &Batch{})
+	m, _ := r.Poll(now+1000, 10_000, &op.Batch{})
 	if m < 900 || m > 940 {
 		t.Fatalf("a second later: %d more bids, want about 920 at 1000 events/s", m)
 	}
@@ -46,7 +47,7 @@ func TestNexmarkEndsAtTheTimeRange(t *testing.T) {
 	}
 	rows := 0
 	for i := 0; i < 1000 && !r.Done(); i++ {
-		b := &Batch{}
+		b := &op.Batch{}
 		n, err := r.Poll(0, 1000, b)
 		if err != nil {
 			t.Fatal(err)
@@ -66,7 +67,7 @@ func TestNexmarkEndsAtTheTimeRange(t *testing.T) {
 	if !r.Done() || rows == 0 {
 		t.Fatalf("done %v after %d rows", r.Done(), rows)
 	}
-	if n, _ := r.Poll(0, 1000, &Batch{}); n != 0 {
+	if n, _ := r.Poll(0, 1000, &op.Batch{}); n != 0 {
 		t.Fatalf("%d rows after the end", n)
 	}
 }

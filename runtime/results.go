@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/runtime/op"
 	"github.com/streamsql/streamsql/state"
 	"github.com/streamsql/streamsql/value"
 )
@@ -250,7 +251,7 @@ func (r *Results) readLog(at uint64) ([]plan.Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(keys, func(a, b string) int { return value.CompareKeys(unsafeBytes(a), unsafeBytes(b), false) })
+	slices.SortFunc(keys, func(a, b string) int { return value.CompareKeys(op.KeyBytes(a), op.KeyBytes(b), false) })
 	rows := make([]plan.Row, len(keys))
 	for i, k := range keys {
 		if rows[i], err = r.decodeRow(vals[k]); err != nil {
@@ -480,7 +481,7 @@ func (r *Results) Rows(committed bool) ([]plan.Row, error) {
 		if err != nil {
 			return nil, err
 		}
-		slices.SortFunc(all, func(a, b kv) int { return value.CompareKeys(unsafeBytes(a.k), unsafeBytes(b.k), false) })
+		slices.SortFunc(all, func(a, b kv) int { return value.CompareKeys(op.KeyBytes(a.k), op.KeyBytes(b.k), false) })
 		rows := make([]plan.Row, len(all))
 		for i, e := range all {
 			rows[i] = e.row
@@ -529,7 +530,7 @@ func (r *Results) appendOnlyRows(committed bool) ([]plan.Row, error) {
 	// Row ids are unique per query, so no key should appear twice; if one
 	// did, the one read last wins, as with an update of the key.
 	slices.SortFunc(keys, func(a, b keyed) int {
-		if c := value.CompareKeys(unsafeBytes(a.k), unsafeBytes(b.k), true); c != 0 {
+		if c := value.CompareKeys(op.KeyBytes(a.k), op.KeyBytes(b.k), true); c != 0 {
 			return c
 		}
 		return a.i - b.i
@@ -560,7 +561,7 @@ type blockBuilder struct {
 // add appends the record of (key, row).
 func (b *blockBuilder) add(key string, row plan.Row) {
 	b.scratch = value.AppendRow(b.scratch[:0], row)
-	n := uvarintLen(len(key)) + len(key) + uvarintLen(len(b.scratch)) + len(b.scratch)
+	n := op.UvarintLen(len(key)) + len(key) + op.UvarintLen(len(b.scratch)) + len(b.scratch)
 	if cap(b.cur)-len(b.cur) < n {
 		// Grow by doubling up to the target (plus some room for the record
 		// that crosses it), not by append's smaller steps. After a full
@@ -592,14 +593,6 @@ func (b *blockBuilder) take() [][]byte {
 	}
 	b.closed, b.cur = nil, nil
 	return blocks
-}
-
-func uvarintLen(n int) int {
-	k := 1
-	for ; n >= 0x80; n >>= 7 {
-		k++
-	}
-	return k
 }
 
 // decodeBlock calls fn with each record of a block, in order. key is only
@@ -651,7 +644,7 @@ func groupKeyOf(k string, kind plan.KeyKind) string {
 	}
 	// The window values are skipped in place: the result is a suffix of k
 	// (this runs for every result change of a parallel sink).
-	b := unsafeBytes(k)
+	b := op.KeyBytes(k)
 	for range 2 {
 		var err error
 		if _, b, err = value.DecodeValue(b); err != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/runtime/op"
 	"github.com/streamsql/streamsql/state"
 	"github.com/streamsql/streamsql/value"
 )
@@ -74,7 +75,7 @@ func TestBlockRoundTrip(t *testing.T) {
 
 func recordLen(key string, row plan.Row) int {
 	enc := value.AppendRow(nil, row)
-	return uvarintLen(len(key)) + len(key) + uvarintLen(len(enc)) + len(enc)
+	return op.UvarintLen(len(key)) + len(key) + op.UvarintLen(len(enc)) + len(enc)
 }
 
 // partialStore writes the first entry of a write, then fails it, when
@@ -108,7 +109,7 @@ func TestAppendOnlyResults(t *testing.T) {
 	res.setAppendOnly()
 	var sinks [2]*appendSink
 	for i := range sinks {
-		sinks[i] = newAppendSink(res, store, qid, i, len(sinks), &Counters{})
+		sinks[i] = newAppendSink(res, store, qid, i, len(sinks), &op.Counters{})
 		sinks[i].blocks.target = 300 // several blocks per checkpoint
 	}
 	var all []keyedTestRow // every row emitted
@@ -117,8 +118,8 @@ func TestAppendOnlyResults(t *testing.T) {
 		for range n {
 			i := next
 			next++
-			b := &Batch{}
-			m := RowMeta{Offset: int64(1000 - i)} // keys out of emit order
+			b := &op.Batch{}
+			m := op.RowMeta{Offset: int64(1000 - i)} // keys out of emit order
 			if i%5 == 0 {
 				// A join's row id: (left offset, right offset).
 				m.ID = string(value.AppendValue(value.AppendValue(nil, plan.Int(int64(i))), plan.Int(int64(-i))))
@@ -141,7 +142,7 @@ func TestAppendOnlyResults(t *testing.T) {
 	barrier := func(id uint64) error {
 		var first error
 		for i, s := range sinks {
-			s.Barrier(Barrier{CheckpointID: id})
+			s.Barrier(op.Barrier{CheckpointID: id})
 			if id == 0 {
 				continue
 			}
@@ -245,8 +246,8 @@ func TestAppendOnlyResults(t *testing.T) {
 	check("opened: latest", opened, false, 85)
 
 	// Append-only results never take deletes.
-	b := &Batch{}
-	b.Append(nil, RowMeta{Key: "k", Op: Delete})
+	b := &op.Batch{}
+	b.Append(nil, op.RowMeta{Key: "k", Op: op.Delete})
 	if err := sinks[0].Emit(b); err == nil {
 		t.Fatal("a delete into append-only results was accepted")
 	}

@@ -3,9 +3,9 @@ package runtime
 import (
 	"fmt"
 	"math"
-	"unsafe"
 
 	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/runtime/op"
 	"github.com/streamsql/streamsql/state"
 	"github.com/streamsql/streamsql/value"
 )
@@ -17,9 +17,9 @@ import (
 // failed write is kept and retried in one place. Sinks run on their task's
 // goroutine.
 type sink interface {
-	Emitter
+	op.Emitter
 	// Barrier publishes the epoch's changes.
-	Barrier(b Barrier)
+	Barrier(b op.Barrier)
 	// snapshot returns the writes of checkpoint id (after its Barrier).
 	// The sink lets go of them: a failed write is the writer's to retry.
 	snapshot(id uint64) sinkWrites
@@ -59,11 +59,11 @@ type resultsSink struct {
 	store   state.Versioned
 	log     stateLog
 	pending []keyedChange // since the last barrier
-	w       stateWriter   // logged since the last checkpoint
+	w       op.LogWriter  // logged since the last checkpoint
 	// baseNext: the next checkpoint writes a base, so changes are not
 	// logged until then.
 	baseNext bool
-	counters *Counters
+	counters *op.Counters
 	rowBuf   []byte
 	// retention > 0 drops result rows of windows that ended more than
 	// retention before the watermark (results_retention), at checkpoints.
@@ -75,8 +75,8 @@ type resultsSink struct {
 
 var _ sink = (*resultsSink)(nil)
 
-func newResultsSink(res *Results, store state.Versioned, qid uint64, key plan.KeyKind, task, tasks int, c *Counters) *resultsSink {
-	return &resultsSink{res: res, store: store, log: stateLog{prefix: resultPrefix(qid), subtask: task},
+func newResultsSink(res *Results, store state.Versioned, qid uint64, key plan.KeyKind, task, tasks int, c *op.Counters) *resultsSink {
+	return &resultsSink{res: res, store: store, log: stateLog{prefix: resultPrefix(qid), subtask: task}, w: newStateWriter(false),
 		counters: c, kind: key, wm: math.MinInt64, task: task, tasks: tasks}
 }
 
@@ -97,24 +97,24 @@ func (s *resultsSink) publish() {
 		c := &s.pending[i]
 		if c.del {
 			if !s.baseNext {
-				s.w.Delete(unsafeBytes(c.key))
+				s.w.Delete(op.KeyBytes(c.key))
 			}
 		} else {
 			start := len(s.rowBuf)
 			s.rowBuf = value.AppendRow(s.rowBuf, c.row)
 			c.enc, c.row = s.rowBuf[start:len(s.rowBuf):len(s.rowBuf)], nil
 			if !s.baseNext {
-				s.w.Put(unsafeBytes(c.key), c.enc)
+				s.w.Put(op.KeyBytes(c.key), c.enc)
 			}
 		}
 	}
 	s.res.apply(s.task, s.pending)
-	if !s.baseNext && s.log.wouldCompact(s.w.n) {
+	if !s.baseNext && s.log.wouldCompact(s.w.Len()) {
 		// The next checkpoint writes a base (all the rows, from the latest
 		// view): logging the changes until then would be wasted. This also
 		// bounds the log when no checkpoint comes.
-		putBlocks(s.w.blocks)
-		s.baseNext, s.w = true, stateWriter{}
+		putBlocks(s.w.Blocks())
+		s.baseNext, s.w = true, newStateWriter(false)
 	}
 	clear(s.pending)
 	s.pending = s.pending[:0]
@@ -131,7 +131,7 @@ func (s *resultsSink) expire() {
 	}
 }
 
-func (s *resultsSink) Emit(b *Batch) error {
+func (s *resultsSink) Emit(b *op.Batch) error {
 	for i, r := range b.Rows {
 		m := &b.Meta[i]
 		if s.tasks > 1 && resultOwner(m.Key, s.kind, s.tasks) != s.task {
@@ -139,13 +139,13 @@ func (s *resultsSink) Emit(b *Batch) error {
 			// from elsewhere would be lost at the next one.
 			return fmt.Errorf("results: sink %d of %d got a change of key %x, owned by sink %d", s.task, s.tasks, m.Key, resultOwner(m.Key, s.kind, s.tasks))
 		}
-		s.pending = append(s.pending, keyedChange{key: m.Key, row: r, del: m.Op == Delete})
+		s.pending = append(s.pending, keyedChange{key: m.Key, row: r, del: m.Op == op.Delete})
 	}
 	s.counters.RowsOut += int64(b.Len())
 	return nil
 }
 
-func (s *resultsSink) Barrier(b Barrier) {
+func (s *resultsSink) Barrier(b op.Barrier) {
 	s.publish()
 	if b.CheckpointID == 0 {
 		return
@@ -158,17 +158,17 @@ func (s *resultsSink) Barrier(b Barrier) {
 // of the rows this sink owns (its first checkpoint, or deltas outgrown).
 func (s *resultsSink) snapshot(id uint64) sinkWrites {
 	w := s.w
-	s.w = stateWriter{}
+	s.w = newStateWriter(false)
 	if s.baseNext || s.log.full() {
 		s.baseNext = false
 		if !s.log.based {
 			s.log.written = append(s.log.written, s.res.superseded(s.task, s.tasks)...)
 		}
-		putBlocks(w.blocks) // the deltas, superseded by the base
-		w = stateWriter{all: true}
+		putBlocks(w.Blocks()) // the deltas, superseded by the base
+		w = newStateWriter(true)
 		s.res.owned(s.task, w.Put)
 	}
-	return sinkWrites{kvs: s.log.blocks(id, &w), bufs: w.blocks, what: "results"}
+	return sinkWrites{kvs: s.log.blocks(id, &w), bufs: w.Blocks(), what: "results"}
 }
 
 // blockTarget is the size at which an append-only sink closes a block
@@ -188,7 +188,7 @@ type appendSink struct {
 	prefix   []byte
 	task     int // the sink's subtask: blocks of several sinks never collide
 	tasks    int
-	counters *Counters
+	counters *op.Counters
 	blocks   blockBuilder
 	// Published so far: blocks.closed[:pubBlocks], and pubOff bytes of the
 	// next block (closed or open).
@@ -198,17 +198,17 @@ type appendSink struct {
 
 var _ sink = (*appendSink)(nil)
 
-func newAppendSink(res *Results, store state.Versioned, qid uint64, task, tasks int, c *Counters) *appendSink {
+func newAppendSink(res *Results, store state.Versioned, qid uint64, task, tasks int, c *op.Counters) *appendSink {
 	return &appendSink{res: res, store: store, prefix: blockPrefix(qid), task: task, tasks: tasks, counters: c,
 		blocks: blockBuilder{target: blockTarget}}
 }
 
 func (s *appendSink) watermark(wm int64) { s.res.watermark(s.task, s.tasks, wm) }
 
-func (s *appendSink) Emit(b *Batch) error {
+func (s *appendSink) Emit(b *op.Batch) error {
 	for i, r := range b.Rows {
 		m := &b.Meta[i]
-		if m.Op == Delete {
+		if m.Op == op.Delete {
 			// The planner feeds append-only results only insert-only
 			// streams (subqueries included); a delete is a broken invariant.
 			return fmt.Errorf("append-only results: a delete of key %x", m.Key)
@@ -245,7 +245,7 @@ func (s *appendSink) publish() {
 	}
 }
 
-func (s *appendSink) Barrier(Barrier) { s.publish() }
+func (s *appendSink) Barrier(op.Barrier) { s.publish() }
 
 // snapshot writes the blocks since the last checkpoint, each as one entry
 // at the checkpoint's id. A block whose write fails is written again with
@@ -262,14 +262,10 @@ func (s *appendSink) snapshot(id uint64) sinkWrites {
 }
 
 // discardSink counts rows and drops them (benchmarks).
-type discardSink struct{ counters *Counters }
+type discardSink struct{ counters *op.Counters }
 
 var _ sink = (*discardSink)(nil)
 
-func (d *discardSink) Emit(b *Batch) error        { d.counters.RowsOut += int64(b.Len()); return nil }
-func (d *discardSink) Barrier(Barrier)            {}
+func (d *discardSink) Emit(b *op.Batch) error     { d.counters.RowsOut += int64(b.Len()); return nil }
+func (d *discardSink) Barrier(op.Barrier)         {}
 func (d *discardSink) snapshot(uint64) sinkWrites { return sinkWrites{} }
-
-// unsafeBytes is s's bytes, for callees that only read them (StateWriter
-// copies what it keeps).
-func unsafeBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }

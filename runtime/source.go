@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/runtime/op"
 	"github.com/streamsql/streamsql/state"
 	"github.com/streamsql/streamsql/window"
 )
@@ -26,7 +27,7 @@ type sourceTask struct {
 	vertex    int
 	subtask   int
 	reader    Reader
-	inject    chan Barrier
+	inject    chan op.Barrier
 	tracker   window.Tracker
 	floor     int64 // the all-idle wall-clock advance
 	wm        int64 // last watermark forwarded
@@ -200,7 +201,7 @@ func (s *sourceTask) afterPoll() {
 
 // poll reads one batch and sends it down the chain.
 func (s *sourceTask) poll(now int64) (int, error) {
-	b := &Batch{}
+	b := &op.Batch{}
 	n, err := s.reader.Poll(now, BatchSize, b)
 	if err != nil {
 		return 0, fmt.Errorf("%s: read table %s: %w", s.name, s.spec.Table, err)
@@ -291,7 +292,7 @@ func (s *sourceTask) idle(now int64) error {
 // barrier handles barrier b from the coordinator: Flush first reads every
 // row available now; then the position is recorded for a checkpoint and the
 // barrier goes down the chain.
-func (s *sourceTask) onBarrier(ctx context.Context, b Barrier) error {
+func (s *sourceTask) onBarrier(ctx context.Context, b op.Barrier) error {
 	s.live.begin(time.Now())
 	defer s.live.end()
 	if s.reader.caps().async && b.Flush {

@@ -6,21 +6,23 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/streamsql/streamsql/runtime/op"
 	"github.com/streamsql/streamsql/state"
 	"github.com/streamsql/streamsql/value"
 )
 
 // Operator state is stored as a log of blocks per operator and subtask,
 // not as one store entry per key: a checkpoint's Puts and Deletes are
-// encoded into blocks of about stateBlockSize bytes, each one entry in the
+// encoded into blocks of about op.BlockSize bytes, each one entry in the
 // versioned store at the checkpoint id (large values go to the store's
 // blob files, state/blobs.go), under
 //
 //	<opPrefix> L <subtask:4> <checkpoint:8> <kind:1> <block:4>
 //
 // kind 'b' is a base (a full snapshot), 'd' a delta (what changed since the
-// previous checkpoint). A record is op(1: put, 0: delete), then the key and
-// (puts) the value, each uvarint-length-prefixed.
+// previous checkpoint). The records in a block are op's encoding
+// (op.LogWriter, op.LogRecords: op(1: put, 0: delete), then the key and
+// (puts) the value, each uvarint-length-prefixed).
 //
 // Writing a few large entries instead of one per group or held row is what
 // makes a checkpoint cheap (the store's per-entry cost dominated). The log
@@ -36,12 +38,6 @@ import (
 // subtask s mod parallelism), so logs of two parallelisms never mix.
 
 const (
-	stateBlockSize = 256 << 10
-	// stateBlockMin is the size a writer's first block starts at: it
-	// doubles up to a full block, so the snapshot of a handful of groups
-	// (or the results changes a sink logs between checkpoints) holds a
-	// few KiB, not a full block, for each of thousands of queries.
-	stateBlockMin            = 4 << 10
 	kindBase, kindDelta byte = 'b', 'd'
 	// compactMin: below this many delta bytes a log is not compacted.
 	compactMin = 4 << 20
@@ -76,155 +72,61 @@ func (l *stateLog) wouldCompact(pending int) bool {
 }
 
 // writer returns the writer of the next snapshot: a base or a delta.
-func (l *stateLog) writer() *stateWriter { return &stateWriter{all: l.full()} }
+func (l *stateLog) writer() *op.LogWriter {
+	w := newStateWriter(l.full())
+	return &w
+}
+
+// newStateWriter returns a writer of state log records (op.LogWriter) of
+// a base (all) or a delta, whose full blocks come from blockPool.
+func newStateWriter(all bool) op.LogWriter { return op.NewLogWriter(all, reuseBlock) }
 
 // blockPool recycles snapshot blocks once the store has written them. A
 // checkpoint's blocks come to megabytes; allocated anew each time, they
 // make the collector run, and trace the whole heap, more often.
 var blockPool sync.Pool // of *[]byte
 
-// getBlock returns an empty block buffer: room for stateBlockSize bytes and
-// the record that crosses it.
-func getBlock() []byte {
+// reuseBlock returns an empty block buffer from the pool (room for
+// op.BlockSize bytes and the record that crosses it), or nil.
+func reuseBlock() []byte {
 	if p, ok := blockPool.Get().(*[]byte); ok {
 		return (*p)[:0]
 	}
-	return make([]byte, 0, fullBlock)
+	return nil
 }
-
-// fullBlock is the capacity of a full block buffer.
-const fullBlock = stateBlockSize + stateBlockSize/4
 
 // putBlocks gives blocks nothing refers to any more back for reuse.
 func putBlocks(blocks [][]byte) {
 	for _, b := range blocks {
-		if cap(b) >= stateBlockSize {
+		if cap(b) >= op.BlockSize {
 			blockPool.Put(&b)
 		}
 	}
 }
 
-// blocks turns one checkpoint's records (from a stateWriter) into store
+// blocks turns one checkpoint's records (from an op.LogWriter) into store
 // writes: the blocks, and for a base the deletes of the chain it replaces.
-func (l *stateLog) blocks(ckpt uint64, w *stateWriter) []state.KV {
-	if w.n == 0 && !w.all {
+func (l *stateLog) blocks(ckpt uint64, w *op.LogWriter) []state.KV {
+	if w.Len() == 0 && !w.Full() {
 		return nil
 	}
 	kind := kindDelta
 	var kvs []state.KV
-	if w.all {
+	if w.Full() {
 		kind = kindBase
 		for _, k := range l.written {
 			kvs = append(kvs, state.KV{Key: k, Delete: true})
 		}
-		l.written, l.based, l.baseBytes, l.deltaBytes = nil, true, w.n, 0
+		l.written, l.based, l.baseBytes, l.deltaBytes = nil, true, w.Len(), 0
 	} else {
-		l.deltaBytes += w.n
+		l.deltaBytes += w.Len()
 	}
-	for n, b := range w.close() {
+	for n, b := range w.Close() {
 		k := l.blockKey(ckpt, kind, n)
 		l.written = append(l.written, k)
 		kvs = append(kvs, state.KV{Key: k, Value: b})
 	}
 	return kvs
-}
-
-// stateWriter collects an operator's snapshot as log records, in blocks
-// of about stateBlockSize bytes (a record is never split; one larger than
-// a block grows its block).
-type stateWriter struct {
-	all    bool // a base: the operator writes all its state
-	blocks [][]byte
-	n      int // bytes in all
-}
-
-var _ StateWriter = (*stateWriter)(nil)
-
-func (w *stateWriter) Full() bool { return w.all }
-
-// cur is the block the next record, of n bytes, goes to. The first block
-// starts at stateBlockMin and doubles until it is a full one (from the
-// pool); the blocks after it start full.
-func (w *stateWriter) cur(n int) *[]byte {
-	last := len(w.blocks) - 1
-	switch {
-	case last < 0:
-		w.blocks = append(w.blocks, make([]byte, 0, max(stateBlockMin, n)))
-		last = 0
-	case len(w.blocks[last]) >= stateBlockSize:
-		w.blocks = append(w.blocks, getBlock())
-		last++
-	}
-	b := &w.blocks[last]
-	if need := len(*b) + n; need > cap(*b) && cap(*b) < fullBlock {
-		var c []byte
-		if size := max(2*cap(*b), need); size >= fullBlock {
-			c = getBlock()
-		} else {
-			c = make([]byte, 0, size)
-		}
-		*b = append(c, *b...)
-	}
-	return b
-}
-
-func (w *stateWriter) Put(k, v []byte) {
-	b := w.cur(1 + uvarintLen(len(k)) + len(k) + uvarintLen(len(v)) + len(v))
-	before := len(*b)
-	*b = append(*b, 1)
-	*b = binary.AppendUvarint(*b, uint64(len(k)))
-	*b = append(*b, k...)
-	*b = binary.AppendUvarint(*b, uint64(len(v)))
-	*b = append(*b, v...)
-	w.n += len(*b) - before
-}
-
-func (w *stateWriter) Delete(k []byte) {
-	b := w.cur(1 + uvarintLen(len(k)) + len(k))
-	before := len(*b)
-	*b = append(*b, 0)
-	*b = binary.AppendUvarint(*b, uint64(len(k)))
-	*b = append(*b, k...)
-	w.n += len(*b) - before
-}
-
-// close returns the blocks (a base of nothing is one empty block: it still
-// marks where the chain starts).
-func (w *stateWriter) close() [][]byte {
-	if len(w.blocks) == 0 {
-		w.blocks = append(w.blocks, []byte{})
-	}
-	return w.blocks
-}
-
-// logRecords decodes one block's records.
-func logRecords(b []byte, fn func(put bool, k, v []byte) error) error {
-	for len(b) > 0 {
-		if b[0] > 1 {
-			return fmt.Errorf("bad record kind %d", b[0])
-		}
-		put := b[0] == 1
-		b = b[1:]
-		n, w := binary.Uvarint(b)
-		if w <= 0 || uint64(len(b)-w) < n {
-			return fmt.Errorf("bad key length")
-		}
-		k := b[w : w+int(n)]
-		b = b[w+int(n):]
-		var v []byte
-		if put {
-			n, w = binary.Uvarint(b)
-			if w <= 0 || uint64(len(b)-w) < n {
-				return fmt.Errorf("bad value length")
-			}
-			v = b[w : w+int(n)]
-			b = b[w+int(n):]
-		}
-		if err := fn(put, k, v); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // readStateLog reads an operator's state at checkpoint at from every
@@ -268,7 +170,7 @@ func readStateLog(store state.Versioned, prefix []byte, at uint64) (keys []strin
 		if b.ckpt < base[b.subtask] || b.kind == kindDelta && b.ckpt == base[b.subtask] {
 			continue
 		}
-		err := logRecords(b.value, func(put bool, k, v []byte) error {
+		err := op.LogRecords(b.value, func(put bool, k, v []byte) error {
 			if put {
 				vals[string(k)] = v
 			} else {

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"testing"
 
+	"github.com/streamsql/streamsql/runtime/op"
 	"github.com/streamsql/streamsql/state"
 )
 
@@ -21,7 +22,7 @@ type logStep struct {
 func writeLog(t *testing.T, store state.Versioned, l *stateLog, steps []logStep, model map[string]string) {
 	t.Helper()
 	for _, s := range steps {
-		w := &stateWriter{all: s.full}
+		w := op.NewLogWriter(s.full, nil)
 		if s.full {
 			clear(model)
 		}
@@ -34,7 +35,7 @@ func writeLog(t *testing.T, store state.Versioned, l *stateLog, steps []logStep,
 				model[k] = v
 			}
 		}
-		if kvs := l.blocks(s.ckpt, w); len(kvs) > 0 {
+		if kvs := l.blocks(s.ckpt, &w); len(kvs) > 0 {
 			if err := store.Write(s.ckpt, kvs); err != nil {
 				t.Fatal(err)
 			}

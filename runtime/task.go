@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/streamsql/streamsql/internal/fault"
+	"github.com/streamsql/streamsql/runtime/op"
 	"github.com/streamsql/streamsql/state"
 )
 
@@ -24,7 +25,7 @@ type ack struct {
 	deltas  counts
 	// late and bad are the last late rows and undecodable records since
 	// the task's previous checkpoint barrier (bounded), for the marker.
-	late []LateRow
+	late []op.LateRow
 	bad  []BadRecord
 	// align is how long the barrier was held up at this task: from its
 	// first input's barrier to its last (alignment), plus a sink's wait
@@ -49,8 +50,8 @@ type taskBase struct {
 	job      *Job
 	name     string
 	chain    *chain
-	counters *Counters
-	env      *Env
+	counters *op.Counters
+	env      *op.Env
 	// opPrefix[i] is where operator i keeps its state.
 	opPrefix [][]byte
 	subtask  int
@@ -62,7 +63,7 @@ type taskBase struct {
 	// sinceCkpt: counters since the last checkpoint barrier;
 	// lateSince and badSince the last few samples of them.
 	sinceCkpt counts
-	lateSince []LateRow
+	lateSince []op.LateRow
 	badSince  []BadRecord
 	// stateRows is this task's operators' state size, read by Status;
 	// stateBytes[i] operator i's estimate of the heap its state takes.
@@ -121,7 +122,7 @@ func (t *taskBase) log(i int) *stateLog {
 // fails the checkpoint, not the query; an operator error is fatal and
 // returned. aligned is how long the task aligned the barrier across its
 // inputs; the terminal's wait for room (awaitRoom) is added to it.
-func (t *taskBase) barrier(ctx context.Context, b Barrier, aligned time.Duration, extra []state.KV, offsets map[string]int64) error {
+func (t *taskBase) barrier(ctx context.Context, b op.Barrier, aligned time.Duration, extra []state.KV, offsets map[string]int64) error {
 	if err := t.chain.barrier(b); err != nil {
 		return fmt.Errorf("%s: barrier %d: %w", t.name, b.Epoch, err)
 	}
@@ -129,15 +130,15 @@ func (t *taskBase) barrier(ctx context.Context, b Barrier, aligned time.Duration
 	var w stateWrite
 	if b.CheckpointID != 0 {
 		w.kvs = extra
-		for i, op := range t.chain.ops {
+		for i, o := range t.chain.ops {
 			l := t.log(i)
 			sw := l.writer()
-			if err := op.Snapshot(sw); err != nil {
+			if err := o.Snapshot(sw); err != nil {
 				return fmt.Errorf("%s: snapshot at checkpoint %d: %w", t.name, b.CheckpointID, err)
 			}
 			w.kvs = append(w.kvs, l.blocks(b.CheckpointID, sw)...)
-			a.bytes += sw.n
-			w.bufs = append(w.bufs, sw.blocks...)
+			a.bytes += sw.Len()
+			w.bufs = append(w.bufs, sw.Blocks()...)
 		}
 	}
 	waited, err := t.chain.term.awaitRoom(ctx, b, t.live)
@@ -288,10 +289,10 @@ func superseded(kept, next []state.KV) []state.KV {
 // publish moves the operators' counters to the job.
 func (t *taskBase) publish() {
 	n := 0
-	for i, op := range t.chain.ops {
-		if s, ok := op.(stateSizer); ok {
-			n += s.stateRows()
-			t.stateBytes[i].Store(s.stateBytes())
+	for i, o := range t.chain.ops {
+		if s, ok := o.(op.Stateful); ok {
+			n += s.StateRows()
+			t.stateBytes[i].Store(s.StateBytes())
 		}
 	}
 	t.stateRows.Store(int64(n))
@@ -299,7 +300,7 @@ func (t *taskBase) publish() {
 	if c.LateRows != 0 || len(c.Late) > 0 {
 		t.job.addLate(c.LateRows, c.Late)
 		t.sinceCkpt.late += c.LateRows
-		t.lateSince = keepLast(t.lateSince, c.Late, MaxLateSamples)
+		t.lateSince = keepLast(t.lateSince, c.Late, op.MaxLateSamples)
 		c.LateRows, c.Late = 0, c.Late[:0]
 	}
 	if c.RowsOut != 0 {
@@ -339,7 +340,7 @@ func (t *task) sideWatermark(side int) error {
 // row carries the watermark of its own producer before it; with several
 // producers, the operator's watermark is the minimum over all of them, so
 // a fast producer's rows must not close windows a slow one still feeds.
-func (t *task) clampWM(in int, b *Batch) {
+func (t *task) clampWM(in int, b *op.Batch) {
 	if len(t.inWM) < 2 {
 		return
 	}
@@ -363,7 +364,7 @@ func (t *task) inputIdle(in int, idle bool) error {
 		t.idle = make([]bool, len(t.inWM))
 	}
 	t.idle[in] = idle
-	op, ok := t.two.(idler)
+	idler, ok := t.two.(op.Idler)
 	if t.two == nil || !ok {
 		return nil
 	}
@@ -373,7 +374,7 @@ func (t *task) inputIdle(in int, idle bool) error {
 			all = false
 		}
 	}
-	fw, err := op.SideIdle(side, all, t.chain.links[0])
+	fw, err := idler.SideIdle(side, all, t.chain.links[0])
 	if err != nil || fw <= t.wm {
 		return err
 	}
@@ -397,7 +398,7 @@ type task struct {
 	restoreAt  uint64
 	// Two-input vertices (joins): the first operator, each input's side,
 	// and each side's watermark (the minimum over its inputs).
-	two    TwoInput
+	two    op.TwoInput
 	sides  []int
 	sideWM [2]int64
 	idle   []bool // per input: its source said it is idle

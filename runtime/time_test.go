@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/runtime/op"
 	"github.com/streamsql/streamsql/state"
 )
 
@@ -28,12 +29,12 @@ func (r *memReader) add(rows ...plan.Row) {
 	r.mu.Unlock()
 }
 
-func (r *memReader) Poll(_ int64, max int, b *Batch) (int, error) {
+func (r *memReader) Poll(_ int64, max int, b *op.Batch) (int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := 0
 	for ; n < max && r.off < int64(len(r.rows)); n++ {
-		b.Append(r.rows[r.off], RowMeta{Offset: r.off})
+		b.Append(r.rows[r.off], op.RowMeta{Offset: r.off})
 		r.off++
 	}
 	return n, nil

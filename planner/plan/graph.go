@@ -90,7 +90,7 @@ type Edge struct {
 }
 
 // Op is the spec of one operator. The runtime builds operators from specs
-// in one place (runtime.buildOperator).
+// in one place (op.Build, runtime/op).
 type Op interface {
 	OpName() string
 	Explain() string

@@ -1,4 +1,4 @@
-package runtime
+package op
 
 import (
 	"fmt"
@@ -51,12 +51,6 @@ func CompileAll(es []plan.Expr, env *Env) ([]Eval, error) {
 	}
 	return out, nil
 }
-
-// Compare orders two non-NULL values (funcs.Compare).
-func Compare(x, y plan.Value) int { return funcs.Compare(x, y) }
-
-// Cast converts v to type t, NULL staying NULL (funcs.Cast).
-func Cast(v plan.Value, t plan.Type) plan.Value { return funcs.Cast(v, t) }
 
 // arith is a binary arithmetic operator: ints says whether its BIGINT
 // (or TIMESTAMP) result is in range, else it is NULL, counted in env.
@@ -128,14 +122,14 @@ func compileCall(c *plan.Call, a []Eval, env *Env) (Eval, error) {
 			"<": func(c int) bool { return c < 0 }, "<=": func(c int) bool { return c <= 0 },
 			">": func(c int) bool { return c > 0 }, ">=": func(c int) bool { return c >= 0 },
 		}[c.Fn]
-		return funcs.Strict2(a[0], a[1], func(x, y plan.Value) plan.Value { return plan.Bool(test(Compare(x, y))) }), nil
+		return funcs.Strict2(a[0], a[1], func(x, y plan.Value) plan.Value { return plan.Bool(test(funcs.Compare(x, y))) }), nil
 	case "<=>":
 		return func(r plan.Row) plan.Value {
 			x, y := a[0](r), a[1](r)
 			if x.IsNull() || y.IsNull() {
 				return plan.Bool(x.IsNull() && y.IsNull())
 			}
-			return plan.Bool(Compare(x, y) == 0)
+			return plan.Bool(funcs.Compare(x, y) == 0)
 		}, nil
 	case "and":
 		return func(r plan.Row) plan.Value {
@@ -186,7 +180,7 @@ func compileCall(c *plan.Call, a []Eval, env *Env) (Eval, error) {
 				y := e(r)
 				if y.IsNull() {
 					sawNull = true
-				} else if Compare(x, y) == 0 {
+				} else if funcs.Compare(x, y) == 0 {
 					return plan.Bool(true)
 				}
 			}
@@ -212,7 +206,7 @@ func compileCall(c *plan.Call, a []Eval, env *Env) (Eval, error) {
 			return plan.Null
 		}, nil
 	case "cast":
-		return funcs.Strict1(a[0], func(v plan.Value) plan.Value { return Cast(v, t) }), nil
+		return funcs.Strict1(a[0], func(v plan.Value) plan.Value { return funcs.Cast(v, t) }), nil
 	}
 	// Functions: the registry's implementation, looked up once per query.
 	if f := funcs.ByFn(c.Fn); f != nil && f.Compile != nil {

@@ -1,4 +1,4 @@
-package runtime
+package op
 
 import (
 	"fmt"
@@ -61,7 +61,7 @@ func (d *tjDriver) del(off, k, ts int64) {
 
 func (d *tjDriver) rows(t *testing.T, what string, want int) {
 	t.Helper()
-	if n := d.j.stateRows(); n != want {
+	if n := d.j.StateRows(); n != want {
 		t.Fatalf("%s: %d rows held, want %d", what, n, want)
 	}
 }
@@ -318,7 +318,7 @@ func TestTemporalJoinPruning(t *testing.T) {
 		d.left(i, jr(k, 10*i+5, i))
 		d.wm(sideRight, 10*i)
 		d.wm(sideLeft, 10*i)
-		maxRows = max(maxRows, d.j.stateRows())
+		maxRows = max(maxRows, d.j.StateRows())
 	}
 	if maxRows > 7+2 || len(d.j.prunes) > 20 {
 		t.Fatalf("state grew to %d rows (%d prune entries)", maxRows, len(d.j.prunes))
@@ -449,8 +449,8 @@ func TestTemporalJoinProperty(t *testing.T) {
 			if err := d.j.Snapshot(st); err != nil {
 				t.Fatal(err)
 			}
-			if st.rowRecords() != d.j.stateRows() || st.badDeletes != 0 {
-				t.Fatalf("%s: store holds %d rows (%d bad deletes), operator %d", name, st.rowRecords(), st.badDeletes, d.j.stateRows())
+			if st.rowRecords() != d.j.StateRows() || st.badDeletes != 0 {
+				t.Fatalf("%s: store holds %d rows (%d bad deletes), operator %d", name, st.rowRecords(), st.badDeletes, d.j.StateRows())
 			}
 		}
 		cut := rng.IntN(len(evs))
@@ -466,8 +466,8 @@ func TestTemporalJoinProperty(t *testing.T) {
 			d.apply(e)
 		}
 		wantRows(t, name, d.since(0), want)
-		if d.j.stateRows() != 0 || d.fw != math.MaxInt64 {
-			t.Fatalf("%s: at end %d rows held, forwarded %d", name, d.j.stateRows(), d.fw)
+		if d.j.StateRows() != 0 || d.fw != math.MaxInt64 {
+			t.Fatalf("%s: at end %d rows held, forwarded %d", name, d.j.StateRows(), d.fw)
 		}
 		uniqueIDs(t, name, d.out.meta)
 
@@ -481,7 +481,7 @@ func TestTemporalJoinProperty(t *testing.T) {
 			rd := newTJDriver(t, spec)
 			rs := memStateReader{st: st, subtask: sub, parallel: par}
 			rd.restore(rs)
-			held += rd.j.stateRows()
+			held += rd.j.StateRows()
 			if rd.j.wm != recordedWM(st) {
 				t.Fatalf("%s: restored watermarks %v", name, rd.j.wm)
 			}
@@ -499,8 +499,8 @@ func TestTemporalJoinProperty(t *testing.T) {
 			for _, r := range rd.out.rows {
 				restored = append(restored, fmtJoinRow(r))
 			}
-			if rd.j.stateRows() != 0 {
-				t.Fatalf("%s: restored task %d holds %d rows at end", name, sub, rd.j.stateRows())
+			if rd.j.StateRows() != 0 {
+				t.Fatalf("%s: restored task %d holds %d rows at end", name, sub, rd.j.StateRows())
 			}
 		}
 		if held != st.rowRecords() {
@@ -581,8 +581,8 @@ func TestTemporalJoinSnapshotRestore(t *testing.T) {
 					t.Fatalf("parallelism %d task %d restored a waiting row of key %x it does not own", par, sub, it.row.key)
 				}
 			}
-			total += rd.j.stateRows()
-			if rd.j.stateRows() > 0 && rd.j.seq < 5 {
+			total += rd.j.StateRows()
+			if rd.j.StateRows() > 0 && rd.j.seq < 5 {
 				t.Fatalf("sequence %d not restored", rd.j.seq)
 			}
 			st2 := &memState{kv: map[string][]byte{}}
@@ -621,8 +621,8 @@ func TestTemporalJoinIncrementalSnapshot(t *testing.T) {
 		if again.puts+again.dels != 0 {
 			t.Fatalf("a snapshot with nothing changed wrote %d, deleted %d", again.puts, again.dels)
 		}
-		if st.badDeletes != 0 || st.rowRecords() != d.j.stateRows() {
-			t.Fatalf("store: %d row records (operator %d), %d bad deletes", st.rowRecords(), d.j.stateRows(), st.badDeletes)
+		if st.badDeletes != 0 || st.rowRecords() != d.j.StateRows() {
+			t.Fatalf("store: %d row records (operator %d), %d bad deletes", st.rowRecords(), d.j.StateRows(), st.badDeletes)
 		}
 		if w.puts != puts || w.dels != dels {
 			t.Fatalf("snapshot: %d puts, %d deletes; want %d, %d", w.puts, w.dels, puts, dels)

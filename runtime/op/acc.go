@@ -1,4 +1,4 @@
-package runtime
+package op
 
 import (
 	"fmt"
@@ -18,8 +18,8 @@ type acc struct {
 	set *distinctSet // COUNT(DISTINCT)
 }
 
-// ErrOverflow is returned when a BIGINT SUM overflows.
-var ErrOverflow = fmt.Errorf("BIGINT value is out of range in SUM")
+// errOverflow is returned when a BIGINT SUM overflows.
+var errOverflow = fmt.Errorf("BIGINT value is out of range in SUM")
 
 // add folds v into the accumulator. It returns how many bytes a
 // COUNT(DISTINCT) set grew by (0 for every other function); buf is scratch
@@ -51,7 +51,7 @@ func (a *acc) add(fn plan.AggFn, t plan.Type, v plan.Value, buf *[]byte) (int, e
 			return 0, nil
 		}
 		if sumOverflows(a.i, v.I) {
-			return 0, ErrOverflow
+			return 0, errOverflow
 		}
 		a.i += v.I
 	case plan.AggAvg:
@@ -94,7 +94,7 @@ func (a *acc) merge(fn plan.AggFn, t plan.Type, o *acc) (int, error) {
 			return 0, nil
 		}
 		if sumOverflows(a.i, o.i) {
-			return 0, ErrOverflow
+			return 0, errOverflow
 		}
 		a.i += o.i
 	case plan.AggAvg:
@@ -131,7 +131,7 @@ func (a *acc) result(fn plan.AggFn, t plan.Type) plan.Value {
 	if a.v.IsNull() {
 		return plan.Null
 	}
-	return Cast(a.v, t)
+	return funcs.Cast(a.v, t)
 }
 
 // sumOverflows reports whether x+y overflows int64.

@@ -1,4 +1,4 @@
-package runtime
+package op
 
 // Emitter receives what an operator produces: the next operator of the
 // chain, or the task's output (an exchange or a sink).
@@ -26,12 +26,12 @@ type Operator interface {
 	Restore(r StateReader) error
 }
 
-// stateSizer is an operator that keeps state: it reports how many entries
+// Stateful is an operator that keeps state: it reports how many entries
 // (groups, held rows) it holds, and an estimate of the heap bytes they
 // take (statemem.go), for the API and metrics.
-type stateSizer interface {
-	stateRows() int
-	stateBytes() int64
+type Stateful interface {
+	StateRows() int
+	StateBytes() int64
 }
 
 // TwoInput is an operator with two inputs (a join): the first operator of
@@ -45,15 +45,16 @@ type TwoInput interface {
 	WatermarkSide(side int, wm int64, out Emitter) (int64, error)
 }
 
-// idler is a two-input operator that reacts to a side going idle (a
+// Idler is a two-input operator that reacts to a side going idle (a
 // stream-to-table join stops waiting for an idle table side).
-type idler interface {
+type Idler interface {
 	SideIdle(side int, idle bool, out Emitter) (int64, error)
 }
 
 // StateWriter takes an operator's checkpoint writes. Keys are the
-// operator's own; the task logs them in its place (statelog.go). Put and
-// Delete copy what they keep: the caller may reuse its buffers.
+// operator's own; the task logs them in its place (runtime/statelog.go,
+// as LogWriter records: statelog.go). Put and Delete copy what they keep:
+// the caller may reuse its buffers.
 type StateWriter interface {
 	Put(key, value []byte)
 	Delete(key []byte)
@@ -80,6 +81,10 @@ type Counters struct {
 	// Late holds the most recent late rows (at most MaxLateSamples).
 	Late []LateRow
 }
+
+// MaxLateSamples is how many recent late rows are kept for inspection: by
+// an operator's Counters, and by its task and job (runtime).
+const MaxLateSamples = 20
 
 // LateRow identifies a row dropped as late: its source offset and event time.
 type LateRow struct {

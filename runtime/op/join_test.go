@@ -1,4 +1,4 @@
-package runtime
+package op
 
 import (
 	"fmt"
@@ -260,8 +260,8 @@ func TestIntervalJoinInnerAndLeft(t *testing.T) {
 				padded = sorted("1,99,5|N,N,N", "2,50,6|N,N,N", "3,100,7|N,N,N")
 			}
 			wantRows(t, "at end", d.since(n), padded)
-			if d.j.stateRows() != 0 || d.fw != math.MaxInt64 {
-				t.Fatalf("at end: %d rows held, forwarded %d", d.j.stateRows(), d.fw)
+			if d.j.StateRows() != 0 || d.fw != math.MaxInt64 {
+				t.Fatalf("at end: %d rows held, forwarded %d", d.j.StateRows(), d.fw)
 			}
 			// Offset: the left row's (v = offset+1); ID: (left offset,
 			// right offset or -1); Key: the join key.
@@ -312,7 +312,7 @@ func TestIntervalJoinNulls(t *testing.T) {
 		d := newJoinDriver(t, joinSpec(kind, -10, 10, nil))
 		d.row(sideRight, 0, jrn(nullInt, 100, 1))
 		d.row(sideRight, 1, jrn(1, nullInt, 2))
-		if d.j.stateRows() != 0 {
+		if d.j.StateRows() != 0 {
 			t.Fatalf("%s: right rows with NULL key or time held", kind)
 		}
 		d.row(sideRight, 2, jr(1, 100, 3))
@@ -324,8 +324,8 @@ func TestIntervalJoinNulls(t *testing.T) {
 			want = sorted("N,100,4|N,N,N", "1,N,5|N,N,N")
 		}
 		wantRows(t, kind.String()+" NULL left rows", d.since(0), want)
-		if d.j.stateRows() != 1 {
-			t.Fatalf("%s: %d rows held, want the one right row", kind, d.j.stateRows())
+		if d.j.StateRows() != 1 {
+			t.Fatalf("%s: %d rows held, want the one right row", kind, d.j.StateRows())
 		}
 		n := len(d.out.rows)
 		d.both(math.MaxInt64)
@@ -357,27 +357,27 @@ func TestIntervalJoinExpiry(t *testing.T) {
 	d.row(sideLeft, 0, jr(1, 100, 0))                           // held until rightWM > 100
 	d.row(sideRight, 0, jr(1, 100, 0))                          // held until leftWM > 110
 	d.row(sideRight, 1, jr(2, 50, 0))
-	if n := d.j.stateRows(); n != 3 {
+	if n := d.j.StateRows(); n != 3 {
 		t.Fatalf("%d rows held, want 3", n)
 	}
 	d.wm(sideRight, 100)
-	if n := d.j.stateRows(); n != 3 {
+	if n := d.j.StateRows(); n != 3 {
 		t.Fatalf("right watermark 100: %d rows held, want 3 (a right row at 100 may still come)", n)
 	}
 	d.wm(sideRight, 101)
-	if n := d.j.stateRows(); n != 2 {
+	if n := d.j.StateRows(); n != 2 {
 		t.Fatalf("right watermark 101: %d rows held, want 2", n)
 	}
 	d.wm(sideLeft, 60)
-	if n := d.j.stateRows(); n != 2 {
+	if n := d.j.StateRows(); n != 2 {
 		t.Fatalf("left watermark 60: %d rows held, want 2 (a left row at 60 may still come)", n)
 	}
 	d.wm(sideLeft, 61)
-	if n := d.j.stateRows(); n != 1 {
+	if n := d.j.StateRows(); n != 1 {
 		t.Fatalf("left watermark 61: %d rows held, want 1", n)
 	}
 	d.wm(sideLeft, 110)
-	if n := d.j.stateRows(); n != 1 {
+	if n := d.j.StateRows(); n != 1 {
 		t.Fatalf("left watermark 110: %d rows held, want 1", n)
 	}
 	// Late on the left (and expired on arrival): joined with the right row
@@ -386,11 +386,11 @@ func TestIntervalJoinExpiry(t *testing.T) {
 	n := len(d.out.rows)
 	d.row(sideLeft, 1, jr(1, 100, 1))
 	wantRows(t, "late left row", d.since(n), sorted("1,100,1|1,100,0"))
-	if n := d.j.stateRows(); n != 1 {
+	if n := d.j.StateRows(); n != 1 {
 		t.Fatalf("after the late row: %d rows held, want 1", n)
 	}
 	d.wm(sideLeft, 111)
-	if n := d.j.stateRows(); n != 0 {
+	if n := d.j.StateRows(); n != 0 {
 		t.Fatalf("left watermark 111: %d rows held, want 0", n)
 	}
 	for s := range d.j.side {
@@ -507,7 +507,9 @@ func (r memStateReader) Scan(fn func(k, v []byte) error) error {
 }
 
 func (r memStateReader) Owns(key string) bool {
-	return stateReader{subtask: r.subtask, parallel: r.parallel}.Owns(key)
+	// The task's rule (runtime's stateReader.Owns): the hash exchange
+	// routes a key to subtask HashKey(key) mod parallelism.
+	return r.parallel <= 1 || int(value.HashKey(key)%uint64(r.parallel)) == r.subtask
 }
 
 // joinEvent is one step of a join's input: a row of a side, a side's
@@ -653,24 +655,24 @@ func TestIntervalJoinProperty(t *testing.T) {
 				if err := d.j.Snapshot(st); err != nil {
 					t.Fatal(err)
 				}
-				if st.rowRecords() != d.j.stateRows() || st.badDeletes != 0 {
-					t.Fatalf("%s: store holds %d rows (%d bad deletes), operator %d", name, st.rowRecords(), st.badDeletes, d.j.stateRows())
+				if st.rowRecords() != d.j.StateRows() || st.badDeletes != 0 {
+					t.Fatalf("%s: store holds %d rows (%d bad deletes), operator %d", name, st.rowRecords(), st.badDeletes, d.j.StateRows())
 				}
 			}
 		}
 		if err := d.j.Snapshot(st); err != nil {
 			t.Fatal(err)
 		}
-		if st.rowRecords() != d.j.stateRows() || st.badDeletes != 0 {
-			t.Fatalf("%s: store holds %d rows (%d bad deletes), operator %d", name, st.rowRecords(), st.badDeletes, d.j.stateRows())
+		if st.rowRecords() != d.j.StateRows() || st.badDeletes != 0 {
+			t.Fatalf("%s: store holds %d rows (%d bad deletes), operator %d", name, st.rowRecords(), st.badDeletes, d.j.StateRows())
 		}
 		for _, e := range evs[cut:] {
 			d.apply(e)
 		}
 		got := d.since(0)
 		wantRows(t, name, got, want)
-		if d.j.stateRows() != 0 || d.fw != math.MaxInt64 {
-			t.Fatalf("%s: at end %d rows held, forwarded %d", name, d.j.stateRows(), d.fw)
+		if d.j.StateRows() != 0 || d.fw != math.MaxInt64 {
+			t.Fatalf("%s: at end %d rows held, forwarded %d", name, d.j.StateRows(), d.fw)
 		}
 		uniqueIDs(t, name, d.out.meta)
 
@@ -684,7 +686,7 @@ func TestIntervalJoinProperty(t *testing.T) {
 		for sub := 0; sub < par; sub++ {
 			rd := newJoinDriver(t, spec)
 			rd.restore(memStateReader{st: st, subtask: sub, parallel: par})
-			held += rd.j.stateRows()
+			held += rd.j.StateRows()
 			if rd.j.wm != recordedWM(st) {
 				t.Fatalf("%s: restored watermarks %v", name, rd.j.wm)
 			}
@@ -703,8 +705,8 @@ func TestIntervalJoinProperty(t *testing.T) {
 			for _, r := range rd.out.rows {
 				restored = append(restored, fmtJoinRow(r))
 			}
-			if rd.j.stateRows() != 0 {
-				t.Fatalf("%s: restored task %d holds %d rows at end", name, sub, rd.j.stateRows())
+			if rd.j.StateRows() != 0 {
+				t.Fatalf("%s: restored task %d holds %d rows at end", name, sub, rd.j.StateRows())
 			}
 		}
 		if held != st.rowRecords() {
@@ -791,8 +793,8 @@ func TestIntervalJoinSnapshotRestore(t *testing.T) {
 					}
 				}
 			}
-			total += rd.j.stateRows()
-			if rd.j.stateRows() > 0 && rd.j.seq < 3 {
+			total += rd.j.StateRows()
+			if rd.j.StateRows() > 0 && rd.j.seq < 3 {
 				t.Fatalf("sequence %d not restored", rd.j.seq)
 			}
 			// A restored row is not written again unless it changes.
@@ -842,8 +844,8 @@ func TestIntervalJoinIncrementalSnapshot(t *testing.T) {
 		if again.puts+again.dels != 0 {
 			t.Fatalf("a snapshot with nothing changed wrote %d, deleted %d", again.puts, again.dels)
 		}
-		if st.badDeletes != 0 || st.rowRecords() != d.j.stateRows() {
-			t.Fatalf("store: %d row records (operator %d), %d bad deletes", st.rowRecords(), d.j.stateRows(), st.badDeletes)
+		if st.badDeletes != 0 || st.rowRecords() != d.j.StateRows() {
+			t.Fatalf("store: %d row records (operator %d), %d bad deletes", st.rowRecords(), d.j.StateRows(), st.badDeletes)
 		}
 		return w
 	}
@@ -862,8 +864,8 @@ func TestIntervalJoinIncrementalSnapshot(t *testing.T) {
 	}
 	d.row(sideLeft, 3, jr(4, 100, 0)) // stored, expires before the next snapshot
 	d.wm(sideRight, 101)              // the four left rows expire
-	if d.j.stateRows() != 1 {
-		t.Fatalf("%d rows held, want the right row", d.j.stateRows())
+	if d.j.StateRows() != 1 {
+		t.Fatalf("%d rows held, want the right row", d.j.StateRows())
 	}
 	wantRows(t, "padded", d.since(1), sorted("2,100,0|N,N,N", "3,100,0|N,N,N", "4,100,0|N,N,N"))
 	if w := snap(); w.puts != 1 || w.dels != 3 {
@@ -879,8 +881,8 @@ func TestIntervalJoinDirtyCompaction(t *testing.T) {
 		d.wm(sideRight, i+1)
 		d.wm(sideLeft, i+1)
 	}
-	if d.j.stateRows() != 0 || len(d.j.dirty) > 2100 {
-		t.Fatalf("%d rows held, %d dirty entries", d.j.stateRows(), len(d.j.dirty))
+	if d.j.StateRows() != 0 || len(d.j.dirty) > 2100 {
+		t.Fatalf("%d rows held, %d dirty entries", d.j.StateRows(), len(d.j.dirty))
 	}
 }
 

@@ -1,4 +1,4 @@
-package runtime
+package op
 
 import (
 	"errors"
@@ -64,7 +64,7 @@ func TestAggregateCases(t *testing.T) {
 				}
 			}
 			if c.overflow {
-				if !errors.Is(err, ErrOverflow) {
+				if !errors.Is(err, errOverflow) {
 					t.Errorf("%s%v: %v, want the overflow", name, c.vals, err)
 				}
 				continue

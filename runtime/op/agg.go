@@ -1,4 +1,4 @@
-package runtime
+package op
 
 import (
 	"slices"
@@ -34,7 +34,7 @@ import (
 // others are folded into it, smaller into larger), a window without groups
 // is dropped, the close-order heap is rebuilt when stale entries outnumber
 // the open windows, and maps are rebuilt when they shrink to a quarter of
-// their peak (Go maps keep their largest table). stateBytes estimates the
+// their peak (Go maps keep their largest table). StateBytes estimates the
 // heap this takes, kept up to date by integer adds where state is created,
 // grows or is dropped.
 type hashAgg struct {
@@ -73,7 +73,7 @@ type hashAgg struct {
 	removedRecs []winKey
 	removedSets []setChunks
 	nextSet     uint64 // the id of the next set to write chunks
-	// bytes estimates the heap the state takes (stateBytes); groupCost and
+	// bytes estimates the heap the state takes (StateBytes); groupCost and
 	// keyCost are the fixed parts of a group and of a key.
 	bytes     int64
 	groupCost int
@@ -129,7 +129,7 @@ type group1 struct {
 	acc [1]acc
 }
 
-// Rough heap costs of the aggregation's structures (stateBytes), in bytes:
+// Rough heap costs of the aggregation's structures (StateBytes), in bytes:
 // a keyGroups (48) with its entry in keys (~32) and a session list's entry
 // in sessions (~48); a winGroups (48) with its entry in wins (~32) and in
 // ends (16, up to twice over); a group's entries in its window's and its
@@ -256,12 +256,12 @@ func (a *hashAgg) add(g *group, r plan.Row) error {
 	return nil
 }
 
-// stateRows is the number of open groups.
-func (a *hashAgg) stateRows() int { return a.live }
+// StateRows is the number of open groups.
+func (a *hashAgg) StateRows() int { return a.live }
 
-// stateBytes estimates the heap the open windows, keys and groups take,
+// StateBytes estimates the heap the open windows, keys and groups take,
 // their accumulators' COUNT(DISTINCT) sets and MIN/MAX strings included.
-func (a *hashAgg) stateBytes() int64 { return a.bytes }
+func (a *hashAgg) StateBytes() int64 { return a.bytes }
 
 // accBytes is what g's accumulators hold beyond their fixed size.
 func accBytes(g *group) int {
@@ -651,7 +651,7 @@ func (a *hashAgg) emit(g *group, res *Batch, final bool) {
 	}
 	// The key columns, decoded from the group key (encoded by the exchange
 	// from exactly these columns); the bytes are only read.
-	kb := unsafeBytes(g.kg.key)
+	kb := KeyBytes(g.kg.key)
 	for i := range a.nkeys {
 		var err error
 		if p[a.wOff+i], kb, err = value.DecodeValue(kb); err != nil {

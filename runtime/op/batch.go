@@ -1,6 +1,10 @@
-package runtime
+package op
 
-import "github.com/streamsql/streamsql/planner/plan"
+import (
+	"unsafe"
+
+	"github.com/streamsql/streamsql/planner/plan"
+)
 
 // Op is what a row means to the operator that receives it.
 type Op uint8
@@ -59,24 +63,7 @@ type Barrier struct {
 	Flush bool
 }
 
-// MsgKind is the kind of a message between tasks.
-type MsgKind uint8
-
-const (
-	MsgData MsgKind = iota
-	MsgWatermark
-	MsgBarrier
-	// MsgEnd: the input has ended (a bounded source is exhausted).
-	MsgEnd
-	// MsgIdle: the source became idle (Idle) or active again (!Idle).
-	MsgIdle
-)
-
-// Message is what flows on a queue between tasks.
-type Message struct {
-	Kind      MsgKind
-	Batch     *Batch
-	Watermark int64
-	Barrier   Barrier
-	Idle      bool // MsgIdle
-}
+// KeyBytes is the bytes of an encoded key (RowMeta.Key), without a copy,
+// for callees that only read them: decoders, and a StateWriter (which
+// copies what it keeps).
+func KeyBytes(k string) []byte { return unsafe.Slice(unsafe.StringData(k), len(k)) }

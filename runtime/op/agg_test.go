@@ -1,4 +1,4 @@
-package runtime
+package op
 
 import (
 	"fmt"
@@ -111,14 +111,14 @@ func TestSessionDistinctOracle(t *testing.T) {
 					if err := a.Barrier(Barrier{CheckpointID: 1}, got); err != nil {
 						t.Fatal(err)
 					}
-					w := &stateWriter{all: rng.IntN(5) == 0 || log == nil}
+					w := &LogWriter{all: rng.IntN(5) == 0 || log == nil}
 					if err := a.Snapshot(w); err != nil {
 						t.Fatal(err)
 					}
 					if w.all {
 						log = nil
 					}
-					log = append(log, slices.Concat(w.close()...)...)
+					log = append(log, slices.Concat(w.Close()...)...)
 					logAt, gotAt = i, maps.Clone(got)
 					if rng.IntN(3) > 0 {
 						continue
@@ -163,8 +163,8 @@ func TestSessionDistinctOracle(t *testing.T) {
 					}
 					t.Fatalf("%d sessions, want %d", len(got), len(want))
 				}
-				if a.stateRows() != 0 || len(a.wins) != 0 || len(a.keys) != 0 || len(a.sessions) != 0 || a.bytes != 0 {
-					t.Fatalf("after every session closed: %d groups, %d windows, %d keys, %d session lists, %d bytes", a.stateRows(), len(a.wins), len(a.keys), len(a.sessions), a.bytes)
+				if a.StateRows() != 0 || len(a.wins) != 0 || len(a.keys) != 0 || len(a.sessions) != 0 || a.bytes != 0 {
+					t.Fatalf("after every session closed: %d groups, %d windows, %d keys, %d session lists, %d bytes", a.StateRows(), len(a.wins), len(a.keys), len(a.sessions), a.bytes)
 				}
 			})
 		}

@@ -1,4 +1,4 @@
-package runtime
+package op
 
 import (
 	"fmt"
@@ -45,7 +45,7 @@ func q5CoreBatch(first, n int, ts int64) *Batch {
 // BenchmarkAggEntryMemory reports the heap bytes per live (window, key)
 // group of q5-core's aggregation (metric bytes/entry): 100,000 auctions,
 // each in the 5 windows of one HOP row. Run with
-// `go test -run X -bench AggEntryMemory ./runtime`.
+// `go test -run X -bench AggEntryMemory ./runtime/op`.
 func BenchmarkAggEntryMemory(b *testing.B) {
 	const auctions = 100_000
 	for b.Loop() {
@@ -60,10 +60,10 @@ func BenchmarkAggEntryMemory(b *testing.B) {
 		}
 		runtime.GC()
 		runtime.ReadMemStats(&after)
-		if a.stateRows() != 5*auctions {
-			b.Fatalf("%d groups, want %d", a.stateRows(), 5*auctions)
+		if a.StateRows() != 5*auctions {
+			b.Fatalf("%d groups, want %d", a.StateRows(), 5*auctions)
 		}
-		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(a.stateRows()), "bytes/entry")
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(a.StateRows()), "bytes/entry")
 		runtime.KeepAlive(a)
 	}
 }
@@ -137,7 +137,7 @@ func longSessionRows(n, first int) []*Batch {
 // SESSION_WINDOW with COUNT(*), COUNT(DISTINCT), SUM, MIN and MAX; an op
 // is the whole session. heap-B is the heap in use at its end (after a
 // collection), heap-B/row that per row. Run with
-// `go test -run X -bench LongSessionDistinct ./runtime`.
+// `go test -run X -bench LongSessionDistinct ./runtime/op`.
 func BenchmarkLongSessionDistinct(b *testing.B) {
 	for _, n := range []int{1000, 4000, 100_000} {
 		b.Run(fmt.Sprintf("rows=%d", n), func(b *testing.B) {

@@ -1,4 +1,4 @@
-package runtime
+package op
 
 import (
 	"fmt"
@@ -10,7 +10,7 @@ import (
 	"github.com/streamsql/streamsql/window"
 )
 
-// TestStateBytes: every stateful operator's stateBytes, an estimate kept
+// TestStateBytes: every stateful operator's StateBytes, an estimate kept
 // by integer adds, tells the truth about a large state: it is within 0.5x
 // to 2x of the heap the state takes (runtime.MemStats, after collecting
 // garbage, before the operator is built and once its state is in), for
@@ -22,17 +22,17 @@ func TestStateBytes(t *testing.T) {
 		t.Skip("builds states of tens of MB")
 	}
 	key := func(v plan.Value) string { return string(value.AppendValue(nil, v)) }
-	check := func(t *testing.T, build func() (stateSizer, func())) {
+	check := func(t *testing.T, build func() (Stateful, func())) {
 		var before, after goruntime.MemStats
 		readHeap(&before)
 		op, finish := build()
 		readHeap(&after)
 		grown := int64(after.HeapAlloc) - int64(before.HeapAlloc)
-		est := op.stateBytes()
+		est := op.StateBytes()
 		ratio := float64(est) / float64(grown)
-		t.Logf("%d rows of state: estimate %d bytes, heap grew %d bytes (%.2fx)", op.stateRows(), est, grown, ratio)
+		t.Logf("%d rows of state: estimate %d bytes, heap grew %d bytes (%.2fx)", op.StateRows(), est, grown, ratio)
 		if ratio < 0.5 || ratio > 2 {
-			t.Errorf("stateBytes %d is %.2fx the heap the state took (%d bytes), want 0.5x to 2x", est, ratio, grown)
+			t.Errorf("StateBytes %d is %.2fx the heap the state took (%d bytes), want 0.5x to 2x", est, ratio, grown)
 		}
 		finish()
 		goruntime.KeepAlive(op)
@@ -49,15 +49,15 @@ func TestStateBytes(t *testing.T) {
 			if _, err := a.Watermark(1<<62, nopEmitter{}); err != nil {
 				t.Fatal(err)
 			}
-			if a.spec.Windowed && (a.bytes != 0 || a.stateRows() != 0) {
-				t.Errorf("every window closed: %d groups, stateBytes %d", a.stateRows(), a.bytes)
+			if a.spec.Windowed && (a.bytes != 0 || a.StateRows() != 0) {
+				t.Errorf("every window closed: %d groups, StateBytes %d", a.StateRows(), a.bytes)
 			}
 		}
 	}
 
 	t.Run("hop groups", func(t *testing.T) {
 		// q5-core: COUNT(*) per auction in 5 HOP windows, 100,000 auctions.
-		check(t, func() (stateSizer, func()) {
+		check(t, func() (Stateful, func()) {
 			a := q5CoreAgg(t)
 			for i := 0; i < 100_000; i += 1000 {
 				if err := a.Process(q5CoreBatch(i, 1000, 10_000), nopEmitter{}); err != nil {
@@ -68,7 +68,7 @@ func TestStateBytes(t *testing.T) {
 		})
 	})
 	t.Run("long session set", func(t *testing.T) {
-		check(t, func() (stateSizer, func()) {
+		check(t, func() (Stateful, func()) {
 			a := agg(t, sessionDistinctSpec(3_600_000, plan.EmitChanges))
 			for i := 0; i < 300_000; i += 1000 {
 				longSession(t, a, longSessionRows(1000, i))
@@ -86,7 +86,7 @@ func TestStateBytes(t *testing.T) {
 			Aggs:   []plan.Agg{{Fn: plan.AggCountDistinct, Arg: 2, T: plan.TypeBigint}, {Fn: plan.AggMin, Arg: 3, T: plan.TypeVarchar}, {Fn: plan.AggMax, Arg: 3, T: plan.TypeVarchar}},
 			Output: []plan.Expr{col(0, plan.TypeTimestamp), col(1, plan.TypeTimestamp), col(2, plan.TypeVarchar), col(3, plan.TypeBigint), col(4, plan.TypeVarchar), col(5, plan.TypeVarchar)},
 			Out:    plan.Schema{ts, ts, k, n, k, k}, EmitMode: plan.EmitOnWindowClose}
-		check(t, func() (stateSizer, func()) {
+		check(t, func() (Stateful, func()) {
 			a := agg(t, spec)
 			for v := range 20 {
 				b := &Batch{}
@@ -103,7 +103,7 @@ func TestStateBytes(t *testing.T) {
 		})
 	})
 	t.Run("interval join rows", func(t *testing.T) {
-		check(t, func() (stateSizer, func()) {
+		check(t, func() (Stateful, func()) {
 			j, err := newIntervalJoin(joinSpec(plan.InnerJoin, -1_000_000, 1_000_000, nil), &Env{}, &Counters{})
 			if err != nil {
 				t.Fatal(err)
@@ -124,14 +124,14 @@ func TestStateBytes(t *testing.T) {
 				if _, err := j.Watermark(1<<62, nopEmitter{}); err != nil {
 					t.Fatal(err)
 				}
-				if j.bytes != 0 || j.stateRows() != 0 {
-					t.Errorf("every row expired: %d rows, stateBytes %d", j.stateRows(), j.bytes)
+				if j.bytes != 0 || j.StateRows() != 0 {
+					t.Errorf("every row expired: %d rows, StateBytes %d", j.StateRows(), j.bytes)
 				}
 			}
 		})
 	})
 	t.Run("temporal join versions", func(t *testing.T) {
-		check(t, func() (stateSizer, func()) {
+		check(t, func() (Stateful, func()) {
 			j, err := newTemporalJoin(temporalSpec(plan.InnerJoin, false, nil), &Env{}, &Counters{})
 			if err != nil {
 				t.Fatal(err)

@@ -1,4 +1,4 @@
-package runtime
+package op
 
 import "github.com/streamsql/streamsql/planner/plan"
 

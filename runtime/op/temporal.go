@@ -1,4 +1,4 @@
-package runtime
+package op
 
 import (
 	"fmt"
@@ -82,7 +82,7 @@ type temporalJoin struct {
 	nversions int
 	peak      int // len(versions) at its largest (shrink)
 	// bytes estimates the heap the waiting rows and versions take
-	// (stateBytes).
+	// (StateBytes).
 	bytes int64
 	// AS OF: prune triggers, by (time, key, seq) (see queuePrune).
 	prunes expiryHeap
@@ -392,11 +392,11 @@ func (j *temporalJoin) release(res *Batch, out Emitter) (int64, error) {
 // Barrier: output is immediate or released by watermarks.
 func (j *temporalJoin) Barrier(Barrier, Emitter) error { return nil }
 
-// stateRows is the number of waiting left rows and versions held.
-func (j *temporalJoin) stateRows() int { return len(j.waiting) + j.nversions }
+// StateRows is the number of waiting left rows and versions held.
+func (j *temporalJoin) StateRows() int { return len(j.waiting) + j.nversions }
 
-// stateBytes estimates the heap the waiting rows and versions take.
-func (j *temporalJoin) stateBytes() int64 { return j.bytes }
+// StateBytes estimates the heap the waiting rows and versions take.
+func (j *temporalJoin) StateBytes() int64 { return j.bytes }
 
 // Snapshot writes what changed since the last snapshot (see joinCkpt).
 func (j *temporalJoin) Snapshot(w StateWriter) error {

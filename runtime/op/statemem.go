@@ -1,6 +1,6 @@
-package runtime
+package op
 
-// What operator state costs in memory: the helpers behind stateBytes (an
+// What operator state costs in memory: the helpers behind StateBytes (an
 // estimate of the heap an operator's state takes, kept up to date by
 // integer adds where state is created, grows or is dropped, never by
 // walking it) and behind keeping that heap proportional to the live state.

@@ -1,4 +1,4 @@
-package runtime
+package op
 
 import (
 	"encoding/binary"
@@ -73,7 +73,7 @@ type intervalJoin struct {
 	wm    [2]int64
 	outWM int64
 	seq   uint64
-	// bytes estimates the heap the held rows take (stateBytes).
+	// bytes estimates the heap the held rows take (StateBytes).
 	bytes int64
 	joinOutput
 	// Checkpoint bookkeeping: rows to write (new, or newly matched),
@@ -471,7 +471,7 @@ func removeRow(rows []*joinRow, k int) []*joinRow {
 	return rows
 }
 
-// Heap costs of held rows (stateBytes), in bytes: a joinRow (96) with its
+// Heap costs of held rows (StateBytes), in bytes: a joinRow (96) with its
 // entries in its key's list and in a heap (8 and 16, with their slack),
 // and a key's entry in its side's map. Checked against runtime.MemStats by
 // TestStateBytes.
@@ -535,11 +535,11 @@ func (j *intervalJoin) release(res *Batch, out Emitter) (int64, error) {
 // Barrier: output is immediate, nothing waits for the barrier.
 func (j *intervalJoin) Barrier(Barrier, Emitter) error { return nil }
 
-// stateRows is the number of rows held (both sides).
-func (j *intervalJoin) stateRows() int { return j.side[sideLeft].n + j.side[sideRight].n }
+// StateRows is the number of rows held (both sides).
+func (j *intervalJoin) StateRows() int { return j.side[sideLeft].n + j.side[sideRight].n }
 
-// stateBytes estimates the heap the held rows take.
-func (j *intervalJoin) stateBytes() int64 { return j.bytes }
+// StateBytes estimates the heap the held rows take.
+func (j *intervalJoin) StateBytes() int64 { return j.bytes }
 
 // A join's checkpointed state (the interval join's and the temporal
 // join's): one record per held row, keyed by

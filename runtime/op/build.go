@@ -1,0 +1,24 @@
+package op
+
+import (
+	"fmt"
+
+	"github.com/streamsql/streamsql/planner/plan"
+)
+
+// Build makes the operator of one spec: the one place where plan specs
+// become operators. env is the task's (its processing time), c its
+// counters.
+func Build(spec plan.Op, env *Env, c *Counters) (Operator, error) {
+	switch s := spec.(type) {
+	case *plan.Calc:
+		return newCalc(s, env)
+	case *plan.Aggregate:
+		return newHashAgg(s, env, c)
+	case *plan.IntervalJoin:
+		return newIntervalJoin(s, env, c)
+	case *plan.TemporalJoin:
+		return newTemporalJoin(s, env, c)
+	}
+	return nil, fmt.Errorf("no operator for %s", spec.OpName())
+}
