@@ -40,7 +40,7 @@ func (t *Tracker) Observe(ts int64) {
 // Watermark is max event time minus delay (saturating), or NoWatermark
 // before any row. It never decreases.
 func (t Tracker) Watermark() int64 {
-	return satSub(t.max, t.delay)
+	return SatSub(t.max, t.delay)
 }
 
 // MaxEventTime is the largest event time observed, or NoWatermark before any
@@ -85,7 +85,7 @@ func Idle(lastRowAt, now, timeout int64) bool {
 	if timeout <= 0 {
 		return false
 	}
-	return satSub(now, lastRowAt) >= timeout
+	return SatSub(now, lastRowAt) >= timeout
 }
 
 // IdleAdvance is the watermark of an operator all of whose inputs have been
@@ -97,9 +97,9 @@ func IdleAdvance(from, idleSince, now int64) int64 {
 	if from == NoWatermark {
 		return NoWatermark
 	}
-	elapsed := satSub(now, idleSince)
+	elapsed := SatSub(now, idleSince)
 	if elapsed <= 0 {
 		return from
 	}
-	return satAdd(from, elapsed)
+	return SatAdd(from, elapsed)
 }

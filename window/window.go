@@ -22,8 +22,8 @@ func before(ts, end int64) bool {
 	return ts < end || end == math.MaxInt64
 }
 
-// satAdd returns a+b, clamped to [math.MinInt64, math.MaxInt64].
-func satAdd(a, b int64) int64 {
+// SatAdd returns a+b, clamped to [math.MinInt64, math.MaxInt64].
+func SatAdd(a, b int64) int64 {
 	s := a + b
 	if b > 0 && s < a {
 		return math.MaxInt64
@@ -34,8 +34,8 @@ func satAdd(a, b int64) int64 {
 	return s
 }
 
-// satSub returns a-b, clamped to [math.MinInt64, math.MaxInt64].
-func satSub(a, b int64) int64 {
+// SatSub returns a-b, clamped to [math.MinInt64, math.MaxInt64].
+func SatSub(a, b int64) int64 {
 	s := a - b
 	if b > 0 && s > a {
 		return math.MinInt64
@@ -68,7 +68,7 @@ func Tumble(ts, size int64) Window {
 	d := floorMod(ts, size)
 	// The true bounds are ts-d and ts-d+size; compute both from ts so that
 	// clipping one does not disturb the other.
-	return Window{Start: satSub(ts, d), End: satAdd(ts, size-d)}
+	return Window{Start: SatSub(ts, d), End: SatAdd(ts, size-d)}
 }
 
 // Hop appends to buf every hopping window of the given slide and size that
@@ -91,7 +91,7 @@ func Hop(ts, slide, size int64, buf []Window) []Window {
 	n := (size-d-1)/slide + 1 // no overflow: size-d-1 >= 0
 	for j := n - 1; j >= 0; j-- {
 		off := d + j*slide // <= size-1: no overflow
-		buf = append(buf, Window{Start: satSub(ts, off), End: satAdd(ts, size-off)})
+		buf = append(buf, Window{Start: SatSub(ts, off), End: SatAdd(ts, size-off)})
 	}
 	return buf
 }
@@ -145,7 +145,7 @@ func InsertSession(sessions []Window, ts, gap int64) (out []Window, merged Windo
 // sessions[i:j] by merged (slices.Replace). It panics if gap <= 0.
 func SessionSpan(sessions []Window, ts, gap int64) (merged Window, i, j int) {
 	mustPositive("session gap", gap)
-	merged = Window{Start: ts, End: satAdd(ts, gap)}
+	merged = Window{Start: ts, End: SatAdd(ts, gap)}
 	// Ends ascend, so the sessions with ts < End are a suffix; of those, the
 	// ones with Start < merged.End are a prefix of that suffix.
 	i = sort.Search(len(sessions), func(k int) bool { return before(ts, sessions[k].End) })
@@ -169,5 +169,5 @@ func Late(w Window, allowedLateness, wm int64) bool {
 	if wm == NoWatermark {
 		return false
 	}
-	return satAdd(w.End, allowedLateness) <= wm
+	return SatAdd(w.End, allowedLateness) <= wm
 }

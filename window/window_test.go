@@ -215,8 +215,8 @@ func TestSaturatingArithmetic(t *testing.T) {
 		{-5, 3, -2},
 	}
 	for _, tt := range add {
-		if got := satAdd(tt.a, tt.b); got != tt.want {
-			t.Errorf("satAdd(%d, %d) = %d, want %d", tt.a, tt.b, got, tt.want)
+		if got := SatAdd(tt.a, tt.b); got != tt.want {
+			t.Errorf("SatAdd(%d, %d) = %d, want %d", tt.a, tt.b, got, tt.want)
 		}
 	}
 	sub := []struct{ a, b, want int64 }{
@@ -224,8 +224,8 @@ func TestSaturatingArithmetic(t *testing.T) {
 		{0, minI, maxI}, {-1, minI, maxI}, {-2, maxI, minI}, {maxI, maxI, 0}, {minI, minI, 0},
 	}
 	for _, tt := range sub {
-		if got := satSub(tt.a, tt.b); got != tt.want {
-			t.Errorf("satSub(%d, %d) = %d, want %d", tt.a, tt.b, got, tt.want)
+		if got := SatSub(tt.a, tt.b); got != tt.want {
+			t.Errorf("SatSub(%d, %d) = %d, want %d", tt.a, tt.b, got, tt.want)
 		}
 	}
 }

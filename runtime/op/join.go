@@ -184,7 +184,7 @@ func (j *intervalJoin) left(r plan.Row, m *RowMeta, res *Batch) {
 	// Right rows with t - Upper <= r.time <= t - Lower; the saturated range
 	// is a superset, matches() is exact.
 	rows := j.side[sideRight].keys[m.Key]
-	lo, hi := satSub(t, j.spec.Upper), satSub(t, j.spec.Lower)
+	lo, hi := window.SatSub(t, j.spec.Upper), window.SatSub(t, j.spec.Lower)
 	for k := sort.Search(len(rows), func(i int) bool { return rows[i].time >= lo }); k < len(rows) && rows[k].time <= hi; k++ {
 		rr := rows[k]
 		if !j.matches(t, rr.time) {
@@ -194,7 +194,7 @@ func (j *intervalJoin) left(r plan.Row, m *RowMeta, res *Batch) {
 			matched = true
 		}
 	}
-	if expired(satSub(t, j.spec.Lower), j.wm[sideRight]) {
+	if expired(window.SatSub(t, j.spec.Lower), j.wm[sideRight]) {
 		// Nothing more can match it.
 		if !matched && j.spec.Kind == plan.LeftJoin {
 			j.emitPadded(r, m.Offset, m.ID, m.Key, j.outWM, res)
@@ -211,7 +211,7 @@ func (j *intervalJoin) right(r plan.Row, m *RowMeta, res *Batch) {
 	t := r[j.spec.RightTime].I
 	// Left rows with t + Lower <= l.time <= t + Upper.
 	rows := j.side[sideLeft].keys[m.Key]
-	lo, hi := satAdd(t, j.spec.Lower), satAdd(t, j.spec.Upper)
+	lo, hi := window.SatAdd(t, j.spec.Lower), window.SatAdd(t, j.spec.Upper)
 	for k := sort.Search(len(rows), func(i int) bool { return rows[i].time >= lo }); k < len(rows) && rows[k].time <= hi; k++ {
 		lr := rows[k]
 		if !j.matches(lr.time, t) {
@@ -222,7 +222,7 @@ func (j *intervalJoin) right(r plan.Row, m *RowMeta, res *Batch) {
 			j.markDirty(lr)
 		}
 	}
-	if expired(satAdd(t, j.spec.Upper), j.wm[sideLeft]) {
+	if expired(window.SatAdd(t, j.spec.Upper), j.wm[sideLeft]) {
 		return
 	}
 	j.store(sideRight, &joinRow{key: m.Key, time: t, row: slices.Clone(r), offset: m.Offset, id: m.ID})
@@ -263,34 +263,13 @@ func expired(bound, wm int64) bool {
 	return wm == math.MaxInt64 || wm > bound
 }
 
-func satAdd(a, b int64) int64 {
-	s := a + b
-	if b > 0 && s < a {
-		return math.MaxInt64
-	}
-	if b < 0 && s > a {
-		return math.MinInt64
-	}
-	return s
-}
-
-func satSub(a, b int64) int64 {
-	if b == math.MinInt64 {
-		if a >= 0 {
-			return math.MaxInt64
-		}
-		return a - b
-	}
-	return satAdd(a, -b)
-}
-
 // shiftWM moves a watermark by d, saturating; the end of input and "no
 // watermark yet" stay what they are.
 func shiftWM(wm, d int64) int64 {
 	if wm == math.MaxInt64 || wm == window.NoWatermark {
 		return wm
 	}
-	return satAdd(wm, d)
+	return window.SatAdd(wm, d)
 }
 
 // forward is the watermark the join may forward (see the type comment).
@@ -396,9 +375,9 @@ func (j *intervalJoin) store(side int, jr *joinRow) {
 // watermark is above it.
 func (j *intervalJoin) bound(side int, t int64) int64 {
 	if side == sideLeft {
-		return satSub(t, j.spec.Lower)
+		return window.SatSub(t, j.spec.Lower)
 	}
-	return satAdd(t, j.spec.Upper)
+	return window.SatAdd(t, j.spec.Upper)
 }
 
 // advance moves side's watermark to wm and expires the other side's rows
