@@ -19,7 +19,7 @@ import (
 	"github.com/streamsql/streamsql/planner"
 	"github.com/streamsql/streamsql/planner/plan"
 	"github.com/streamsql/streamsql/runtime"
-	esink "github.com/streamsql/streamsql/runtime/sink"
+	"github.com/streamsql/streamsql/runtime/sink"
 	"github.com/streamsql/streamsql/runtime/source/nexmark"
 	"github.com/streamsql/streamsql/state"
 	"github.com/streamsql/streamsql/value"
@@ -44,7 +44,7 @@ type Config struct {
 	WrapSync func(state.SyncFunc) state.SyncFunc
 	// Publisher makes external sinks' publishers (default: by ENGINE;
 	// tests put fakes here).
-	Publisher func(esink.Spec) (esink.Publisher, error)
+	Publisher func(sink.Spec) (sink.Publisher, error)
 	// SampleInterval is how often the metrics sampler records every query
 	// (0: SampleInterval); NoSampler runs no sampler goroutine (tests
 	// call SampleMetrics themselves).

@@ -9,7 +9,7 @@ import (
 
 	"github.com/streamsql/streamsql/parser"
 	"github.com/streamsql/streamsql/planner/plan"
-	esink "github.com/streamsql/streamsql/runtime/sink"
+	"github.com/streamsql/streamsql/runtime/sink"
 	"github.com/streamsql/streamsql/runtime/sink/kafka"
 	"github.com/streamsql/streamsql/runtime/sink/postgres"
 )
@@ -69,7 +69,7 @@ func sinkOf(g *plan.Graph) *plan.ExternalSink {
 // checkSink opens the sink's target once: it fails only for errors that
 // retrying cannot fix.
 func (e *Engine) checkSink(ctx context.Context, ext *plan.ExternalSink) error {
-	pub, err := e.cfg.Publisher(esink.Spec{Table: ext.Table, Engine: ext.Engine, Connection: ext.Connection, Attrs: ext.Attrs,
+	pub, err := e.cfg.Publisher(sink.Spec{Table: ext.Table, Engine: ext.Engine, Connection: ext.Connection, Attrs: ext.Attrs,
 		Columns: ext.Columns, PrimaryKey: ext.PrimaryKey, SinkID: "check", ExactlyOnce: ext.ExactlyOnce})
 	if err != nil {
 		return err
@@ -77,21 +77,21 @@ func (e *Engine) checkSink(ctx context.Context, ext *plan.ExternalSink) error {
 	defer pub.Close()
 	ctx, cancel := context.WithTimeout(ctx, sinkCheckTimeout)
 	defer cancel()
-	if err := pub.Open(ctx); err != nil && esink.IsPermanent(err) {
+	if err := pub.Open(ctx); err != nil && sink.IsPermanent(err) {
 		return err
 	}
 	return nil
 }
 
 // newPublisher makes an external sink's publisher.
-func newPublisher(spec esink.Spec) (esink.Publisher, error) {
+func newPublisher(spec sink.Spec) (sink.Publisher, error) {
 	switch spec.Engine {
 	case "postgres":
 		return postgres.New(spec)
 	case "kafka":
 		return kafka.New(spec)
 	}
-	return nil, esink.Permanent("sink table %s: no publisher for ENGINE=%s", spec.Table, spec.Engine)
+	return nil, sink.Permanent("sink table %s: no publisher for ENGINE=%s", spec.Table, spec.Engine)
 }
 
 // sinkID names a query's progress records in its external sink: this

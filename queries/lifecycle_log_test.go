@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/streamsql/streamsql/runtime"
-	esink "github.com/streamsql/streamsql/runtime/sink"
+	"github.com/streamsql/streamsql/runtime/sink"
 )
 
 // logRecord is one captured log record: its level, message and attributes
@@ -155,7 +155,7 @@ func TestLifecycleLogs(t *testing.T) {
 	}
 	expect("sink recovered", map[string]string{"query": "pg_out", "sink": "pg_out"}, "after")
 	ingest(t, e, "bids", bidsNDJSON(rand.New(rand.NewSource(2)), 50, 30000))
-	m.setDown(&esink.PermanentError{Err: errors.New(`relation "pg_out" does not exist`)})
+	m.setDown(&sink.PermanentError{Err: errors.New(`relation "pg_out" does not exist`)})
 	job := e.views["pg_out"].Job
 	e.Checkpoint(ctx, "pg_out")
 	<-job.Stopped()

@@ -13,7 +13,7 @@ import (
 
 	"github.com/streamsql/streamsql/planner/plan"
 	"github.com/streamsql/streamsql/runtime"
-	esink "github.com/streamsql/streamsql/runtime/sink"
+	"github.com/streamsql/streamsql/runtime/sink"
 )
 
 // memTarget is an external system in memory: tables of rows by key and
@@ -44,7 +44,7 @@ func newMemTarget() *memTarget {
 	return &memTarget{rows: map[string]map[string]plan.Row{}, progress: map[string][]uint64{}}
 }
 
-func (m *memTarget) factory(spec esink.Spec) (esink.Publisher, error) {
+func (m *memTarget) factory(spec sink.Spec) (sink.Publisher, error) {
 	return &memPublisher{m: m, spec: spec}, nil
 }
 
@@ -67,14 +67,14 @@ func (m *memTarget) table(prefix string) map[string]plan.Row {
 
 type memPublisher struct {
 	m    *memTarget
-	spec esink.Spec
+	spec sink.Spec
 }
 
 func (p *memPublisher) Open(context.Context) error {
 	p.m.mu.Lock()
 	defer p.m.mu.Unlock()
 	if p.m.permanent != nil {
-		return &esink.PermanentError{Err: p.m.permanent}
+		return &sink.PermanentError{Err: p.m.permanent}
 	}
 	return p.m.down
 }
@@ -92,7 +92,7 @@ func (p *memPublisher) Committed(context.Context) (uint64, error) {
 	return eps[len(eps)-1], nil
 }
 
-func (p *memPublisher) apply(changes []esink.Change) {
+func (p *memPublisher) apply(changes []sink.Change) {
 	t := p.m.rows[p.spec.SinkID]
 	if t == nil {
 		t = map[string]plan.Row{}
@@ -109,7 +109,7 @@ func (p *memPublisher) apply(changes []esink.Change) {
 	}
 }
 
-func (p *memPublisher) CommitEpoch(ctx context.Context, epoch uint64, changes []esink.Change) error {
+func (p *memPublisher) CommitEpoch(ctx context.Context, epoch uint64, changes []sink.Change) error {
 	if p.m.gate != nil {
 		select {
 		case <-p.m.gate:
@@ -125,7 +125,7 @@ func (p *memPublisher) CommitEpoch(ctx context.Context, epoch uint64, changes []
 	eps := p.m.progress[p.spec.SinkID]
 	if slices.Contains(eps, epoch) {
 		p.m.dupes++
-		return esink.ErrCommitted
+		return sink.ErrCommitted
 	}
 	if len(eps) > 0 && epoch < eps[len(eps)-1] {
 		return fmt.Errorf("epoch %d after %d", epoch, eps[len(eps)-1])
@@ -147,7 +147,7 @@ func (p *memPublisher) CommitEpoch(ctx context.Context, epoch uint64, changes []
 	return nil
 }
 
-func (p *memPublisher) Apply(_ context.Context, changes []esink.Change) error {
+func (p *memPublisher) Apply(_ context.Context, changes []sink.Change) error {
 	p.m.mu.Lock()
 	defer p.m.mu.Unlock()
 	if p.m.down != nil {

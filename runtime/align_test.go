@@ -100,7 +100,7 @@ func TestMailboxAlignment(t *testing.T) {
 // slowRoomSink is a sink whose awaitRoom waits (fake time) as an
 // external sink past its bound would.
 type slowRoomSink struct {
-	discardSink
+	discardResults
 	wait time.Duration
 }
 
@@ -111,12 +111,12 @@ func (s *slowRoomSink) awaitRoom(context.Context, op.Barrier) error {
 
 // alignTask is a task with inputs inputs and no operators, ending in
 // sink, reporting to job's acks.
-func alignTask(inputs int, sink sink) (*task, *Job) {
+func alignTask(inputs int, sink sinkWriter) (*task, *Job) {
 	j := &Job{acks: make(chan ack, 8)}
 	j.toRestore.Store(1)
 	c := &op.Counters{}
 	mb := newMailbox(inputs)
-	t := &task{taskBase: taskBase{job: j, name: "t", chain: newChain(nil, &sinkTerminal{sink: sink, ended: make(chan struct{})}),
+	t := &task{taskBase: taskBase{job: j, name: "t", chain: newChain(nil, &sinkEnd{sinkWriter: sink, ended: make(chan struct{})}),
 		counters: c, env: &op.Env{}, stateRows: new(atomic.Int64)},
 		mb: mb, align: newAligner(inputs), inWM: make([]int64, inputs), ended: make([]bool, inputs), sides: make([]int, inputs)}
 	return t, j
@@ -130,7 +130,7 @@ func TestAlignmentTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		tk, j := alignTask(2, &discardSink{counters: &op.Counters{}})
+		tk, j := alignTask(2, &discardResults{counters: &op.Counters{}})
 		go tk.run(ctx)
 		in0, in1 := tk.mb.input(0), tk.mb.input(1)
 		in0.Send(ctx, Message{Kind: MsgBarrier, Barrier: op.Barrier{Epoch: 1}})
@@ -147,7 +147,7 @@ func TestAlignmentTime(t *testing.T) {
 		}
 
 		// A sink waiting for room adds its wait, also at a single input.
-		tk, j = alignTask(1, &slowRoomSink{discardSink: discardSink{counters: &op.Counters{}}, wait: 5 * time.Second})
+		tk, j = alignTask(1, &slowRoomSink{discardResults: discardResults{counters: &op.Counters{}}, wait: 5 * time.Second})
 		go tk.run(ctx)
 		tk.mb.input(0).Send(ctx, Message{Kind: MsgBarrier, Barrier: op.Barrier{Epoch: 1}})
 		if a := <-j.acks; a.align != 5*time.Second {

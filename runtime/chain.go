@@ -202,31 +202,31 @@ func (o *output) awaitRoom(context.Context, op.Barrier, *liveness) (time.Duratio
 }
 func (o *output) snapshot(uint64) sinkWrites { return sinkWrites{} }
 
-// sinkTerminal ends a chain in a sink.
-type sinkTerminal struct {
-	sink
+// sinkEnd ends a chain in a sink.
+type sinkEnd struct {
+	sinkWriter
 	ended chan struct{}
 	// wm is the watermark that reached the sink: the query's watermark
 	// (read by Status).
 	wm atomic.Int64
 }
 
-func (s *sinkTerminal) Watermark(wm int64) error {
+func (s *sinkEnd) Watermark(wm int64) error {
 	s.wm.Store(wm)
-	if w, ok := s.sink.(interface{ watermark(int64) }); ok {
+	if w, ok := s.sinkWriter.(interface{ watermark(int64) }); ok {
 		w.watermark(wm)
 	}
 	return nil
 }
-func (s *sinkTerminal) Idle(bool) error { return nil }
+func (s *sinkEnd) Idle(bool) error { return nil }
 
-func (s *sinkTerminal) Barrier(b op.Barrier) error {
-	s.sink.Barrier(b)
+func (s *sinkEnd) Barrier(b op.Barrier) error {
+	s.sinkWriter.Barrier(b)
 	return nil
 }
 
-func (s *sinkTerminal) awaitRoom(ctx context.Context, b op.Barrier, live *liveness) (time.Duration, error) {
-	w, ok := s.sink.(roomWaiter)
+func (s *sinkEnd) awaitRoom(ctx context.Context, b op.Barrier, live *liveness) (time.Duration, error) {
+	w, ok := s.sinkWriter.(roomWaiter)
 	if !ok {
 		return 0, nil
 	}
@@ -235,18 +235,18 @@ func (s *sinkTerminal) awaitRoom(ctx context.Context, b op.Barrier, live *livene
 	return time.Since(start), err
 }
 
-func (s *sinkTerminal) snapshot(id uint64) sinkWrites { return s.sink.snapshot(id) }
+func (s *sinkEnd) snapshot(id uint64) sinkWrites { return s.sinkWriter.snapshot(id) }
 
 // roomWaiter is a sink that may have to wait at a barrier until the
-// external system behind it has room (extSink.awaitRoom).
+// external system behind it has room (journalWriter.awaitRoom).
 type roomWaiter interface {
 	awaitRoom(ctx context.Context, b op.Barrier) error
 }
 
 // End publishes what the end of input released (no barrier follows it)
 // to the latest results.
-func (s *sinkTerminal) End() error {
-	if p, ok := s.sink.(interface{ publish() }); ok {
+func (s *sinkEnd) End() error {
+	if p, ok := s.sinkWriter.(interface{ publish() }); ok {
 		p.publish()
 	}
 	close(s.ended)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/streamsql/streamsql/planner/plan"
 	"github.com/streamsql/streamsql/runtime/op"
-	esink "github.com/streamsql/streamsql/runtime/sink"
+	"github.com/streamsql/streamsql/runtime/sink"
 	"github.com/streamsql/streamsql/state"
 	"github.com/streamsql/streamsql/value"
 	"github.com/streamsql/streamsql/window"
@@ -188,7 +188,7 @@ func FuzzSinkJournal(f *testing.F) {
 		}
 		epoch, changes, _, err := c.nextEpoch(1)
 		if err != nil {
-			if !strings.Contains(err.Error(), "journal block") || !esink.IsPermanent(err) {
+			if !strings.Contains(err.Error(), "journal block") || !sink.IsPermanent(err) {
 				t.Fatalf("error: %v", err)
 			}
 		} else {

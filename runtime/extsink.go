@@ -14,16 +14,16 @@ import (
 	"github.com/streamsql/streamsql/internal/fault"
 	"github.com/streamsql/streamsql/planner/plan"
 	"github.com/streamsql/streamsql/runtime/op"
-	esink "github.com/streamsql/streamsql/runtime/sink"
+	"github.com/streamsql/streamsql/runtime/sink"
 	"github.com/streamsql/streamsql/state"
 	"github.com/streamsql/streamsql/value"
 )
 
 // External sinks (INSERT INTO a table with ENGINE=postgres) are two-phase
-// (DESIGN.md, docs/exactly-once.md). Each sink subtask (extSink, on its task's goroutine)
+// (DESIGN.md, docs/exactly-once.md). Each sink subtask (journalWriter, on its task's goroutine)
 // turns the query's changes into rows of the sink table; one committer per
 // query (its own goroutine) writes them to the external system through a
-// esink.Publisher.
+// sink.Publisher.
 //
 // exactly_once: between checkpoints a sink subtask encodes its changes as
 // log records (op.LogWriter: put key row / delete key); at checkpoint n it
@@ -72,8 +72,8 @@ func journalKey(prefix []byte, epoch uint64, subtask, n int) []byte {
 	return binary.BigEndian.AppendUint32(k, uint32(n))
 }
 
-// extSink is one subtask of an external sink.
-type extSink struct {
+// journalWriter is one subtask of an external sink.
+type journalWriter struct {
 	c        *committer
 	ext      *plan.ExternalSink
 	store    state.Versioned
@@ -85,7 +85,7 @@ type extSink struct {
 	// the same keys (its bytes stay counted pending).
 	w op.LogWriter
 	// at_least_once: the changes since the last barrier, one per key.
-	batch    []esink.Change
+	batch    []sink.Change
 	batchIdx map[string]int
 	lastDone chan struct{} // closed when the last batch handed over is applied
 	// prev is the last checkpoint barrier this subtask has passed (at
@@ -96,9 +96,9 @@ type extSink struct {
 	rowBuf []byte
 }
 
-var _ sink = (*extSink)(nil)
+var _ sinkWriter = (*journalWriter)(nil)
 
-func (s *extSink) Emit(b *op.Batch) error {
+func (s *journalWriter) Emit(b *op.Batch) error {
 	for i, r := range b.Rows {
 		m := &b.Meta[i]
 		key := m.Key
@@ -133,7 +133,7 @@ func (s *extSink) Emit(b *op.Batch) error {
 // sinkRow lays the query's row r out as a row of the sink table (into
 // s.row, valid until the next call): columns by position, BIGINT
 // widened to DOUBLE where the table says so, the row id in _row_id.
-func (s *extSink) sinkRow(r plan.Row, id string) plan.Row {
+func (s *journalWriter) sinkRow(r plan.Row, id string) plan.Row {
 	s.row = s.row[:0]
 	for i, v := range r {
 		if len(s.row) == s.ext.RowID {
@@ -151,7 +151,7 @@ func (s *extSink) sinkRow(r plan.Row, id string) plan.Row {
 }
 
 // change records an upsert of row (nil: a delete) of key.
-func (s *extSink) change(key string, row plan.Row) {
+func (s *journalWriter) change(key string, row plan.Row) {
 	if s.ext.ExactlyOnce {
 		if row == nil {
 			s.w.Delete(op.KeyBytes(key))
@@ -181,7 +181,7 @@ func (s *extSink) change(key string, row plan.Row) {
 
 // publish hands the at-least-once batch to the committer (at a barrier,
 // and at the end of input).
-func (s *extSink) publish() {
+func (s *journalWriter) publish() {
 	if len(s.batch) == 0 {
 		return
 	}
@@ -205,7 +205,7 @@ func (s *extSink) publish() {
 // everything handed over is applied. exactly_once, at a checkpoint: the
 // epoch's journal is counted pending once it fits the bound (committer.
 // reserve), so the pending bytes and epochs do not pass it.
-func (s *extSink) awaitRoom(ctx context.Context, b op.Barrier) error {
+func (s *journalWriter) awaitRoom(ctx context.Context, b op.Barrier) error {
 	if !s.ext.ExactlyOnce {
 		s.publish()
 		if b.CheckpointID == 0 && !b.Flush {
@@ -233,7 +233,7 @@ func (s *extSink) awaitRoom(ctx context.Context, b op.Barrier) error {
 	return s.c.reserve(ctx, b.CheckpointID, int64(s.w.Len()))
 }
 
-func (s *extSink) Barrier(b op.Barrier) {
+func (s *journalWriter) Barrier(b op.Barrier) {
 	if !s.ext.ExactlyOnce && b.CheckpointID != 0 {
 		s.prev = b.CheckpointID
 	}
@@ -242,7 +242,7 @@ func (s *extSink) Barrier(b op.Barrier) {
 // snapshot is exactly_once's pre-commit: the records since the last
 // checkpoint as epoch id's journal, and (subtask 0) the deletes of
 // committed epochs' journals.
-func (s *extSink) snapshot(id uint64) sinkWrites {
+func (s *journalWriter) snapshot(id uint64) sinkWrites {
 	if !s.ext.ExactlyOnce {
 		return sinkWrites{}
 	}
@@ -268,7 +268,7 @@ func (s *extSink) snapshot(id uint64) sinkWrites {
 // sink subtasks, the coordinator and the API.
 type committer struct {
 	limits SinkLimits // zero fields: defaults
-	pub    esink.Publisher
+	pub    sink.Publisher
 	ext    *plan.ExternalSink
 	sinkID string
 	store  state.Versioned
@@ -314,14 +314,14 @@ type committer struct {
 }
 
 type alBatch struct {
-	changes []esink.Change
+	changes []sink.Change
 	keys    []string // the encoded upsert keys (for the WAL)
 	prev    uint64   // the last checkpoint before the batch
 	done    chan struct{}
 	at      time.Time // when it was handed over
 }
 
-func newCommitter(pub esink.Publisher, ext *plan.ExternalSink, sinkID string, store state.Versioned, qid uint64, j *Job) *committer {
+func newCommitter(pub sink.Publisher, ext *plan.ExternalSink, sinkID string, store state.Versioned, qid uint64, j *Job) *committer {
 	return &committer{pub: pub, ext: ext, sinkID: sinkID, store: store, prefix: journalPrefix(qid), logger: j.logger.With("query", j.Name), restored: j.restored,
 		poke: make(chan struct{}, 1), batches: make(chan alBatch, alBatches), pending: map[uint64]int64{},
 		changed: make(chan struct{}), undone: make(chan struct{})}
@@ -423,7 +423,7 @@ func (c *committer) retry(ctx context.Context, fn func(context.Context) error) e
 			return nil
 		}
 		err = fmt.Errorf("sink %s: %w", c.ext.Table, err)
-		if esink.IsPermanent(err) {
+		if sink.IsPermanent(err) {
 			return err
 		}
 		if c.opened {
@@ -481,7 +481,7 @@ func (c *committer) commitCompleted(ctx context.Context) error {
 			return nil
 		}
 		err = c.pub.CommitEpoch(ctx, epoch, changes)
-		if errors.Is(err, esink.ErrCommitted) {
+		if errors.Is(err, sink.ErrCommitted) {
 			c.logger.Info("sink epoch was committed already", "sink", c.ext.Table, "epoch", epoch)
 			err = nil
 		}
@@ -496,7 +496,7 @@ func (c *committer) commitCompleted(ctx context.Context) error {
 // nextEpoch reads the journal at checkpoint at: the lowest epoch not yet
 // committed, its changes deduplicated per key, and its block keys. It
 // queues the blocks of committed epochs for deletion. Epoch 0: none.
-func (c *committer) nextEpoch(at uint64) (uint64, []esink.Change, [][]byte, error) {
+func (c *committer) nextEpoch(at uint64) (uint64, []sink.Change, [][]byte, error) {
 	c.mu.Lock()
 	committed, through := c.committed, c.obsoleteThrough
 	c.mu.Unlock()
@@ -542,7 +542,7 @@ func (c *committer) nextEpoch(at uint64) (uint64, []esink.Change, [][]byte, erro
 	if epoch == 0 {
 		return 0, nil, nil, nil
 	}
-	var changes []esink.Change
+	var changes []sink.Change
 	idx := map[string]int{}
 	for i, b := range blocks {
 		err := op.LogRecords(b, func(put bool, k, v []byte) error {
@@ -569,7 +569,7 @@ func (c *committer) nextEpoch(at uint64) (uint64, []esink.Change, [][]byte, erro
 			return nil
 		})
 		if err != nil {
-			return 0, nil, nil, esink.Permanent("journal block %x of epoch %d: %v", keys[i], epoch, err)
+			return 0, nil, nil, sink.Permanent("journal block %x of epoch %d: %v", keys[i], epoch, err)
 		}
 	}
 	return epoch, changes, keys, nil
@@ -577,8 +577,8 @@ func (c *committer) nextEpoch(at uint64) (uint64, []esink.Change, [][]byte, erro
 
 // toChange makes a sink change of an upsert of row (nil: a delete) of
 // the encoded upsert key.
-func (c *committer) toChange(key string, row plan.Row) (esink.Change, error) {
-	ch := esink.Change{Row: row, Key: make(plan.Row, len(c.ext.PrimaryKey))}
+func (c *committer) toChange(key string, row plan.Row) (sink.Change, error) {
+	ch := sink.Change{Row: row, Key: make(plan.Row, len(c.ext.PrimaryKey))}
 	if row != nil {
 		for i, p := range c.ext.PrimaryKey {
 			ch.Key[i] = row[p]
@@ -611,11 +611,11 @@ func (c *committer) undoSinceRestored(ctx context.Context) error {
 	if err != nil || len(keys) == 0 {
 		return err
 	}
-	changes := make([]esink.Change, 0, len(keys))
+	changes := make([]sink.Change, 0, len(keys))
 	for _, k := range keys {
 		ch, err := c.toChange(k, nil)
 		if err != nil {
-			return esink.Permanent("sink write-ahead log: %v", err)
+			return sink.Permanent("sink write-ahead log: %v", err)
 		}
 		changes = append(changes, ch)
 	}

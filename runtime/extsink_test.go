@@ -12,7 +12,7 @@ import (
 
 	"github.com/streamsql/streamsql/planner/plan"
 	"github.com/streamsql/streamsql/runtime/op"
-	esink "github.com/streamsql/streamsql/runtime/sink"
+	"github.com/streamsql/streamsql/runtime/sink"
 	"github.com/streamsql/streamsql/state"
 	"github.com/streamsql/streamsql/value"
 )
@@ -124,16 +124,16 @@ func (m memCatalog) ListCatalog(prefix string) ([]state.KV, error) {
 // gatedPublisher applies changes only when its gate lets it.
 type gatedPublisher struct {
 	gate    chan struct{}
-	applied [][]esink.Change
+	applied [][]sink.Change
 }
 
 func (p *gatedPublisher) Open(context.Context) error                { return nil }
 func (p *gatedPublisher) Committed(context.Context) (uint64, error) { return 0, nil }
-func (p *gatedPublisher) CommitEpoch(context.Context, uint64, []esink.Change) error {
+func (p *gatedPublisher) CommitEpoch(context.Context, uint64, []sink.Change) error {
 	return errors.New("at_least_once")
 }
 func (p *gatedPublisher) Close() {}
-func (p *gatedPublisher) Apply(ctx context.Context, changes []esink.Change) error {
+func (p *gatedPublisher) Apply(ctx context.Context, changes []sink.Change) error {
 	select {
 	case <-p.gate:
 	case <-ctx.Done():
@@ -167,7 +167,7 @@ func TestUndoBeforeCheckpoint(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		go c.run(ctx)
-		s := &extSink{c: c, ext: ext, ctx: ctx, prev: 5}
+		s := &journalWriter{c: c, ext: ext, ctx: ctx, prev: 5}
 		done := make(chan error, 1)
 		go func() { done <- s.awaitRoom(ctx, op.Barrier{CheckpointID: 8}) }()
 		synctest.Wait()

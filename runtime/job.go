@@ -13,7 +13,7 @@ import (
 
 	"github.com/streamsql/streamsql/planner/plan"
 	"github.com/streamsql/streamsql/runtime/op"
-	esink "github.com/streamsql/streamsql/runtime/sink"
+	"github.com/streamsql/streamsql/runtime/sink"
 	"github.com/streamsql/streamsql/state"
 	"github.com/streamsql/streamsql/window"
 )
@@ -39,7 +39,7 @@ type Deps struct {
 	Reader func(src *plan.Source, at SourcePosition, used []bool) (Reader, error)
 	// Publisher makes the publisher of an external sink (INSERT INTO a
 	// table with ENGINE=postgres or a Kafka table with a delivery).
-	Publisher func(spec esink.Spec) (esink.Publisher, error)
+	Publisher func(spec sink.Spec) (sink.Publisher, error)
 	// Meta is the durable store outside checkpoints where at_least_once
 	// sinks log the keys they write (extsink.go).
 	Meta MetaKV
@@ -80,7 +80,7 @@ type Job struct {
 	results *Results
 	sources []*sourceTask
 	tasks   []*task
-	sinks   []*sinkTerminal
+	sinks   []*sinkEnd
 	// stages are the tasks of each vertex, in graph order (metrics.go).
 	stages []*stageTasks
 	// committer writes the external sink, if the query has one.
@@ -441,7 +441,7 @@ func (j *Job) build(deps Deps, o StartOptions, committed uint64) error {
 			var term terminal
 			if s, ok := lastSink(ops); ok {
 				ops = ops[:len(ops)-1]
-				st := &sinkTerminal{ended: make(chan struct{})}
+				st := &sinkEnd{ended: make(chan struct{})}
 				st.wm.Store(window.NoWatermark)
 				switch s.Kind {
 				case plan.SinkResults:
@@ -451,14 +451,14 @@ func (j *Job) build(deps Deps, o StartOptions, committed uint64) error {
 					j.results.setWidth(len(g.Out))
 					if s.Key == plan.KeyRowID {
 						j.results.setAppendOnly()
-						st.sink = newAppendSink(j.results, j.store, j.ID, i, v.Parallelism, counters)
+						st.sinkWriter = newAppendResults(j.results, j.store, j.ID, i, v.Parallelism, counters)
 					} else {
 						if i == 0 {
 							j.results.shard(v.Parallelism, s.Key)
 						}
-						rs := newResultsSink(j.results, j.store, j.ID, s.Key, i, v.Parallelism, counters)
+						rs := newUpsertResults(j.results, j.store, j.ID, s.Key, i, v.Parallelism, counters)
 						rs.retention = g.Options.ResultsRetention
-						st.sink = rs
+						st.sinkWriter = rs
 					}
 				case plan.SinkExternal:
 					if j.committer == nil {
@@ -466,9 +466,9 @@ func (j *Job) build(deps Deps, o StartOptions, committed uint64) error {
 							return err
 						}
 					}
-					st.sink = &extSink{c: j.committer, ext: s.External, store: j.store, ctx: j.ctx, task: i, counters: counters, prev: j.restored, w: newStateWriter(false)}
+					st.sinkWriter = &journalWriter{c: j.committer, ext: s.External, store: j.store, ctx: j.ctx, task: i, counters: counters, prev: j.restored, w: newStateWriter(false)}
 				default:
-					st.sink = &discardSink{counters: counters}
+					st.sinkWriter = &discardResults{counters: counters}
 				}
 				j.sinks = append(j.sinks, st)
 				term = st
@@ -569,7 +569,7 @@ func (j *Job) newCommitter(ext *plan.ExternalSink, deps Deps, o StartOptions) er
 	if o.SinkID == "" {
 		return fmt.Errorf("query %s: an external sink needs a sink id", j.Name)
 	}
-	pub, err := deps.Publisher(esink.Spec{Table: ext.Table, Engine: ext.Engine, Connection: ext.Connection, Attrs: ext.Attrs, Columns: ext.Columns,
+	pub, err := deps.Publisher(sink.Spec{Table: ext.Table, Engine: ext.Engine, Connection: ext.Connection, Attrs: ext.Attrs, Columns: ext.Columns,
 		PrimaryKey: ext.PrimaryKey, SinkID: o.SinkID, ExactlyOnce: ext.ExactlyOnce})
 	if err != nil {
 		return fmt.Errorf("query %s: sink %s: %w", j.Name, ext.Table, err)

@@ -107,9 +107,9 @@ func TestAppendOnlyResults(t *testing.T) {
 	store := &partialStore{Versioned: state.NewMemVersioned()}
 	res := NewResults(store, qid)
 	res.setAppendOnly()
-	var sinks [2]*appendSink
+	var sinks [2]*appendResults
 	for i := range sinks {
-		sinks[i] = newAppendSink(res, store, qid, i, len(sinks), &op.Counters{})
+		sinks[i] = newAppendResults(res, store, qid, i, len(sinks), &op.Counters{})
 		sinks[i].blocks.target = 300 // several blocks per checkpoint
 	}
 	var all []keyedTestRow // every row emitted

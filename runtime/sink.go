@@ -10,13 +10,13 @@ import (
 	"github.com/streamsql/streamsql/value"
 )
 
-// sink ends a chain: it takes the changelog, publishes it at barriers and
+// sinkWriter ends a chain: it takes the changelog, publishes it at barriers and
 // snapshots at checkpoints like an operator: what it pre-commits as part
 // of a checkpoint (results blocks, an epoch's journal) it hands to its
 // task, whose writer writes it with the operators' state (task.go), so a
 // failed write is kept and retried in one place. Sinks run on their task's
 // goroutine.
-type sink interface {
+type sinkWriter interface {
 	op.Emitter
 	// Barrier publishes the epoch's changes.
 	Barrier(b op.Barrier)
@@ -47,14 +47,14 @@ func kvBytes(kvs []state.KV) int {
 	return n
 }
 
-// resultsSink writes an updating query's built-in results table. Changes
+// upsertResults writes an updating query's built-in results table. Changes
 // are kept in emission order, not deduplicated: at each barrier they are
 // published to the latest view and logged (encoded, a later change of a
 // key superseding an earlier one), and at a checkpoint the log's records
 // are written as a few blocks at the checkpoint's id (stateLog, the same
 // log operators keep their state in), with a full base of the rows this
 // sink owns at its first checkpoint and whenever the deltas outgrow it.
-type resultsSink struct {
+type upsertResults struct {
 	res     *Results
 	store   state.Versioned
 	log     stateLog
@@ -73,20 +73,20 @@ type resultsSink struct {
 	task, tasks int
 }
 
-var _ sink = (*resultsSink)(nil)
+var _ sinkWriter = (*upsertResults)(nil)
 
-func newResultsSink(res *Results, store state.Versioned, qid uint64, key plan.KeyKind, task, tasks int, c *op.Counters) *resultsSink {
-	return &resultsSink{res: res, store: store, log: stateLog{prefix: resultPrefix(qid), subtask: task}, w: newStateWriter(false),
+func newUpsertResults(res *Results, store state.Versioned, qid uint64, key plan.KeyKind, task, tasks int, c *op.Counters) *upsertResults {
+	return &upsertResults{res: res, store: store, log: stateLog{prefix: resultPrefix(qid), subtask: task}, w: newStateWriter(false),
 		counters: c, kind: key, wm: math.MinInt64, task: task, tasks: tasks}
 }
 
-func (s *resultsSink) watermark(wm int64) {
+func (s *upsertResults) watermark(wm int64) {
 	s.wm = wm
 	s.res.watermark(s.task, s.tasks, wm)
 }
 
 // publish applies the pending changes to the latest results and logs them.
-func (s *resultsSink) publish() {
+func (s *upsertResults) publish() {
 	if len(s.pending) == 0 {
 		return
 	}
@@ -122,7 +122,7 @@ func (s *resultsSink) publish() {
 
 // expire deletes the rows this sink owns whose window ended more than the
 // retention before the watermark.
-func (s *resultsSink) expire() {
+func (s *upsertResults) expire() {
 	if s.retention <= 0 || s.kind != plan.KeyWindowGroup || s.wm == math.MinInt64 {
 		return
 	}
@@ -131,7 +131,7 @@ func (s *resultsSink) expire() {
 	}
 }
 
-func (s *resultsSink) Emit(b *op.Batch) error {
+func (s *upsertResults) Emit(b *op.Batch) error {
 	for i, r := range b.Rows {
 		m := &b.Meta[i]
 		if s.tasks > 1 && resultOwner(m.Key, s.kind, s.tasks) != s.task {
@@ -145,7 +145,7 @@ func (s *resultsSink) Emit(b *op.Batch) error {
 	return nil
 }
 
-func (s *resultsSink) Barrier(b op.Barrier) {
+func (s *upsertResults) Barrier(b op.Barrier) {
 	s.publish()
 	if b.CheckpointID == 0 {
 		return
@@ -156,7 +156,7 @@ func (s *resultsSink) Barrier(b op.Barrier) {
 
 // snapshot writes the log's blocks since the last checkpoint, or a base
 // of the rows this sink owns (its first checkpoint, or deltas outgrown).
-func (s *resultsSink) snapshot(id uint64) sinkWrites {
+func (s *upsertResults) snapshot(id uint64) sinkWrites {
 	w := s.w
 	s.w = newStateWriter(false)
 	if s.baseNext || s.log.full() {
@@ -175,14 +175,14 @@ func (s *resultsSink) snapshot(id uint64) sinkWrites {
 // (the store keeps large values in blob files: state/blobs.go).
 const blockTarget = 256 << 10
 
-// appendSink writes an append-only query's built-in results table. Its
+// appendResults writes an append-only query's built-in results table. Its
 // rows are never updated or deleted (each has a unique row id), so it
 // encodes them as they come into blocks (blockBuilder), which is all it
 // keeps: at a barrier it publishes the records added since the last one to
 // the latest view (sharing the bytes), and at a checkpoint it writes the
 // blocks at the checkpoint's id, each as one entry (see blockKey), rather
 // than one entry per row.
-type appendSink struct {
+type appendResults struct {
 	res      *Results
 	store    state.Versioned
 	prefix   []byte
@@ -196,16 +196,16 @@ type appendSink struct {
 	keyBuf            []byte
 }
 
-var _ sink = (*appendSink)(nil)
+var _ sinkWriter = (*appendResults)(nil)
 
-func newAppendSink(res *Results, store state.Versioned, qid uint64, task, tasks int, c *op.Counters) *appendSink {
-	return &appendSink{res: res, store: store, prefix: blockPrefix(qid), task: task, tasks: tasks, counters: c,
+func newAppendResults(res *Results, store state.Versioned, qid uint64, task, tasks int, c *op.Counters) *appendResults {
+	return &appendResults{res: res, store: store, prefix: blockPrefix(qid), task: task, tasks: tasks, counters: c,
 		blocks: blockBuilder{target: blockTarget}}
 }
 
-func (s *appendSink) watermark(wm int64) { s.res.watermark(s.task, s.tasks, wm) }
+func (s *appendResults) watermark(wm int64) { s.res.watermark(s.task, s.tasks, wm) }
 
-func (s *appendSink) Emit(b *op.Batch) error {
+func (s *appendResults) Emit(b *op.Batch) error {
 	for i, r := range b.Rows {
 		m := &b.Meta[i]
 		if m.Op == op.Delete {
@@ -228,7 +228,7 @@ func (s *appendSink) Emit(b *op.Batch) error {
 
 // publish hands the records added since the last barrier to the latest
 // view.
-func (s *appendSink) publish() {
+func (s *appendResults) publish() {
 	var recs [][]byte
 	for ; s.pubBlocks < len(s.blocks.closed); s.pubBlocks++ {
 		if b := s.blocks.closed[s.pubBlocks][s.pubOff:]; len(b) > 0 {
@@ -245,14 +245,14 @@ func (s *appendSink) publish() {
 	}
 }
 
-func (s *appendSink) Barrier(op.Barrier) { s.publish() }
+func (s *appendResults) Barrier(op.Barrier) { s.publish() }
 
 // snapshot writes the blocks since the last checkpoint, each as one entry
 // at the checkpoint's id. A block whose write fails is written again with
 // the next checkpoint, at its id but under the same key, so what the
 // failed write left behind is overwritten rather than read twice. The
 // blocks stay shared with the latest view (Results.recent): not pooled.
-func (s *appendSink) snapshot(id uint64) sinkWrites {
+func (s *appendResults) snapshot(id uint64) sinkWrites {
 	var kvs []state.KV
 	for n, block := range s.blocks.take() {
 		kvs = append(kvs, state.KV{Key: blockKey(s.prefix, s.task, id, n), Value: block})
@@ -261,11 +261,11 @@ func (s *appendSink) snapshot(id uint64) sinkWrites {
 	return sinkWrites{kvs: kvs, what: "results"}
 }
 
-// discardSink counts rows and drops them (benchmarks).
-type discardSink struct{ counters *op.Counters }
+// discardResults counts rows and drops them (benchmarks).
+type discardResults struct{ counters *op.Counters }
 
-var _ sink = (*discardSink)(nil)
+var _ sinkWriter = (*discardResults)(nil)
 
-func (d *discardSink) Emit(b *op.Batch) error     { d.counters.RowsOut += int64(b.Len()); return nil }
-func (d *discardSink) Barrier(op.Barrier)         {}
-func (d *discardSink) snapshot(uint64) sinkWrites { return sinkWrites{} }
+func (d *discardResults) Emit(b *op.Batch) error     { d.counters.RowsOut += int64(b.Len()); return nil }
+func (d *discardResults) Barrier(op.Barrier)         {}
+func (d *discardResults) snapshot(uint64) sinkWrites { return sinkWrites{} }
