@@ -46,7 +46,8 @@ import (
 //	                     side's next offset. The rows go in one batch.
 //	watermark t=T [side=N] the side's watermark advances to T
 //	idle side=N [off]    the side goes idle (or active again)
-//	barrier id=N [full]  a barrier (a checkpoint when id > 0): the rows it
+//	barrier [id=N] [full] a barrier (a checkpoint when id > 0; an id
+//	                     may not be used twice, restores included): the rows it
 //	                     emits, then the records each operator's Snapshot
 //	                     wrote (its own log: the first checkpoint of a
 //	                     chain, and one marked full, is a base, others
@@ -88,8 +89,8 @@ func TestOpScripts(t *testing.T) {
 // scriptCatalog is the tables a script's plan command creates.
 type scriptCatalog map[string]*plan.TableDef
 
-func (c scriptCatalog) Table(n string) (*plan.TableDef, bool)   { t, ok := c[n]; return t, ok }
-func (c scriptCatalog) View(string) (*plan.ViewDef, bool)       { return nil, false }
+func (c scriptCatalog) Table(n string) (*plan.TableDef, bool)    { t, ok := c[n]; return t, ok }
+func (c scriptCatalog) View(string) (*plan.ViewDef, bool)        { return nil, false }
 func (c scriptCatalog) ViewSelect(string) (*parser.Select, bool) { return nil, false }
 
 // scriptOp is one operator of a script's chain.
@@ -210,6 +211,9 @@ func (d *scriptDriver) run(td *datadriven.TestData) (string, error) {
 		if td.HasArg("id") {
 			td.ScanArgs(d.t, "id", &id)
 		}
+		if _, ok := d.at[id]; ok && id != 0 {
+			return "", fmt.Errorf("checkpoint id %d used again", id)
+		}
 		d.epoch++
 		recs, err := d.ch.barrier(d, Barrier{Epoch: d.epoch, CheckpointID: id}, td.HasArg("full"))
 		if err != nil {
@@ -324,6 +328,10 @@ func (d *scriptDriver) plan(td *datadriven.TestData) (string, error) {
 		}
 		d.wm[i] = window.NoWatermark
 	}
+	if src, ok := v.Ops[0].(*plan.Source); ok {
+		// A source vertex: rows come in the table's columns.
+		d.sides, d.schema[0], d.upsert[0], d.wm[0] = 1, src.Schema, src.Upsert, window.NoWatermark
+	}
 	d.fw = window.NoWatermark
 	if d.ch, err = d.build(); err != nil {
 		return "", err
@@ -376,7 +384,8 @@ func (d *scriptDriver) build() (*scriptChain, error) {
 		}
 	}
 	for _, spec := range v.Ops {
-		if _, ok := spec.(*plan.Sink); ok {
+		switch spec.(type) {
+		case *plan.Source, *plan.Sink:
 			continue
 		}
 		o, err := add(-1, spec)
