@@ -634,6 +634,8 @@ func parseScriptRow(line string, s plan.Schema) (plan.Row, error) {
 		case strings.EqualFold(f, "null"):
 			r[i] = plan.Null
 			continue
+		case s[i].Type == plan.TypeBoolean && (strings.EqualFold(f, "true") || strings.EqualFold(f, "false")):
+			r[i] = plan.Bool(strings.EqualFold(f, "true"))
 		case strings.HasPrefix(f, "'") && strings.HasSuffix(f, "'") && len(f) >= 2:
 			r[i] = funcs.Cast(plan.Str(f[1:len(f)-1]), s[i].Type)
 		case s[i].Type == plan.TypeTimestamp:
