@@ -27,38 +27,42 @@ import (
 // go test ./runtime/op -run TestOpScripts -rewrite rewrites the outputs.
 // Commands:
 //
-//	plan [vertex=N]      CREATE TABLE statements and one SELECT, separated
-//	                     by ";": the SELECT is planned (parallelism 1) and
-//	                     vertex N's operators (default: the last vertex)
-//	                     built by Build into a chain, the Sink left out.
-//	                     An input edge from a source vertex brings that
-//	                     vertex's operators too (its Calc), before the
-//	                     exchange; rows are then given in the table's
-//	                     columns, else in the producer's output. Prints
-//	                     the operators (Explain).
-//	rows [side=0|1]      one row a line, values separated by commas: NULL,
-//	                     TRUE, numbers, 'text', times ("12s", "1500ms", or
-//	                     "2026-01-01 00:00:01"); each is cast to its
-//	                     column's type. A line "del: ..." is a Delete (of
-//	                     a PRIMARY KEY table), rows of a PRIMARY KEY table
-//	                     are Upserts, others Inserts. Every row carries
-//	                     the side's last watermark (RowMeta.WM) and the
-//	                     side's next offset. The rows go in one batch.
-//	watermark t=T [side=N] the side's watermark advances to T
-//	idle side=N [off]    the side goes idle (or active again)
-//	barrier [id=N] [full] a barrier (a checkpoint when id > 0; an id
-//	                     may not be used twice, restores included): the rows it
-//	                     emits, then the records each operator's Snapshot
-//	                     wrote (its own log: the first checkpoint of a
-//	                     chain, and one marked full, is a base, others
-//	                     deltas), sorted by key, in hex
-//	restore id=N         a new chain of the same plan restored from the
-//	                     records written up to checkpoint N (the last
-//	                     base at or before N and the deltas after it);
-//	                     what was written after N is dropped; the sides'
-//	                     watermarks and offsets are theirs at N, as a
-//	                     restored source's are
-//	state                each operator's StateRows, if it keeps state
+//	plan [vertex=N]
+//	    CREATE TABLE statements and one SELECT, separated by ";": the
+//	    SELECT is planned (parallelism 1) and vertex N's operators
+//	    (default: the last vertex) built by Build into a chain, the Sink
+//	    left out. An input edge from a source vertex brings that vertex's
+//	    operators too (its Calc), before the exchange (which encodes the
+//	    edge's key columns into RowMeta.Key); rows are then given in the
+//	    table's columns, else in the producer's output. Prints the
+//	    operators (Explain).
+//	rows [side=0|1] [wm=T]
+//	    One row a line, values separated by commas: NULL, TRUE, FALSE,
+//	    numbers, 'text', times ("12s", "1500ms", "2026-01-01 00:00:01");
+//	    each is cast to its column's type. A line "del: ..." is a Delete
+//	    (of a PRIMARY KEY table); other rows of a PRIMARY KEY table are
+//	    Upserts, others Inserts. Every row carries the side's last
+//	    watermark (RowMeta.WM; wm: this one instead) and the side's next
+//	    offset. The rows go in one batch.
+//	watermark t=T [side=N]
+//	    The side's watermark advances to T.
+//	idle side=N [off]
+//	    The side goes idle (or active again).
+//	barrier [id=N] [full]
+//	    A barrier, a checkpoint when id > 0 (an id may not be used twice,
+//	    restores included): the rows it emits, then the records each
+//	    stateful operator's Snapshot wrote to its own log (a chain's first
+//	    checkpoint, and one marked full, is a base, the others deltas),
+//	    sorted by key: keys as the values they encode (or in hex), values
+//	    in hex.
+//	restore id=N
+//	    A new chain of the same plan, restored from the records written up
+//	    to checkpoint N (the last base at or before N and the deltas after
+//	    it, replayed through LogRecords); what was written after N is
+//	    dropped; the sides' watermarks and offsets are theirs at N, as a
+//	    restored source's are.
+//	state
+//	    Each stateful operator's StateRows.
 //
 // Output rows are "insert|upsert|delete: v, v, ..."; times are printed
 // as offsets from the epoch ("12s") within ten days of it, else as
@@ -158,6 +162,15 @@ func (d *scriptDriver) run(td *datadriven.TestData) (string, error) {
 	case "rows":
 		side := d.side(td)
 		lines := strings.Split(strings.TrimSpace(td.Input), "\n")
+		wm := d.wm[side]
+		if td.HasArg("wm") {
+			var s string
+			td.ScanArgs(d.t, "wm", &s)
+			var err error
+			if wm, err = parseScriptTime(s); err != nil {
+				return "", err
+			}
+		}
 		b := &Batch{}
 		for _, line := range lines {
 			op := Insert
@@ -171,7 +184,7 @@ func (d *scriptDriver) run(td *datadriven.TestData) (string, error) {
 			if err != nil {
 				return "", err
 			}
-			m := RowMeta{Offset: d.off[side], WM: d.wm[side], Op: op}
+			m := RowMeta{Offset: d.off[side], WM: wm, Op: op}
 			d.off[side]++
 			b.Append(r, m)
 		}
