@@ -1,9 +1,12 @@
 // Package streamsql_test checks the repository's dependency direction
-// (DESIGN.md, "Import direction"): cmd -> http -> queries -> {planner, runtime, state},
-// planner -> {parser, planner/plan, window}, runtime -> {planner/plan,
-// window, state}; only parser imports the TiDB parser; funcs (the function
-// registry, imported by planner and runtime) is pure: planner/plan and the
-// standard library, no clock, no goroutines, no I/O.
+// (DESIGN.md, "Import direction"): cmd -> http -> queries -> {planner,
+// runtime, state}; only parser imports the TiDB parser; the packages of
+// onlyDeps depend on nothing but the packages listed there (runtime/op:
+// planner/plan, window, value, funcs; funcs: planner/plan, value, window;
+// value: planner/plan, window); and the pure packages (runtime/ckpt,
+// runtime/op, funcs, value) import no I/O, take no locks, read no clock
+// and start no goroutines (TestPurePackages, which TestPureCheck shows
+// catching each).
 package streamsql_test
 
 import (
