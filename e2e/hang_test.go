@@ -6,7 +6,9 @@ package e2e
 // frozen with SIGSTOP, while an INSERT INTO a sink there waits for the
 // database to answer its look at the table, and a Kafka source whose
 // broker accepts connections and never answers. Meanwhile every other API call
-// answers within a second, the spinning query is failed with its reason
+// answers within a second (one isolated call of at most two seconds is
+// forgiven: a loaded machine's fsync, not a wait, which would recur in
+// every round), the spinning query is failed with its reason
 // after --stall-timeout, and both can be dropped.
 
 import (
@@ -100,9 +102,22 @@ func TestHungQueryAndSink(t *testing.T) {
 	var slowest time.Duration
 	var slowestName string
 	rounds := 0
+	forgiven := ""
 	for i := 0; time.Now().Before(deadline); i++ {
 		for _, c := range calls {
-			if d := timed(t, srv, c, i); d > slowest {
+			d := timedWithin(t, srv, c, i, 2*apiBound)
+			if d > apiBound {
+				// A call that waits for the spinning task, the frozen
+				// database or the hung broker is slow every time: one
+				// isolated sample under 2 s is the machine (an fsync while
+				// the rest of the test suite writes), not a wait.
+				if forgiven != "" {
+					t.Fatalf("%s took %v while a query spins and a sink hangs, want at most %v (and %s was slow before)", c.name, d, apiBound, forgiven)
+				}
+				forgiven = fmt.Sprintf("%s (%v, round %d)", c.name, d, i)
+				t.Logf("one slow call forgiven: %s", forgiven)
+			}
+			if d > slowest {
 				slowest, slowestName = d, c.name
 			}
 		}
