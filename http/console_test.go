@@ -231,6 +231,13 @@ func TestQueryGraph(t *testing.T) {
 			planOps = append(planOps, strings.TrimSpace(l))
 		}
 	}
+	stageLines := map[int64]string{} // "Stage 1 parallelism=1 <- stage 0 hash[0] append-only"
+	for _, l := range strings.Split(q["plan"].(string), "\n") {
+		var id int64
+		if _, err := fmt.Sscanf(l, "Stage %d", &id); err == nil {
+			stageLines[id] = l
+		}
+	}
 	var ops []map[string]any
 	for i, s := range stages {
 		st := s.(map[string]any)
@@ -245,6 +252,11 @@ func TestQueryGraph(t *testing.T) {
 			in := in.(map[string]any)
 			if from := integer(t, in["from"]); from >= int64(i) || in["partition"] != "hash" && in["partition"] != "forward" {
 				t.Errorf("stage %d input %v", i, in)
+			}
+			// The input's kind is the plan's, for the same edge.
+			kind, _ := in["kind"].(string)
+			if kind != "append-only" && kind != "upsert" && kind != "retract" || !strings.Contains(stageLines[int64(i)], fmt.Sprintf("<- stage %d ", integer(t, in["from"]))) || !strings.Contains(stageLines[int64(i)], kind) {
+				t.Errorf("stage %d input %v: kind %q, plan line %q", i, in, kind, stageLines[int64(i)])
 			}
 		}
 		if f, err := st["queue_fill"].(json.Number).Float64(); err != nil || f < 0 || f > 1 {

@@ -314,7 +314,6 @@ func bindResidual(merged *scope, residual []parser.Expr) (plan.Expr, error) {
 // key columns so that matching rows meet in one task.
 func (b *builder) joinVertex(left, right *stream, leftKeys, rightKeys []int, join plan.Op) *plan.Vertex {
 	return b.vertex(max(b.opts.Parallelism, 1), []plan.Edge{
-		{From: left.cur.ID, Partition: plan.Hash, KeyCols: leftKeys},
-		{From: right.cur.ID, Partition: plan.Hash, KeyCols: rightKeys},
+		left.hashEdge(leftKeys), right.hashEdge(rightKeys),
 	}, join)
 }

@@ -597,7 +597,7 @@ func (b *builder) aggregation(sel *parser.Select, st *stream, filter plan.Expr, 
 		ag.Window = *win
 		ag.Session = win.Kind == plan.Session
 	}
-	av := b.vertex(p, []plan.Edge{{From: st.cur.ID, Partition: plan.Hash, KeyCols: keys}}, ag)
+	av := b.vertex(p, []plan.Edge{st.hashEdge(keys)}, ag)
 	keyOut := make([]int, wOff+len(groups))
 	keyNames := make([]string, len(keyOut))
 	for k := range keyOut {

@@ -45,6 +45,26 @@ type stream struct {
 	upsert bool
 }
 
+// hashEdge is the edge that takes s's rows to a new vertex, hashed on
+// keyCols, with the kind of s's rows: a PRIMARY KEY table's are upserts
+// on its key (a retract stream if a key column is not among its
+// columns), everything else is append-only.
+func (s *stream) hashEdge(keyCols []int) plan.Edge {
+	e := plan.Edge{From: s.cur.ID, Partition: plan.Hash, KeyCols: keyCols}
+	if !s.upsert {
+		return e
+	}
+	e.Kind = plan.Upsert
+	for _, k := range s.table.PrimaryKey {
+		i := s.scope.cols.Index(k)
+		if i < 0 {
+			return plan.Edge{From: e.From, Partition: e.Partition, KeyCols: keyCols, Kind: plan.Retract}
+		}
+		e.UpsertKey = append(e.UpsertKey, i)
+	}
+	return e
+}
+
 // project is the stream after a projection: which output columns are plain
 // copies of event-time or window columns keeps that property.
 func (s *stream) project(out plan.Schema, exprs []plan.Expr) *stream {

@@ -376,6 +376,10 @@ type EdgeInfo struct {
 	From      int    `json:"from"`
 	Partition string `json:"partition"`
 	Key       []int  `json:"key,omitempty"`
+	// Kind is what the edge carries: append-only, upsert (changes keyed on
+	// the producer's columns UpsertKey) or retract.
+	Kind      string `json:"kind"`
+	UpsertKey []int  `json:"upsert_key,omitempty"`
 }
 
 // OperatorInfo is one operator of a stage's chain and the rows that
@@ -421,7 +425,7 @@ func graphInfo(g *plan.Graph, job *runtime.Job) *GraphInfo {
 	for i, v := range g.Vertices {
 		si := StageInfo{ID: v.ID, Parallelism: v.Parallelism, Inputs: []EdgeInfo{}, Operators: make([]OperatorInfo, len(v.Ops))}
 		for _, e := range v.Inputs {
-			ei := EdgeInfo{From: e.From, Partition: "forward"}
+			ei := EdgeInfo{From: e.From, Partition: "forward", Kind: e.Kind.String(), UpsertKey: e.UpsertKey}
 			if e.Partition == plan.Hash {
 				ei.Partition, ei.Key = "hash", e.KeyCols
 			}

@@ -87,6 +87,37 @@ type Edge struct {
 	From      int
 	Partition Partition
 	KeyCols   []int // Hash: the key columns of the producer's output
+	// Kind is what the producer's rows are: inserts only, or changes.
+	Kind StreamKind
+	// UpsertKey: for an Upsert edge, the columns of the producer's output
+	// that identify a row (a PRIMARY KEY table's key).
+	UpsertKey []int
+}
+
+// StreamKind is what a stream carries. An append-only stream only
+// inserts rows; an updating one also deletes them (an update is a delete
+// of the old row and an insert of the new one), either keyed (upsert:
+// at most one row per key, so a row's key says which row it replaces) or
+// not (retract: a delete names the whole row it takes back).
+type StreamKind uint8
+
+const (
+	AppendOnly StreamKind = iota
+	Upsert
+	Retract
+)
+
+func (k StreamKind) String() string {
+	return [...]string{"append-only", "upsert", "retract"}[k]
+}
+
+// explainKind renders an edge's kind for Explain: append-only,
+// upsert[key columns] or retract.
+func (e Edge) explainKind() string {
+	if e.Kind == Upsert {
+		return fmt.Sprintf("upsert%v", e.UpsertKey)
+	}
+	return e.Kind.String()
 }
 
 // Op is the spec of one operator. The runtime builds operators from specs
@@ -327,9 +358,9 @@ func (g *Graph) Explain() string {
 		fmt.Fprintf(&b, "Stage %d parallelism=%d", v.ID, v.Parallelism)
 		for _, e := range v.Inputs {
 			if e.Partition == Hash {
-				fmt.Fprintf(&b, " <- stage %d hash%v", e.From, e.KeyCols)
+				fmt.Fprintf(&b, " <- stage %d hash%v %s", e.From, e.KeyCols, e.explainKind())
 			} else {
-				fmt.Fprintf(&b, " <- stage %d forward", e.From)
+				fmt.Fprintf(&b, " <- stage %d forward %s", e.From, e.explainKind())
 			}
 		}
 		b.WriteString("\n")
