@@ -381,6 +381,31 @@ CREATE VIEW ${VIEW} AS
     await screenshot('graph');
   });
 
+  // An edge that carries changes says so on its label: the PRIMARY KEY
+  // table's side of a join is upsert[key], as the API and EXPLAIN say.
+  await step('operator graph labels what an edge carries', async () => {
+    await sql(`CREATE TABLE pages (page VARCHAR(32) NOT NULL, title VARCHAR(64), PRIMARY KEY (page)) ENGINE=http;
+      CREATE VIEW clicks_titled AS SELECT c.user_id, p.title FROM clicks c JOIN pages p ON c.page = p.page`);
+    const q = await api('GET', '/v1/queries/clicks_titled');
+    const inputs = q.graph.stages.flatMap((st) => st.inputs.map((e) => ({ ...e, to: st.id })));
+    const up = inputs.filter((e) => e.kind === 'upsert');
+    check(up.length === 1 && JSON.stringify(up[0].upsert_key) === '[0]', `inputs of the join's stages: ${JSON.stringify(inputs)}`);
+    await page.goto(`${BASE}/#/query/clicks_titled/graph`);
+    await page.waitForSelector('#dag path.dag-edge', { state: 'attached' });
+    const labels = await page.evaluate(() => Object.fromEntries([...document.querySelectorAll('#dag path.dag-edge')].map((p) =>
+      [`${p.dataset.from}->${p.dataset.to}`, p.parentElement.querySelector('text.dag-edge-label')?.textContent ?? ''])));
+    for (const e of inputs) {
+      const label = labels[`${e.from}->${e.to}`] ?? '';
+      const want = e.kind === 'upsert' ? ` · upsert[${e.upsert_key.join(',')}]` : e.kind === 'retract' ? ' · retract' : '';
+      check(want ? label.endsWith(want) : !label.includes(' · '), `edge ${e.from}->${e.to} (${e.kind}) is labelled ${JSON.stringify(label)}`);
+    }
+    await screenshot('graph-upsert-edge');
+    await sql('DROP VIEW clicks_titled; DROP TABLE pages');
+    // Back to the view the steps below look at.
+    await page.goto(`${BASE}/#/query/${VIEW}/graph`);
+    await page.waitForSelector('#dag .dag-op', { state: 'attached' });
+  });
+
   await step('checkpoint timeline', async () => {
     await api('POST', '/v1/checkpoints');
     const cps = (await api('GET', `/v1/queries/${VIEW}/checkpoints`)).checkpoints;

@@ -58,7 +58,7 @@ export interface OperatorInfo {
 export interface StageInfo {
   id: number;
   parallelism: number;
-  inputs: { from: number; partition: string; key?: number[] }[];
+  inputs: { from: number; partition: string; key?: number[]; kind: string; upsert_key?: number[] }[];
   operators: OperatorInfo[];
   rows_out: number;
   queue_fill: number;
