@@ -54,14 +54,15 @@ func (s *stream) hashEdge(keyCols []int) plan.Edge {
 	if !s.upsert {
 		return e
 	}
-	e.Kind = plan.Upsert
 	for _, k := range s.table.PrimaryKey {
 		i := s.scope.cols.Index(k)
 		if i < 0 {
-			return plan.Edge{From: e.From, Partition: e.Partition, KeyCols: keyCols, Kind: plan.Retract}
+			e.Kind, e.UpsertKey = plan.Retract, nil
+			return e
 		}
 		e.UpsertKey = append(e.UpsertKey, i)
 	}
+	e.Kind = plan.Upsert
 	return e
 }
 

@@ -24,12 +24,6 @@ import (
 // error: never a panic, an index out of range, or an allocation sized by
 // a corrupt length.
 
-// sameRow compares rows value by value, DOUBLEs by their encoding (which
-// writes -0 as 0).
-func sameRow(a, b plan.Row) bool {
-	return bytes.Equal(value.AppendRow(nil, a), value.AppendRow(nil, b))
-}
-
 // stateBlock encodes records (value nil: a delete) as a state log block.
 func stateBlock(recs [][2][]byte) []byte {
 	w := newStateWriter(true)

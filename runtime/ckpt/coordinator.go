@@ -118,9 +118,6 @@ func New(cfg Config, now time.Time) *Coordinator {
 	return &Coordinator{cfg: cfg, lastCkpt: now}
 }
 
-// InFlight reports the barrier in flight, if any.
-func (c *Coordinator) InFlight() (Barrier, bool) { return c.cur, c.inFlight }
-
 // due reports whether a checkpoint is due at now: from half a tick before
 // the interval is over, since the tick that ends it comes a little less
 // than the interval after lastCkpt (taken after the tick that started the
