@@ -882,8 +882,6 @@ func TestTemporalBadInput(t *testing.T) {
 		want      []string // patterns over title and detail
 	}{
 		{"select_table", "SELECT * FROM persons", []string{`(?i)\bjoin\b`, `(?i)primary key`}},
-		{"view_over_table", "CREATE VIEW bad_t1 AS SELECT id, name FROM persons", []string{`(?i)\bjoin\b`}},
-		{"aggregate_table", "CREATE VIEW bad_t2 AS SELECT state, COUNT(*) AS n FROM persons GROUP BY state", []string{`(?i)\bjoin\b`}},
 		{"table_on_left", "CREATE VIEW bad_t3 AS SELECT p.name, b.price FROM persons p JOIN bids b ON b.bidder = p.id", []string{`(?i)right side|table side|\bjoin\b`}},
 		{"no_key_equality", "CREATE VIEW bad_t4 AS SELECT b.price FROM bids b JOIN persons p AS OF TIMESTAMP b.ts ON b.price > 0", []string{`\bid\b`}},
 		{"as_of_not_time", "CREATE VIEW bad_t5 AS SELECT b.price FROM bids b JOIN persons p AS OF TIMESTAMP b.price ON b.bidder = p.id", []string{`(?i)event.time`}},
@@ -903,7 +901,7 @@ func TestTemporalBadInput(t *testing.T) {
 			}
 		})
 	}
-	for _, name := range []string{"bad_t1", "bad_t2", "bad_t3", "bad_t4", "bad_t5", "bad_t6"} {
+	for _, name := range []string{"bad_t3", "bad_t4", "bad_t5", "bad_t6"} {
 		if st := srv.status(t, "/v1/queries/"+name); st != http.StatusNotFound {
 			t.Errorf("GET /v1/queries/%s: status %d, want 404: the rejected statement was kept", name, st)
 		}

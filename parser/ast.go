@@ -98,6 +98,18 @@ type Select struct {
 	OrderBy  []OrderItem
 	Limit    int64 // -1: none
 	Offset   int64
+	// With are the common table expressions (WITH name AS (SELECT ...))
+	// this query and its subqueries may read by name.
+	With []CTE
+	// UnionAll are the queries whose rows follow this one's (SELECT ...
+	// UNION ALL SELECT ...): the Select itself is the first branch.
+	UnionAll []*Select
+}
+
+// CTE is one common table expression: WITH Name AS (Select).
+type CTE struct {
+	Name   string
+	Select *Select
 }
 
 // Field is one item of the select list.
@@ -141,11 +153,15 @@ type JoinKind int
 const (
 	JoinInner JoinKind = iota // [INNER] JOIN ... ON (also CROSS JOIN ... ON)
 	JoinLeft                  // LEFT [OUTER] JOIN ... ON
+	JoinRight                 // RIGHT [OUTER] JOIN ... ON
 )
 
 func (k JoinKind) String() string {
-	if k == JoinLeft {
+	switch k {
+	case JoinLeft:
 		return "LEFT"
+	case JoinRight:
+		return "RIGHT"
 	}
 	return "INNER"
 }

@@ -22,17 +22,13 @@ func convertStmt(n ast.StmtNode) (Stmt, error) {
 	case *ast.CreateTableStmt:
 		return convertCreateTable(n)
 	case *ast.CreateViewStmt:
-		sel, ok := n.Select.(*ast.SelectStmt)
-		if _, setOp := n.Select.(*ast.SetOprStmt); setOp {
-			return nil, unsupported("UNION, EXCEPT and INTERSECT")
-		}
-		if !ok {
+		if !isQuery(n.Select) {
 			return nil, unsupported("CREATE VIEW must be AS SELECT")
 		}
 		if len(n.Cols) > 0 {
 			return nil, unsupported("a column list in CREATE VIEW; name the columns with AS aliases instead")
 		}
-		s, err := convertSelect(sel)
+		s, err := convertQuery(n.Select)
 		if err != nil {
 			return nil, err
 		}
@@ -74,8 +70,8 @@ func convertStmt(n ast.StmtNode) (Stmt, error) {
 				}
 				return &Describe{Name: s.Table.Name.L}, nil
 			}
-		case *ast.SelectStmt:
-			sel, err := convertSelect(s)
+		case *ast.SelectStmt, *ast.SetOprStmt:
+			sel, err := convertQuery(s)
 			if err != nil {
 				return nil, err
 			}
@@ -101,10 +97,8 @@ func convertStmt(n ast.StmtNode) (Stmt, error) {
 			set.Vars = append(set.Vars, SetVar{Name: strings.ToLower(v.Name), Value: val})
 		}
 		return set, nil
-	case *ast.SelectStmt:
-		return convertSelect(n)
-	case *ast.SetOprStmt:
-		return nil, unsupported("UNION, EXCEPT and INTERSECT")
+	case *ast.SelectStmt, *ast.SetOprStmt:
+		return convertQuery(n)
 	}
 	return nil, unsupported("statement %s", stmtName(n))
 }
@@ -123,14 +117,10 @@ func convertInsert(n *ast.InsertStmt) (*Insert, error) {
 	if err != nil {
 		return nil, err
 	}
-	sel, ok := n.Select.(*ast.SelectStmt)
-	if _, setOp := n.Select.(*ast.SetOprStmt); setOp {
-		return nil, unsupported("UNION, EXCEPT and INTERSECT")
-	}
-	if !ok {
+	if !isQuery(n.Select) {
 		return nil, unsupported("INSERT INTO must be followed by SELECT")
 	}
-	s, err := convertSelect(sel)
+	s, err := convertQuery(n.Select)
 	if err != nil {
 		return nil, err
 	}
@@ -266,10 +256,135 @@ func convertHints(hs []*ast.TableOptimizerHint) []SetVar {
 	return out
 }
 
-func convertSelect(n *ast.SelectStmt) (*Select, error) {
-	if n.With != nil {
-		return nil, unsupported("WITH (common table expressions)")
+// isQuery reports whether n is a SELECT or a set operation of SELECTs.
+func isQuery(n ast.Node) bool {
+	switch n.(type) {
+	case *ast.SelectStmt, *ast.SetOprStmt:
+		return true
 	}
+	return false
+}
+
+// convertQuery converts a SELECT, or SELECTs joined by UNION [ALL].
+func convertQuery(n ast.Node) (*Select, error) {
+	switch n := n.(type) {
+	case *ast.SelectStmt:
+		return convertSelect(n)
+	case *ast.SetOprStmt:
+		return convertSetOpr(n)
+	}
+	return nil, unsupported("a query that is not a SELECT")
+}
+
+// convertSetOpr converts SELECT ... UNION ALL SELECT ...: the first
+// branch with the others in UnionAll. UNION (without ALL) is SELECT
+// DISTINCT * over the UNION ALL of the branches.
+func convertSetOpr(n *ast.SetOprStmt) (*Select, error) {
+	if n.OrderBy != nil || n.Limit != nil {
+		return nil, unsupported("ORDER BY or LIMIT on a UNION; they are for pull queries over a view")
+	}
+	var branches []*Select
+	distinct, all := false, false
+	var walk func(l *ast.SetOprSelectList) error
+	walk = func(l *ast.SetOprSelectList) error {
+		if l.OrderBy != nil || l.Limit != nil {
+			return unsupported("ORDER BY or LIMIT on a UNION; they are for pull queries over a view")
+		}
+		if l.With != nil {
+			return unsupported("WITH inside a UNION; put it before the first SELECT")
+		}
+		for _, b := range l.Selects {
+			var op *ast.SetOprType
+			switch b := b.(type) {
+			case *ast.SelectStmt:
+				op = b.AfterSetOperator
+			case *ast.SetOprSelectList:
+				op = b.AfterSetOperator
+			default:
+				return unsupported("a UNION branch that is not a SELECT")
+			}
+			if len(branches) > 0 && op != nil {
+				switch *op {
+				case ast.UnionAll:
+					all = true
+				case ast.Union:
+					distinct = true
+				default:
+					return unsupported("EXCEPT and INTERSECT; UNION ALL and UNION are supported")
+				}
+			}
+			if l, ok := b.(*ast.SetOprSelectList); ok {
+				if err := walk(l); err != nil {
+					return err
+				}
+				continue
+			}
+			sel, err := convertSelect(b.(*ast.SelectStmt))
+			if err != nil {
+				return err
+			}
+			if len(sel.With) > 0 {
+				return unsupported("WITH inside a UNION branch; put it before the first SELECT")
+			}
+			branches = append(branches, sel)
+		}
+		return nil
+	}
+	if err := walk(n.SelectList); err != nil {
+		return nil, err
+	}
+	if distinct && all {
+		return nil, unsupported("UNION mixed with UNION ALL; use one of them (UNION keeps distinct rows, UNION ALL every row)")
+	}
+	for _, b := range branches[1:] {
+		if len(b.Hints) > 0 {
+			return nil, unsupported("SET_VAR hints in a later UNION branch; put them after the first SELECT")
+		}
+	}
+	u := branches[0]
+	u.UnionAll = branches[1:]
+	if distinct {
+		u = &Select{Distinct: true, Fields: []Field{{Star: true}}, From: &TableRef{Subquery: u, Alias: "_union"}, Limit: -1, Hints: u.Hints}
+		u.From.Subquery.Hints = nil
+	}
+	if n.With != nil {
+		w, err := convertWith(n.With)
+		if err != nil {
+			return nil, err
+		}
+		u.With = w
+	}
+	return u, nil
+}
+
+// convertWith converts WITH name AS (query), ...
+func convertWith(w *ast.WithClause) ([]CTE, error) {
+	if w.IsRecursive {
+		return nil, unsupported("WITH RECURSIVE")
+	}
+	var out []CTE
+	for _, c := range w.CTEs {
+		if len(c.ColNameList) > 0 {
+			return nil, unsupported("a column list in WITH %s (...); name the columns with AS aliases inside it", c.Name.O)
+		}
+		if c.Query == nil || !isQuery(c.Query.Query) {
+			return nil, unsupported("WITH %s: a common table expression is a SELECT", c.Name.O)
+		}
+		for _, o := range out {
+			if o.Name == c.Name.L {
+				return nil, fmt.Errorf("WITH names %s twice", c.Name.O)
+			}
+		}
+		sel, err := convertQuery(c.Query.Query)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, CTE{Name: c.Name.L, Select: sel})
+	}
+	return out, nil
+}
+
+func convertSelect(n *ast.SelectStmt) (*Select, error) {
 	if len(n.WindowSpecs) > 0 {
 		return nil, unsupported("WINDOW clauses and OVER(); use TUMBLE, HOP or SESSION_WINDOW in GROUP BY")
 	}
@@ -288,8 +403,12 @@ func convertSelect(n *ast.SelectStmt) (*Select, error) {
 		}
 	}
 	s := &Select{Hints: convertHints(n.TableHints), Distinct: n.Distinct, Limit: -1}
-	if s.Distinct {
-		return nil, unsupported("SELECT DISTINCT; use GROUP BY")
+	if n.With != nil {
+		w, err := convertWith(n.With)
+		if err != nil {
+			return nil, err
+		}
+		s.With = w
 	}
 	if n.From == nil {
 		return nil, unsupported("SELECT without FROM")
@@ -383,7 +502,7 @@ func intLiteral(e ast.ExprNode, what string) (int64, error) {
 }
 
 // joinsSupported says what streamsql joins, for rejection messages.
-const joinsSupported = "streamsql runs [INNER] JOIN ... ON and LEFT [OUTER] JOIN ... ON"
+const joinsSupported = "streamsql runs [INNER] JOIN ... ON, LEFT [OUTER] JOIN ... ON and RIGHT [OUTER] JOIN ... ON"
 
 // convertFrom converts a FROM clause and checks that its qualifiers (alias,
 // else table name) are unique.
@@ -452,7 +571,14 @@ func convertTableRef(n ast.ResultSetNode, asOfOK bool) (*TableRef, error) {
 			}
 			return &TableRef{Subquery: sub, Alias: n.AsName.L}, nil
 		case *ast.SetOprStmt:
-			return nil, unsupported("UNION, EXCEPT and INTERSECT")
+			if n.AsName.L == "" {
+				return nil, fmt.Errorf("a subquery in FROM needs an alias: (SELECT ...) AS name")
+			}
+			sub, err := convertSetOpr(src)
+			if err != nil {
+				return nil, err
+			}
+			return &TableRef{Subquery: sub, Alias: n.AsName.L}, nil
 		case *ast.Join:
 			if n.AsName.L != "" {
 				return nil, unsupported("an alias on a parenthesized join")
@@ -504,9 +630,7 @@ func convertJoin(n *ast.Join) (*TableRef, error) {
 		return nil, unsupported("STRAIGHT_JOIN; %s", joinsSupported)
 	case len(n.Using) > 0:
 		return nil, unsupported("JOIN ... USING; write the condition with ON, as in JOIN b ON a.id = b.id")
-	case n.Tp == ast.RightJoin:
-		return nil, unsupported("RIGHT JOIN; swap the tables and use LEFT JOIN (%s)", joinsSupported)
-	case n.Tp != ast.CrossJoin && n.Tp != ast.LeftJoin:
+	case n.Tp != ast.CrossJoin && n.Tp != ast.LeftJoin && n.Tp != ast.RightJoin:
 		return nil, unsupported("this join; %s", joinsSupported)
 	}
 	// FULL is not a keyword: a FULL JOIN b parses as a (alias full) JOIN b.
@@ -531,8 +655,11 @@ func convertJoin(n *ast.Join) (*TableRef, error) {
 		return nil, err
 	}
 	kind := JoinInner
-	if n.Tp == ast.LeftJoin {
+	switch n.Tp {
+	case ast.LeftJoin:
 		kind = JoinLeft
+	case ast.RightJoin:
+		kind = JoinRight
 	}
 	return &TableRef{Join: &Join{Kind: kind, Left: left, Right: rt, On: on}}, nil
 }

@@ -107,6 +107,8 @@ func TestJoins(t *testing.T) {
 			"(INNER bids auctions ON (bids.auction = auctions.id))"},
 		{"SELECT * FROM bids b LEFT JOIN auctions a ON b.auction = a.id",
 			"(LEFT bids/b auctions/a ON (b.auction = a.id))"},
+		{"SELECT * FROM bids b RIGHT OUTER JOIN auctions a ON b.auction = a.id",
+			"(RIGHT bids/b auctions/a ON (b.auction = a.id))"},
 		{"SELECT * FROM bids b LEFT OUTER JOIN auctions a ON b.auction = a.id AND a.ts <= b.ts - INTERVAL 1 MINUTE",
 			"(LEFT bids/b auctions/a ON ((b.auction = a.id) AND (a.ts <= date_sub(b.ts, INTERVAL 1 MINUTE))))"},
 		// Stream-to-table joins, as of the stream row's time or latest.
@@ -221,9 +223,7 @@ func TestJoinErrors(t *testing.T) {
 		{"SELECT * FROM a JOIN b", Unsupported, "a join without ON"},
 		{"SELECT * FROM a INNER JOIN b", Unsupported, "a join without ON"},
 		{"SELECT * FROM a JOIN b JOIN c ON b.x = c.x", Unsupported, "a join without ON (CROSS JOIN, JOIN without ON, or a comma in FROM) of b"},
-		{"SELECT * FROM a RIGHT JOIN b ON a.x = b.x", Unsupported, "RIGHT JOIN; swap the tables and use LEFT JOIN"},
-		{"SELECT * FROM a RIGHT OUTER JOIN b ON a.x = b.x", Unsupported, "RIGHT JOIN"},
-		{"SELECT * FROM a FULL JOIN b ON a.x = b.x", Unsupported, "FULL JOIN (or a table alias named full); streamsql runs [INNER] JOIN ... ON and LEFT [OUTER] JOIN ... ON"},
+		{"SELECT * FROM a FULL JOIN b ON a.x = b.x", Unsupported, "FULL JOIN (or a table alias named full); streamsql runs [INNER] JOIN ... ON, LEFT [OUTER] JOIN ... ON and RIGHT [OUTER] JOIN ... ON"},
 		{"SELECT * FROM a FULL OUTER JOIN b ON a.x = b.x", Syntax, "FULL JOIN is not supported; streamsql runs"},
 		{"SELECT * FROM a JOIN b ON a.x = b.x FULL JOIN c ON a.x = c.x", Syntax, "FULL JOIN is not supported"},
 		{"SELECT * FROM a NATURAL JOIN b", Unsupported, "NATURAL JOIN; streamsql runs"},
@@ -235,7 +235,11 @@ func TestJoinErrors(t *testing.T) {
 		{"SELECT * FROM a, LATERAL (SELECT x FROM b) AS l", Unsupported, "LATERAL"},
 		{"SELECT * FROM (SELECT x FROM a)", Unsupported, "a subquery in FROM needs an alias: (SELECT ...) AS name"},
 		{"SELECT * FROM a JOIN (SELECT x FROM b) ON a.x = b.x", Unsupported, "needs an alias"},
-		{"SELECT * FROM (SELECT x FROM a UNION SELECT x FROM b) AS u", Unsupported, "UNION"},
+		{"SELECT * FROM (SELECT x FROM a EXCEPT SELECT x FROM b) AS u", Unsupported, "EXCEPT and INTERSECT"},
+		{"SELECT * FROM (SELECT x FROM a UNION SELECT x FROM b UNION ALL SELECT x FROM c) AS u", Unsupported, "UNION mixed with UNION ALL"},
+		{"SELECT x FROM a UNION ALL SELECT x FROM b ORDER BY x", Unsupported, "ORDER BY or LIMIT on a UNION"},
+		{"WITH RECURSIVE r AS (SELECT x FROM a) SELECT x FROM r", Unsupported, "WITH RECURSIVE"},
+		{"WITH r (y) AS (SELECT x FROM a) SELECT y FROM r", Unsupported, "a column list in WITH r"},
 		{"SELECT * FROM (VALUES ROW(1)) AS v", Unsupported, "VALUES"},
 		{"SELECT * FROM (SELECT x FROM a JOIN b) AS s", Unsupported, "a join without ON"},
 		{"SELECT * FROM (SELECT 1) AS s", Unsupported, "SELECT without FROM"},
@@ -267,5 +271,38 @@ func TestJoinErrors(t *testing.T) {
 		if pe.Kind != c.kind || !strings.Contains(pe.Msg, c.msg) || len(stmts) != 0 || pe.Statement != 0 {
 			t.Errorf("%q: kind %d, %q; want kind %d containing %q", c.sql, pe.Kind, pe.Msg, c.kind, c.msg)
 		}
+	}
+}
+
+// TestUnionWithDistinct: UNION ALL keeps its branches in order, UNION is
+// SELECT DISTINCT * over their UNION ALL, WITH names its queries, and
+// SELECT DISTINCT is kept for the planner.
+func TestUnionWithDistinct(t *testing.T) {
+	stmts, err := Parse("SELECT /*+ SET_VAR(parallelism=2) */ x FROM a UNION ALL SELECT y FROM b UNION ALL (SELECT z FROM c)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := stmts[0].Stmt.(*Select)
+	if u.From.Name != "a" || len(u.UnionAll) != 2 || u.UnionAll[0].From.Name != "b" || u.UnionAll[1].From.Name != "c" || len(u.Hints) != 1 {
+		t.Errorf("UNION ALL: %+v", u)
+	}
+	stmts, err = Parse("SELECT x FROM a UNION SELECT y FROM b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := stmts[0].Stmt.(*Select)
+	if !d.Distinct || !d.Fields[0].Star || d.From.Subquery == nil || len(d.From.Subquery.UnionAll) != 1 {
+		t.Errorf("UNION: %+v", d)
+	}
+	stmts, err = Parse("WITH r AS (SELECT x FROM a), s AS (SELECT x FROM r UNION ALL SELECT x FROM b) SELECT DISTINCT x FROM s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := stmts[0].Stmt.(*Select)
+	if len(w.With) != 2 || w.With[0].Name != "r" || w.With[1].Name != "s" || len(w.With[1].Select.UnionAll) != 1 || !w.Distinct || w.From.Name != "s" {
+		t.Errorf("WITH: %+v", w)
+	}
+	if _, err := Parse("WITH r AS (SELECT x FROM a), r AS (SELECT x FROM b) SELECT x FROM r"); err == nil || !strings.Contains(err.Error(), "WITH names r twice") {
+		t.Errorf("a name twice: %v", err)
 	}
 }

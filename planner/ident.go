@@ -100,10 +100,24 @@ func quoteName(name string) string {
 }
 
 // CheckAliases validates the column aliases of a SELECT (and of its
-// subqueries): they name the columns of its results.
+// subqueries, UNION ALL branches and WITH queries): they name the columns
+// of its results.
 func CheckAliases(sel *parser.Select) error {
 	if sel == nil {
 		return nil
+	}
+	for _, c := range sel.With {
+		if err := CheckName("view", c.Name); err != nil {
+			return err
+		}
+		if err := CheckAliases(c.Select); err != nil {
+			return err
+		}
+	}
+	for _, u := range sel.UnionAll {
+		if err := CheckAliases(u); err != nil {
+			return err
+		}
 	}
 	for _, f := range sel.Fields {
 		if f.Alias != "" {

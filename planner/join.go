@@ -2,6 +2,7 @@ package planner
 
 import (
 	"cmp"
+	"fmt"
 	"math"
 	"strings"
 
@@ -16,6 +17,9 @@ import (
 // the same window. extra are WHERE conditions of an inner join: those that
 // are keys or bounds are used, the others returned.
 func (b *builder) join(j *parser.Join, extra []parser.Expr) (*stream, []parser.Expr, error) {
+	if j.Kind == parser.JoinRight {
+		return b.rightJoin(j)
+	}
 	left, err := b.from(j.Left)
 	if err != nil {
 		return nil, nil, err
@@ -96,6 +100,12 @@ func (b *builder) join(j *parser.Join, extra []parser.Expr) (*stream, []parser.E
 		spec.LeftTime, spec.RightTime, spec.Lower, spec.Upper, spec.TTL = lt, rt, -b.opts.StateTTL, b.opts.StateTTL, b.opts.StateTTL
 		b.stateTTLUnused = false
 	}
+	if spec.LeftTime >= 0 && (spec.Lower == math.MinInt64 || spec.Upper == math.MaxInt64) && b.opts.StateTTL > 0 {
+		// Time bounded on one side only (ON l.ts >= r.ts): state_ttl bounds
+		// the other, as it bounds both in a regular join.
+		spec.Lower, spec.Upper, spec.TTL = max(spec.Lower, -b.opts.StateTTL), min(spec.Upper, b.opts.StateTTL), b.opts.StateTTL
+		b.stateTTLUnused = false
+	}
 	if spec.LeftTime < 0 || spec.Lower == math.MinInt64 || spec.Upper == math.MaxInt64 {
 		return nil, nil, errf("JOIN", "a join of two streams needs bounded state: time bounds on both sides' event-time columns (ON b.auction = a.id AND b.ts BETWEEN a.ts AND a.ts + INTERVAL 10 SECOND), two windowed subqueries joined on window_end, or a regular join with SET_VAR(state_ttl='1h'); otherwise its state would grow without end")
 	}
@@ -126,6 +136,52 @@ func (b *builder) join(j *parser.Join, extra []parser.Expr) (*stream, []parser.E
 		lateness:  max(left.lateness, right.lateness), sources: append(left.sources, right.sources...),
 		winStart: left.winStart, winEnd: left.winEnd}
 	return s, rest, nil
+}
+
+// rightJoin plans a RIGHT JOIN b ON ... as b LEFT JOIN a ON ..., then puts
+// the columns back in the order written (a's, then b's).
+func (b *builder) rightJoin(j *parser.Join) (*stream, []parser.Expr, error) {
+	if j.Left.Join != nil {
+		return nil, nil, errf("RIGHT", "RIGHT JOIN after another join: write the chain with LEFT JOIN, the preserved side first")
+	}
+	if j.Left.AsOf != nil || j.Right.AsOf != nil {
+		return nil, nil, errf("AS", "AS OF TIMESTAMP in a RIGHT JOIN: write FROM stream LEFT JOIN t AS OF TIMESTAMP stream.ts ON ...")
+	}
+	swapped := &parser.Join{Kind: parser.JoinLeft, Left: j.Right, Right: j.Left, On: j.On}
+	s, rest, err := b.join(swapped, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	// s's columns are the right side's, then the left side's.
+	var nr int
+	switch op := s.cur.Ops[len(s.cur.Ops)-1].(type) {
+	case *plan.IntervalJoin:
+		nr = len(op.Left)
+	case *plan.TemporalJoin:
+		nr = len(op.Left)
+	default:
+		panic(fmt.Sprintf("planner: a join planned as %s", op.OpName()))
+	}
+	perm := make([]int, 0, len(s.scope.cols))
+	for i := nr; i < len(s.scope.cols); i++ {
+		perm = append(perm, i)
+	}
+	for i := range nr {
+		perm = append(perm, i)
+	}
+	out := make(plan.Schema, len(perm))
+	quals := make([]string, len(perm))
+	exprs := make([]plan.Expr, len(perm))
+	et := make([]bool, len(perm))
+	for k, i := range perm {
+		out[k], quals[k], et[k] = s.scope.cols[i], s.scope.quals[i], s.eventTime[i]
+		exprs[k] = &plan.ColRef{Index: i, Name: out[k].Name, T: out[k].Type}
+	}
+	s.cur.Ops = append(s.cur.Ops, &plan.Calc{Project: exprs, Out: out})
+	r := *s
+	r.scope, r.eventTime = &scope{cols: out, quals: quals}, et
+	r.winStart, r.winEnd = -1, -1
+	return &r, rest, nil
 }
 
 // pushable returns a WHERE conjunct bound to the one side it reads (0:

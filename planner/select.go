@@ -60,8 +60,18 @@ func (b *builder) query(sel *parser.Select, sub bool) (*planned, error) {
 	if sel.From == nil {
 		return nil, errf("", "a continuous query reads a table")
 	}
+	if len(sel.With) > 0 {
+		saved := b.ctes
+		defer func() { b.ctes = saved }()
+		for _, c := range sel.With {
+			b.ctes = &cteScope{name: c.Name, sel: c.Select, next: b.ctes}
+		}
+	}
 	if len(sel.OrderBy) > 0 || sel.Limit >= 0 {
 		return nil, errf("ORDER", "ORDER BY and LIMIT are for pull queries over a view, not for continuous queries")
+	}
+	if len(sel.UnionAll) > 0 {
+		return b.unionAll(sel)
 	}
 	var where []parser.Expr
 	if sel.Where != nil {
@@ -93,6 +103,20 @@ func (b *builder) query(sel *parser.Select, sub bool) (*planned, error) {
 	agg := len(sel.GroupBy) > 0 || sel.Having != nil
 	for _, f := range fields {
 		agg = agg || containsAggregate(f.Expr)
+	}
+	if sel.Distinct {
+		if agg {
+			return nil, errf("DISTINCT", "SELECT DISTINCT with GROUP BY or aggregates: group by what should be distinct, or read the aggregation from a subquery")
+		}
+		// The distinct rows are the groups of every selected column: a
+		// running aggregate without aggregates (a row's group is deleted
+		// when its last row is taken back).
+		d := *sel
+		d.GroupBy = make([]parser.Expr, len(fields))
+		for i := range fields {
+			d.GroupBy[i] = &parser.Position{N: i + 1}
+		}
+		return b.aggregation(&d, s, filter, fields, sub)
 	}
 	if !agg {
 		return b.appendOnly(s, filter, fields, sub)

@@ -19,6 +19,28 @@ type builder struct {
 	stateTTLUnused bool
 	// depth guards against views that read each other in a cycle.
 	depth int
+	// ctes are the WITH queries in scope, innermost first; inCTE names
+	// the ones being planned (for the message of one that reads itself).
+	ctes  *cteScope
+	inCTE []string
+}
+
+// cteScope is one WITH query in scope: it sees the ones after it in the
+// list (defined before it), not itself.
+type cteScope struct {
+	name string
+	sel  *parser.Select
+	next *cteScope
+}
+
+// cte is the WITH query name names in scope, or nil.
+func (b *builder) cte(name string) *cteScope {
+	for c := b.ctes; c != nil; c = c.next {
+		if c.name == name {
+			return c
+		}
+	}
+	return nil
 }
 
 func (b *builder) vertex(par int, inputs []plan.Edge, ops ...plan.Op) *plan.Vertex {
@@ -237,12 +259,25 @@ func (b *builder) from(ref *parser.TableRef) (*stream, error) {
 	if ref.AsOf != nil {
 		return nil, errf("AS", "AS OF TIMESTAMP belongs on the table side of a join: FROM stream JOIN t AS OF TIMESTAMP stream.ts ON ...")
 	}
+	if c := b.cte(ref.Name); c != nil {
+		// A WITH query is planned where it is read, as a subquery (each
+		// read is its own copy), seeing the WITH queries before it.
+		saved := b.ctes
+		b.ctes = c.next
+		b.inCTE = append(b.inCTE, c.name)
+		defer func() { b.ctes, b.inCTE = saved, b.inCTE[:len(b.inCTE)-1] }()
+		return b.subquery(c.sel, ref.Qualifier(), false)
+	}
 	tbl, ok := b.cat.Table(ref.Name)
 	if !ok {
 		if sel, isView := b.cat.ViewSelect(ref.Name); isView {
 			// A view read by a query is planned into it, as a subquery:
-			// it reads the view's final (windowed) rows.
+			// it reads the view's final (windowed) rows. It sees none of
+			// the reader's WITH queries.
+			saved := b.ctes
+			b.ctes = nil
 			s, err := b.subquery(sel, ref.Qualifier(), true)
+			b.ctes = saved
 			if err != nil {
 				if pe, ok := err.(*Error); ok {
 					pe.Msg = "view " + ref.Name + ": " + pe.Msg
@@ -250,6 +285,9 @@ func (b *builder) from(ref *parser.TableRef) (*stream, error) {
 				return nil, err
 			}
 			return s, nil
+		}
+		if slices.Contains(b.inCTE, ref.Name) {
+			return nil, errf(ref.Name, "WITH %s reads %s: a WITH query reads the ones defined before it, not itself or later ones (WITH RECURSIVE is not supported)", ref.Name, ref.Name)
 		}
 		return nil, &Error{Status: 404, Name: ref.Name, Msg: fmt.Sprintf("unknown table %s", ref.Name)}
 	}
@@ -282,6 +320,8 @@ func schemaOf(v *plan.Vertex) plan.Schema {
 	case *plan.TemporalJoin:
 		return op.Out
 	case *plan.Normalize:
+		return op.Out
+	case *plan.Union:
 		return op.Out
 	case *plan.Aggregate:
 		return op.Out

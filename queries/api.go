@@ -425,7 +425,7 @@ func graphInfo(g *plan.Graph, job *runtime.Job) *GraphInfo {
 	for i, v := range g.Vertices {
 		si := StageInfo{ID: v.ID, Parallelism: v.Parallelism, Inputs: []EdgeInfo{}, Operators: make([]OperatorInfo, len(v.Ops))}
 		for _, e := range v.Inputs {
-			ei := EdgeInfo{From: e.From, Partition: "forward", Kind: e.Kind.String(), UpsertKey: e.UpsertKey}
+			ei := EdgeInfo{From: e.From, Partition: e.Partition.String(), Kind: e.Kind.String(), UpsertKey: e.UpsertKey}
 			if e.Partition == plan.Hash {
 				ei.Partition, ei.Key = "hash", e.KeyCols
 			}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -881,10 +882,24 @@ func (e *Engine) drop(s *parser.Drop, st *parser.Statement) (Result, error) {
 	return Result{Kind: kind, Name: strings.Join(s.Names, ",")}, nil
 }
 
-// fromNames lists the tables and views a SELECT's FROM clauses name,
-// subqueries included.
-func fromNames(sel *parser.Select) []string {
+// fromNames lists the tables and views a SELECT's FROM clauses name:
+// its subqueries', UNION ALL branches' and WITH queries' too, not the
+// names of its WITH queries.
+func fromNames(sel *parser.Select) []string { return readNames(sel, nil) }
+
+// readNames is fromNames with ctes the WITH names in scope.
+func readNames(sel *parser.Select, ctes map[string]bool) []string {
 	var out []string
+	if len(sel.With) > 0 {
+		ctes = maps.Clone(ctes)
+		if ctes == nil {
+			ctes = map[string]bool{}
+		}
+		for _, c := range sel.With {
+			out = append(out, readNames(c.Select, ctes)...) // it sees the ones before it
+			ctes[c.Name] = true
+		}
+	}
 	var walk func(r *parser.TableRef)
 	walk = func(r *parser.TableRef) {
 		switch {
@@ -893,12 +908,16 @@ func fromNames(sel *parser.Select) []string {
 			walk(r.Join.Left)
 			walk(r.Join.Right)
 		case r.Subquery != nil:
-			out = append(out, fromNames(r.Subquery)...)
+			out = append(out, readNames(r.Subquery, ctes)...)
+		case ctes[r.Name]:
 		default:
 			out = append(out, r.Name)
 		}
 	}
 	walk(sel.From)
+	for _, u := range sel.UnionAll {
+		out = append(out, readNames(u, ctes)...)
+	}
 	return out
 }
 

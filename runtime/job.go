@@ -607,6 +607,8 @@ func (j *Job) output(vid, subtask int, boxes map[int][]*mailbox, inputBase map[[
 				for _, mb := range boxes[v.ID] {
 					o.targets = append(o.targets, mb.input(base+subtask))
 				}
+			case plan.Gather:
+				o.targets = []inbox{boxes[v.ID][0].input(base + subtask)}
 			default:
 				o.targets = []inbox{boxes[v.ID][subtask].input(base + subtask)}
 			}

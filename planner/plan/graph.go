@@ -80,7 +80,12 @@ const (
 	Forward Partition = iota
 	// Hash: by the hash of the encoded key columns.
 	Hash
+	// Gather: every producer task feeds the consumer's one task, the rows
+	// as they are (their RowMeta.Key kept: a union's inputs).
+	Gather
 )
+
+func (p Partition) String() string { return [...]string{"forward", "hash", "gather"}[p] }
 
 // Edge connects the last operator of vertex From to this vertex.
 type Edge struct {
@@ -249,6 +254,29 @@ type Normalize struct {
 	Out   Schema
 }
 
+// Union is UNION ALL of two inputs (a longer UNION ALL is a chain of
+// them): it forwards both sides' rows, tagging each with its branch so that
+// rows of different branches never share a row id or a key: an
+// append-only union's row id is (branch, the row's id); an updating
+// union's key is (branch, the row's key, or its id on an append-only
+// branch). Tags[side] is the side's branch, or -1 for a side that is a
+// union already (its rows are tagged). Its watermark is the lower of its
+// sides'.
+type Union struct {
+	Tags [2]int
+	// Updating: a branch updates, so the union is keyed; SideUpdating says
+	// which sides do.
+	Updating     bool
+	SideUpdating [2]bool
+	Out          Schema
+}
+
+func (*Union) OpName() string { return "Union" }
+
+func (u *Union) Explain() string {
+	return fmt.Sprintf("Union ALL branches=[%d %d]", u.Tags[0], u.Tags[1])
+}
+
 // SinkKind is where results go.
 type SinkKind uint8
 
@@ -394,7 +422,7 @@ func (g *Graph) Explain() string {
 			if e.Partition == Hash {
 				fmt.Fprintf(&b, " <- stage %d hash%v %s", e.From, e.KeyCols, e.explainKind())
 			} else {
-				fmt.Fprintf(&b, " <- stage %d forward %s", e.From, e.explainKind())
+				fmt.Fprintf(&b, " <- stage %d %s %s", e.From, e.Partition, e.explainKind())
 			}
 		}
 		b.WriteString("\n")

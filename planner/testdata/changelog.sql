@@ -7,4 +7,15 @@ SELECT c, COUNT(*) AS n FROM (SELECT n AS c, COUNT(*) AS k FROM (SELECT auction,
 SELECT id, name FROM persons WHERE state = 'CA';
 SELECT /*+ SET_VAR(parallelism=2) */ state, COUNT(*) AS people, MAX(name) AS last_name FROM persons GROUP BY state;
 SELECT window_start, window_end, state, COUNT(*) AS people FROM persons GROUP BY TUMBLE(ts, '10s'), state;
-SELECT /*+ SET_VAR(emit_mode=on_window_close) */ window_start, window_end, COUNT(*) AS people FROM persons GROUP BY TUMBLE(ts, '10s')
+SELECT /*+ SET_VAR(emit_mode=on_window_close) */ window_start, window_end, COUNT(*) AS people FROM persons GROUP BY TUMBLE(ts, '10s');
+SELECT DISTINCT channel, bidder FROM bids;
+SELECT channel, COUNT(*) AS bidders FROM (SELECT DISTINCT channel, bidder FROM bids) d GROUP BY channel;
+WITH per_auction AS (SELECT auction, COUNT(*) AS n FROM bids GROUP BY auction), busy AS (SELECT auction, n FROM per_auction WHERE n > 10) SELECT n, COUNT(*) AS auctions FROM busy GROUP BY n;
+WITH w AS (SELECT window_start, window_end, auction, COUNT(*) AS n FROM bids GROUP BY TUMBLE(ts, '10s'), auction) SELECT x.window_start, x.auction, y.auction AS other FROM w x JOIN w y ON x.window_end = y.window_end AND x.n = y.n;
+SELECT a.id, a.seller, b.price FROM bids b RIGHT JOIN auctions a ON b.auction = a.id AND b.ts BETWEEN a.ts AND a.ts + INTERVAL 10 SECOND;
+SELECT b.price, p.name FROM persons p RIGHT JOIN bids b ON b.bidder = p.id;
+SELECT auction, price FROM bids WHERE price > 100 UNION ALL SELECT id, seller FROM auctions UNION ALL SELECT bidder, price FROM bids;
+SELECT k, COUNT(*) AS n FROM (SELECT channel AS k FROM bids UNION ALL SELECT name FROM auctions) u GROUP BY k;
+SELECT channel, COUNT(*) AS n FROM bids GROUP BY channel UNION ALL SELECT name, COUNT(*) FROM auctions GROUP BY name;
+SELECT window_start, window_end, COUNT(*) AS n FROM (SELECT auction, ts FROM bids UNION ALL SELECT id, ts FROM auctions) u GROUP BY TUMBLE(ts, '10s');
+SELECT DISTINCT k FROM (SELECT channel AS k FROM bids UNION SELECT name FROM auctions) u

@@ -358,7 +358,16 @@ func (a *hashAgg) snapshotAll(w StateWriter) error {
 	clear(a.removedBags)
 	a.removedBags = a.removedBags[:0]
 	var kb, vb []byte
+	// In window order: set ids are assigned as sets are first written, and
+	// a base is then the same for the same state (operator scripts).
+	wins := make([]*winGroups, 0, len(a.wins))
 	for _, wg := range a.wins {
+		wins = append(wins, wg)
+	}
+	slices.SortFunc(wins, func(x, y *winGroups) int {
+		return cmp.Or(cmp.Compare(x.win.Start, y.win.Start), cmp.Compare(x.win.End, y.win.End))
+	})
+	for _, wg := range wins {
 		for _, g := range wg.list {
 			if g == nil {
 				continue

@@ -143,6 +143,8 @@ type scriptDriver struct {
 	// at: per checkpoint, the sides' watermarks and offsets and the
 	// forwarded watermark then (where a restored source resumes).
 	at map[uint64]scriptPos
+	// showKeys (plan keys): emitted rows show their RowMeta.Key.
+	showKeys bool
 }
 
 type scriptPos struct {
@@ -158,7 +160,7 @@ func (d *scriptDriver) run(td *datadriven.TestData) (string, error) {
 	d.out = d.out[:0]
 	switch td.Cmd {
 	case "plan":
-		*d = scriptDriver{t: d.t} // a new plan starts afresh
+		*d = scriptDriver{t: d.t, showKeys: td.HasArg("keys")} // a new plan starts afresh
 		return d.plan(td)
 	case "rows":
 		side := d.side(td)
@@ -336,8 +338,11 @@ func (d *scriptDriver) plan(td *datadriven.TestData) (string, error) {
 	d.sides = len(v.Inputs)
 	for i, e := range v.Inputs {
 		from := g.Vertices[e.From]
-		if e.Partition == plan.Hash {
+		switch {
+		case e.Partition == plan.Hash:
 			d.keys[i] = e.KeyCols
+		case e.Kind == plan.Upsert:
+			d.keys[i] = e.UpsertKey // the key the producer set
 		}
 		d.schema[i] = opOut(from.Ops[len(from.Ops)-1])
 		d.upsert[i] = e.Kind == plan.Upsert
@@ -370,6 +375,8 @@ func opOut(o plan.Op) plan.Schema {
 	case *plan.Source:
 		return o.Schema
 	case *plan.Calc:
+		return o.Out
+	case *plan.Aggregate:
 		return o.Out
 	}
 	panic(fmt.Sprintf("the rows out of a %s: give the plan vertex=N of its vertex", o.OpName()))
@@ -432,7 +439,11 @@ func (ch *scriptChain) link(d *scriptDriver, i int) Emitter {
 	}
 	return emitFunc(func(b *Batch) error {
 		for j, r := range b.Rows {
-			d.out = append(d.out, fmtScriptRow(b.Meta[j].Op, b.Meta[j], r))
+			line := fmtScriptRow(b.Meta[j].Op, b.Meta[j], r)
+			if d.showKeys && r != nil {
+				line += "  key " + fmtScriptBytes(KeyBytes(b.Meta[j].Key))
+			}
+			d.out = append(d.out, line)
 		}
 		return nil
 	})

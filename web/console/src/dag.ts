@@ -184,7 +184,7 @@ export async function renderDAG(query: string, stages: StageInfo[], selected: st
       const from = byId.get(e.from);
       const le = l.edges.get(`${e.from}->${st.id}`);
       if (!from || !le || le.points.length < 2) continue;
-      const route = e.partition !== 'hash' ? 'forward' : e.key?.length ? `hash[${e.key.join(',')}]` : 'hash[] (one key: all rows)';
+      const route = e.partition !== 'hash' ? e.partition : e.key?.length ? `hash[${e.key.join(',')}]` : 'hash[] (one key: all rows)';
       // What the edge carries, when it is not plain inserts: upsert[key] or retract.
       const kind = e.kind === 'upsert' ? `upsert[${(e.upsert_key ?? []).join(',')}]` : e.kind === 'retract' ? 'retract' : '';
       const label = kind ? `${route} · ${kind}` : route;
