@@ -49,6 +49,23 @@
 //     NULL rows come due, and after flush rows; DROP VIEW of a view others
 //     read (409 naming them), what cannot feed another query (422); a view
 //     reading a view whose name sorts after its own, through a restart.
+//   - changelog_oracle_test.go: the changelog oracle (issue 18): a query
+//     over a running aggregate is the batch evaluation of the inner query,
+//     then of the outer over the inner's rows; a windowed aggregation over
+//     a PRIMARY KEY table walks the table's changes (an upsert takes the
+//     key's previous row out of its windows, a delete takes it out; a
+//     change into a closed window is dropped and counted late). Witnesses
+//     say, from the oracle's view of the input, that the answers depend on
+//     rows taken back (an outer MIN's extreme, a COUNT(DISTINCT) value's
+//     last row, a group leaving HAVING, a row leaving WHERE, a row moving
+//     between windows), and hand-computed cases check both.
+//   - changelog_test.go: aggregations over a running aggregate (every
+//     retracting aggregate, HAVING, WHERE straight into the results, views
+//     three levels deep and a filter over a view) at parallelism 1 and 2,
+//     checked on a prefix, after a SIGKILL right after acknowledged rows
+//     and at the end; a TUMBLE aggregation over a PRIMARY KEY table in
+//     both emit modes (upserts moving rows between windows, deletes,
+//     emptied windows, a flush row, then one late delete: late_rows 1).
 //   - backup_test.go: the backups of docs/operations.md as written there:
 //     stop and copy (SIGTERM, wait, cp -a), and the online copy of a paused
 //     server (kill -STOP, cp -a, kill -CONT); a server on the copy serves

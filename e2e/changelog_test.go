@@ -1,0 +1,570 @@
+package e2e
+
+// Changelog streams (issue 18) end to end: queries reading an updating
+// input, against the changelog oracle (changelog_oracle_test.go).
+//
+// TestChangelogRunning: one HTTP table t (k, v, ts; v negative and
+// positive, so sums go up and down; a few rows late, which a running aggregate counts
+// like any other) and, at parallelism 1 and 2, queries over the running
+// aggregate inner = SELECT k, COUNT(*) AS n, SUM(v) AS s, MIN(v) AS lo,
+// MAX(v) AS hi, COUNT(DISTINCT v) AS d FROM t GROUP BY k:
+//
+//   - cl_agg: an aggregation over it (a subquery) GROUP BY n, with every
+//     retracting aggregate (COUNT(*), COUNT of a CASE, SUM, AVG, MIN, MAX,
+//     COUNT(DISTINCT));
+//   - cl_having: the same with HAVING COUNT(*) > 1 (groups come and go);
+//   - cl_pos: WHERE s > 0 over it, straight into the results (a row whose
+//     s drops to 0 or below leaves them);
+//   - cl_v1, cl_v2, cl_v3: views three levels deep (inner; an aggregation
+//     over cl_v1 GROUP BY n; an aggregation over cl_v2 GROUP BY nkeys),
+//     and cl_vpos, a filter and projection over the view cl_v1.
+//
+// A third of the rows is posted and checked; more rows, a checkpoint, more
+// rows and a SIGKILL right after their acknowledgement, then a restart and
+// a check (the acknowledged rows all count, once); the rest, a check; a
+// SIGKILL after that checkpoint, a restart and a last check. Each check
+// compares every query's committed results with the oracle over exactly
+// the rows posted so far, and first asserts, from the oracle's view of
+// those rows (runningWitnesses), that the answers depend on rows taken
+// back: an outer MIN's and MAX's current extreme, a COUNT(DISTINCT)
+// value's last row, a group leaving HAVING, a key leaving WHERE s > 0, a
+// group whose every row left.
+//
+// TestChangelogUpsertTableWindows: a windowed aggregation (TUMBLE 10s,
+// both emit modes, parallelism 1 and 2) over a PRIMARY KEY table p whose
+// upserts move rows between windows or replace them in place, whose
+// deletes take rows out (some windows end up empty: gone), with ids
+// deleted and inserted again and deletes of ids without a row. Every
+// change goes into a window still open (late_rows 0) until a flush row a
+// minute later closes every window; then one deliberate late delete of a
+// row in a closed window, which changes nothing but late_rows (1). Checked
+// at 40% of the log, after a SIGKILL right after the acknowledgement of
+// 70%, at the end, after the flush and after the late delete.
+
+import (
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+const (
+	changelogTableDDL = `CREATE TABLE t (k BIGINT NOT NULL, v BIGINT NOT NULL, ts TIMESTAMP(3) NOT NULL)
+ENGINE=http ENGINE_ATTRIBUTE='{"event_time": "ts", "watermark_delay": "2s", "allowed_lateness": "1s"}'`
+	changelogInnerSQL = `SELECT k, COUNT(*) AS n, SUM(v) AS s, MIN(v) AS lo, MAX(v) AS hi, COUNT(DISTINCT v) AS d FROM t GROUP BY k`
+	changelogRows     = 1800
+	changelogKeys     = 24
+	changelogChunk    = 100
+
+	upsertTableDDL = `CREATE TABLE p (id BIGINT, v BIGINT, ts TIMESTAMP(3) NOT NULL, PRIMARY KEY (id))
+ENGINE=http ENGINE_ATTRIBUTE='{"event_time": "ts", "watermark_delay": "1s", "allowed_lateness": "1s", "idle_timeout": "1h"}'`
+	upsertRows = 1500
+)
+
+// upsertSource is upsertTableDDL's ENGINE_ATTRIBUTE for the oracle (the
+// idle timeout of an hour keeps the wall clock out of the watermark).
+var upsertSource = Source{TimeCol: "ts", WatermarkDelay: 1000, AllowedLateness: 1000}
+
+// clView is a query of these tests: its CREATE VIEW statement and its
+// expected result over the rows of its table posted so far.
+type clView struct {
+	name     string
+	create   string
+	expected func(log []Row) Result
+}
+
+// The outer aggregation of cl_agg and cl_v2 over the inner rows.
+var (
+	clOuterAggs = []Agg{
+		{As: "nkeys", Func: CountStar},
+		{As: "npos", Func: Count, Arg: func(r Row) any {
+			if bigint(r, "s") > 0 {
+				return r["k"]
+			}
+			return nil
+		}},
+		{As: "total", Func: Sum, Arg: colRef("s")},
+		{As: "mean", Func: Avg, Arg: colRef("s")},
+		{As: "lo", Func: Min, Arg: colRef("lo")},
+		{As: "hi", Func: Max, Arg: colRef("hi")},
+		{As: "dd", Func: CountDistinct, Arg: colRef("d")},
+	}
+	clHavingAggs = []Agg{
+		{As: "nkeys", Func: CountStar},
+		{As: "total", Func: Sum, Arg: colRef("s")},
+		{As: "lo", Func: Min, Arg: colRef("lo")},
+		{As: "hi", Func: Max, Arg: colRef("hi")},
+	}
+	clV3Aggs = []Agg{
+		{As: "ns", Func: CountStar},
+		{As: "total", Func: Sum, Arg: colRef("total")},
+		{As: "lo_n", Func: Min, Arg: colRef("n")},
+		{As: "hi_n", Func: Max, Arg: colRef("n")},
+		{As: "ndd", Func: CountDistinct, Arg: colRef("dd")},
+	}
+)
+
+// innerRows is the running aggregate over log, batch.
+func innerRows(log []Row) []Row { return Evaluate(Source{}, changelogInner, log).Rows }
+
+// keyedProjection is a filter and projection of rows keyed by key: the
+// rows keep passes, with cols.
+func keyedProjection(rows []Row, key string, keep func(Row) bool, cols []Column) Result {
+	res := Result{Key: []string{key}}
+	for _, c := range cols {
+		res.Columns = append(res.Columns, c.As)
+	}
+	for _, r := range filterRows(rows, keep) {
+		out := Row{}
+		for _, c := range cols {
+			out[c.As] = c.Expr(r)
+		}
+		res.Rows = append(res.Rows, out)
+	}
+	return res
+}
+
+func positiveSum(r Row) bool { return bigint(r, "s") > 0 }
+
+// changelogViews are TestChangelogRunning's queries at parallelism p, a
+// view before the views reading it.
+func changelogViews(p int) []clView {
+	sfx := "_p" + strconv.Itoa(p)
+	par := "/*+ SET_VAR(parallelism=" + strconv.Itoa(p) + ") */"
+	agg := "/*+ SET_VAR(parallelism=" + strconv.Itoa(p) + ") SET_VAR(emit_mode=changes) */"
+	v := func(base, sql string, expected func(log []Row) Result) clView {
+		name := base + sfx
+		sql = strings.NewReplacer("{par}", par, "{agg}", agg, "{inner}", changelogInnerSQL, "{p}", sfx).Replace(sql)
+		return clView{name: name, create: "CREATE VIEW " + name + " AS\n" + sql, expected: expected}
+	}
+	return []clView{
+		v("cl_agg", `SELECT {agg} n, COUNT(*) AS nkeys, COUNT(CASE WHEN s > 0 THEN k END) AS npos, SUM(s) AS total, AVG(s) AS mean,
+  MIN(lo) AS lo, MAX(hi) AS hi, COUNT(DISTINCT d) AS dd
+FROM ({inner}) a GROUP BY n`,
+			func(log []Row) Result { return groupAll(innerRows(log), []string{"n"}, clOuterAggs) }),
+		v("cl_having", `SELECT {agg} n, COUNT(*) AS nkeys, SUM(s) AS total, MIN(lo) AS lo, MAX(hi) AS hi
+FROM ({inner}) a GROUP BY n HAVING COUNT(*) > 1`,
+			func(log []Row) Result {
+				return Evaluate(Source{}, Query{GroupBy: []string{"n"}, Aggs: clHavingAggs,
+					Having: func(r Row) bool { return bigint(r, "nkeys") > 1 }}, innerRows(log))
+			}),
+		v("cl_pos", `SELECT {par} k, s FROM ({inner}) a WHERE s > 0`,
+			func(log []Row) Result {
+				return keyedProjection(innerRows(log), "k", positiveSum, []Column{col("k", "k"), col("s", "s")})
+			}),
+		v("cl_v1", `SELECT {agg} k, COUNT(*) AS n, SUM(v) AS s, MIN(v) AS lo, MAX(v) AS hi, COUNT(DISTINCT v) AS d FROM t GROUP BY k`,
+			func(log []Row) Result { return Evaluate(Source{}, changelogInner, log) }),
+		v("cl_v2", `SELECT {agg} n, COUNT(*) AS nkeys, COUNT(CASE WHEN s > 0 THEN k END) AS npos, SUM(s) AS total, AVG(s) AS mean,
+  MIN(lo) AS lo, MAX(hi) AS hi, COUNT(DISTINCT d) AS dd
+FROM cl_v1{p} GROUP BY n`,
+			func(log []Row) Result { return groupAll(innerRows(log), []string{"n"}, clOuterAggs) }),
+		v("cl_v3", `SELECT {agg} nkeys, COUNT(*) AS ns, SUM(total) AS total, MIN(n) AS lo_n, MAX(n) AS hi_n, COUNT(DISTINCT dd) AS ndd
+FROM cl_v2{p} GROUP BY nkeys`,
+			func(log []Row) Result {
+				v2 := groupAll(innerRows(log), []string{"n"}, clOuterAggs).Rows
+				return groupAll(v2, []string{"nkeys"}, clV3Aggs)
+			}),
+		v("cl_vpos", `SELECT {par} k, n, s * 2 AS s2 FROM cl_v1{p} WHERE s > 0 AND n > 10`,
+			func(log []Row) Result {
+				return keyedProjection(innerRows(log), "k", func(r Row) bool { return positiveSum(r) && bigint(r, "n") > 10 },
+					[]Column{col("k", "k"), col("n", "n"), {As: "s2", Expr: timesTwo("s")}})
+			}),
+	}
+}
+
+// genChangelogInput returns n rows of t in log order: k uniform over
+// changelogKeys keys, v uniform over a range around -2 to 2 (by key: sums
+// go up and down, some keys' cross 0 again and again) 20 to 65 wide (by
+// key: MIN, MAX and COUNT(DISTINCT) differ between keys with as many
+// rows), ts a clock advancing 0-30ms a row
+// minus up to 1.5s, and about 2% of rows 3-23s behind the clock (late for
+// windows; a running aggregate counts them).
+func genChangelogInput(seed uint64, n int) []Row {
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	clock := baseTime + 500
+	rows := make([]Row, 0, n)
+	for range n {
+		clock += rng.Int64N(31)
+		ts := clock - rng.Int64N(1500)
+		if rng.IntN(50) == 0 {
+			ts = clock - 3000 - rng.Int64N(20_000)
+		}
+		k := 1 + rng.Int64N(changelogKeys)
+		mean, width := k%5-2, 20+k%4*15
+		rows = append(rows, Row{"k": k, "v": mean - width/2 + rng.Int64N(width+1), "ts": Timestamp(ts)})
+	}
+	return rows
+}
+
+// clScenario is a server with one table and queries over it, and the rows
+// acknowledged so far in log order.
+type clScenario struct {
+	srv        *server
+	table      string
+	views      []clView
+	posted     []Row
+	nextOffset int64
+	haveOffset bool
+}
+
+func newCLScenario(t *testing.T, ddl, table string, views []clView) *clScenario {
+	t.Helper()
+	sc := &clScenario{srv: startServer(t), table: table}
+	sc.srv.sql(t, ddl)
+	stmts := make([]string, len(views))
+	for i, v := range views {
+		stmts[i] = v.create
+	}
+	res := sc.srv.sql(t, strings.Join(stmts, ";\n"))
+	if len(res) != len(views) {
+		t.Fatalf("POST /v1/sql with %d CREATE VIEW statements: %d results", len(views), len(res))
+	}
+	sc.views = views
+	sc.srv.waitRunning(t, sc.names()...)
+	return sc
+}
+
+func (sc *clScenario) names() []string {
+	names := make([]string, len(sc.views))
+	for i, v := range sc.views {
+		names[i] = v.name
+	}
+	return names
+}
+
+// post ingests rows in chunks, sequentially, checking that the offsets
+// acknowledged are contiguous across requests and restarts.
+func (sc *clScenario) post(t *testing.T, rows []Row) {
+	t.Helper()
+	for start := 0; start < len(rows); start += changelogChunk {
+		chunk := rows[start:min(start+changelogChunk, len(rows))]
+		ack := sc.srv.postRows(t, sc.table, chunk)
+		if sc.haveOffset && ack.FirstOffset != sc.nextOffset {
+			t.Errorf("rows %d..: first_offset %d, want %d (contiguous with the previous request)", len(sc.posted), ack.FirstOffset, sc.nextOffset)
+		}
+		sc.nextOffset, sc.haveOffset = ack.LastOffset+1, true
+		sc.posted = append(sc.posted, chunk...)
+	}
+}
+
+// restart kills the server with SIGKILL, starts it on the same data
+// directory and waits for the queries to run again.
+func (sc *clScenario) restart(t *testing.T) {
+	t.Helper()
+	sc.srv.restart(t)
+	sc.srv.waitRunning(t, sc.names()...)
+}
+
+// verify checkpoints, then checks every query against the oracle over the
+// rows posted so far, one subtest per query under stage; it returns the
+// number of rows expected per query.
+func (sc *clScenario) verify(t *testing.T, stage string) map[string]int {
+	t.Helper()
+	counts := map[string]int{}
+	sc.srv.checkpointAndCheck(t, stage, sc.names(), func(t *testing.T, name string, _ checkpointInfo) {
+		v := sc.views[slices.IndexFunc(sc.views, func(v clView) bool { return v.name == name })]
+		counts[name] = sc.checkView(t, v)
+	})
+	return counts
+}
+
+func (sc *clScenario) checkView(t *testing.T, v clView) int {
+	t.Helper()
+	got := sc.srv.results(t, v.name)
+	info := sc.srv.query(t, v.name)
+	if info.State != "running" {
+		t.Errorf("state %q, want running (error: %v)", info.State, info.raw["error"])
+	}
+	if info.Counters.RowsIn != int64(len(sc.posted)) {
+		t.Errorf("counters.rows_in = %d, want %d (rows posted to %s)", info.Counters.RowsIn, len(sc.posted), sc.table)
+	}
+	want := v.expected(sc.posted)
+	if info.Counters.LateRows != want.Late {
+		recent, _ := info.raw["recent_late_rows"].([]any)
+		t.Errorf("counters.late_rows = %d, want %d (recent late rows: %v)", info.Counters.LateRows, want.Late, recent[:min(len(recent), 3)])
+	}
+	if diffs := diffResult(want, got.Columns, got.Rows); len(diffs) > 0 {
+		t.Errorf("%s: results differ from the oracle over %d rows (%d rows served, %d expected): %s\nSQL: %s",
+			v.name, len(sc.posted), len(got.Rows), len(want.Rows), formatDiffs(diffs, 6), v.create)
+	}
+	return len(want.Rows)
+}
+
+// requireRunningWitnesses fails t unless the rows posted so far make the
+// answers depend on every kind of row taken back (runningStats).
+func requireRunningWitnesses(t *testing.T, stage string, log []Row) {
+	t.Helper()
+	st := runningWitnesses(changelogInner, "k", log)
+	t.Logf("%s: %d rows: %v", stage, len(log), st)
+	for _, c := range []struct {
+		what string
+		n    int
+	}{
+		{"an outer MIN whose current extreme was taken back", st.minTaken},
+		{"an outer MAX whose current extreme was taken back", st.maxTaken},
+		{"an outer COUNT(DISTINCT) value whose last row was taken back", st.distinctLost},
+		{"an outer group that passed HAVING COUNT(*) > 1 and fails it now", st.havingLeft},
+		{"an outer group whose every row was taken back", st.groupsGone},
+		{"an inner SUM that went down", st.sumDown},
+		{"an inner row that passed WHERE s > 0 and fails it now", st.filterLeft},
+	} {
+		if c.n == 0 {
+			t.Errorf("%s: the %d rows posted have no %s: the check would pass against an engine that never takes it back (change E2E_SEED or the generator)", stage, len(log), c.what)
+		}
+	}
+}
+
+// TestChangelogRunning: aggregations, HAVING, filters and views over a
+// running aggregate at parallelism 1 and 2; see the top of this file.
+func TestChangelogRunning(t *testing.T) {
+	begin := time.Now()
+	rows := genChangelogInput(testSeed(t, 1800), changelogRows)
+	sc := newCLScenario(t, changelogTableDDL, "t", append(changelogViews(1), changelogViews(2)...))
+	third, half, twoThirds := len(rows)/3, len(rows)/2, 2*len(rows)/3
+
+	sc.post(t, rows[:third])
+	requireRunningWitnesses(t, "third", sc.posted)
+	sc.verify(t, "third")
+
+	sc.post(t, rows[third:half])
+	sc.srv.checkpoint(t)
+	sc.post(t, rows[half:twoThirds])
+	sc.restart(t) // SIGKILL right after the last acknowledgement, no checkpoint since
+	requireRunningWitnesses(t, "after_kill", sc.posted)
+	sc.verify(t, "after_kill")
+
+	sc.post(t, rows[twoThirds:])
+	requireRunningWitnesses(t, "all", sc.posted)
+	sc.verify(t, "all")
+
+	sc.restart(t) // SIGKILL after a checkpoint: its state alone
+	counts := sc.verify(t, "restarted")
+	for _, v := range sc.views {
+		if counts[v.name] < 2 {
+			t.Errorf("%s: the oracle expects %d rows: the test data does not exercise it", v.name, counts[v.name])
+		}
+	}
+	t.Logf("changelog over running aggregates: %d rows, expected rows per query %v, elapsed %v", len(sc.posted), counts, time.Since(begin).Round(time.Millisecond))
+}
+
+// upsertViews are TestChangelogUpsertTableWindows's queries at parallelism
+// p: the same windowed aggregation over p in both emit modes.
+func upsertViews(p int) []clView {
+	q := Query{Window: TumbleWindow(10_000), Aggs: []Agg{{As: "n", Func: CountStar}, {As: "s", Func: Sum, Arg: colRef("v")}}}
+	var out []clView
+	for _, mode := range []string{"changes", "on_window_close"} {
+		name := "cl_pk_p" + strconv.Itoa(p)
+		if mode == "on_window_close" {
+			name += "_owc"
+		}
+		mq := q
+		mq.OnWindowClose = mode == "on_window_close"
+		out = append(out, clView{
+			name: name,
+			create: "CREATE VIEW " + name + " AS\nSELECT /*+ SET_VAR(parallelism=" + strconv.Itoa(p) + ") SET_VAR(emit_mode=" + mode + ") */ " +
+				"window_start, window_end, COUNT(*) AS n, SUM(v) AS s FROM p GROUP BY TUMBLE(ts, '10s')",
+			expected: func(log []Row) Result { return EvaluateUpsertTable(upsertSource, "id", mq, log) },
+		})
+	}
+	return out
+}
+
+// upsertMargin keeps every change of genUpsertLog at least this far from
+// its window's closing (ms): no change is near the lateness boundary.
+const upsertMargin = 300
+
+// genUpsertLog returns about n rows of the PRIMARY KEY table p (id, v, ts)
+// in log order, none late: a clock advances 0-100ms a row, with a pause
+// of 3-7s now and then (windows close); a row's ts is the clock minus up
+// to 500ms (under the 1s watermark delay). Each row is an insert of a new
+// id, an upsert of an id whose row is in a window still open (a new v, a
+// ts no earlier than its row's: the same window or a later one; now and
+// then the same row again; some with an explicit "_op": "upsert"), a
+// delete of such an id (at the latest ts so far), an insert of an id
+// deleted before, or a delete of an id without a row. Every 300 rows or so
+// a sparse window: the clock jumps to the start of a window, two new ids
+// go in, the clock jumps into the next window, one of them is deleted and
+// the other moved there: the sparse window ends up empty.
+func genUpsertLog(seed uint64, n int) []Row {
+	rng := rand.New(rand.NewPCG(seed, seed^0x5851f42d4c957f2d))
+	clock := baseTime + 500
+	maxTS := clock
+	nextID := int64(1)
+	cur := map[int64]Row{} // the row of each id that has one
+	var live, gone []int64 // ids with a row; ids deleted and not back
+	var rows []Row
+	add := func(r Row) {
+		rows = append(rows, r)
+		maxTS = max(maxTS, tsOf(r))
+	}
+	// open: r's window takes changes until the watermark passes its end
+	// plus the allowed lateness; the watermark is at most clock - delay.
+	open := func(r Row) bool {
+		end := assignWindows(TumbleWindow(10_000), tsOf(r))[0].end
+		return end+upsertSource.AllowedLateness > clock-upsertSource.WatermarkDelay+upsertMargin
+	}
+	upsert := func(id, v, ts int64) {
+		r := pk(id, v, ts)
+		if rng.IntN(3) == 0 {
+			r["_op"] = "upsert"
+		}
+		if _, had := cur[id]; !had {
+			live = append(live, id)
+		}
+		cur[id] = r
+		add(r)
+	}
+	remove := func(ids []int64, id int64) []int64 {
+		i := slices.Index(ids, id)
+		return slices.Delete(ids, i, i+1)
+	}
+	del := func(id int64) {
+		if _, had := cur[id]; had {
+			live = remove(live, id)
+			gone = append(gone, id)
+			delete(cur, id)
+		}
+		add(pkDelete(id, maxTS))
+	}
+	for len(rows) < n {
+		clock += rng.Int64N(101)
+		if rng.IntN(100) == 0 {
+			clock += 3000 + rng.Int64N(4000)
+		}
+		ts := clock - rng.Int64N(500)
+		if len(rows) > 0 && len(rows)%300 == 0 {
+			start := (clock/10_000 + 1) * 10_000
+			clock = start + 100
+			a, b := nextID, nextID+1
+			nextID += 2
+			upsert(a, rng.Int64N(41)-20, clock)
+			upsert(b, rng.Int64N(41)-20, clock+50)
+			clock = start + 10_100
+			del(a)
+			upsert(b, rng.Int64N(41)-20, clock)
+			continue
+		}
+		var movable []int64 // ids whose row takes changes
+		for _, id := range live {
+			if open(cur[id]) {
+				movable = append(movable, id)
+			}
+		}
+		switch op := rng.IntN(100); {
+		case op < 55 && len(movable) > 0:
+			id := movable[rng.IntN(len(movable))]
+			old := cur[id]
+			if rng.IntN(20) == 0 {
+				upsert(id, bigint(old, "v"), tsOf(old)) // the same row again
+			} else {
+				upsert(id, rng.Int64N(41)-20, max(tsOf(old), ts))
+			}
+		case op < 75 && len(movable) > 0:
+			del(movable[rng.IntN(len(movable))])
+		case op < 82 && len(gone) > 0:
+			id := gone[rng.IntN(len(gone))]
+			gone = remove(gone, id)
+			upsert(id, rng.Int64N(41)-20, ts)
+		case op < 85:
+			if len(gone) > 0 && rng.IntN(2) == 0 {
+				del(gone[rng.IntN(len(gone))]) // deleted already
+			} else {
+				del(1_000_000 + rng.Int64N(1000)) // never had a row
+			}
+		default:
+			upsert(nextID, rng.Int64N(41)-20, ts)
+			nextID++
+		}
+	}
+	return rows
+}
+
+// TestChangelogUpsertTableWindows: a windowed aggregation over a PRIMARY
+// KEY table, both emit modes, parallelism 1 and 2; see the top of this
+// file.
+func TestChangelogUpsertTableWindows(t *testing.T) {
+	begin := time.Now()
+	log := genUpsertLog(testSeed(t, 1801), upsertRows)
+	st := upsertWitnesses(upsertSource, "id", TumbleWindow(10_000), log)
+	t.Logf("%d table rows: %+v", len(log), st)
+	if st.moved == 0 || st.inPlace == 0 || st.deletes == 0 || st.noop == 0 || st.reinserted == 0 || st.emptied == 0 || st.late != 0 {
+		t.Fatalf("the generated log does not exercise every change (moved, in place, deletes, deletes without a row, ids back after a delete, emptied windows) or has late changes: %+v", st)
+	}
+	// After the log, a flush row a minute later (every window closes), then
+	// a delete of a row in a closed window: late, nothing changes.
+	var lastTS int64
+	for _, r := range log {
+		lastTS = max(lastTS, tsOf(r))
+	}
+	flush := pk(-1, 0, lastTS+60_000)
+	state := tableState("id", log)
+	victim := state[len(state)/2]
+	lateDelete := pkDelete(bigint(victim, "id"), lastTS+60_000)
+	full := append(append(slices.Clip(log), flush), lateDelete)
+	changes := Query{Window: TumbleWindow(10_000), Aggs: []Agg{{As: "n", Func: CountStar}, {As: "s", Func: Sum, Arg: colRef("v")}}}
+	if res := EvaluateUpsertTable(upsertSource, "id", changes, full); res.Late != 1 {
+		t.Fatalf("oracle: %d late rows after the late delete, want 1", res.Late)
+	} else if diff := rowsDiffer(res.Rows, batchOverState(upsertSource, changes, tableState("id", full)).Rows); !diff {
+		t.Fatalf("oracle: the late delete of id %v changes nothing even in the batch aggregation over the table's state: it does not test the late retraction", victim["id"])
+	}
+
+	sc := newCLScenario(t, upsertTableDDL, "p", append(upsertViews(1), upsertViews(2)...))
+	// The walk of the oracle and the batch aggregation over the table's
+	// state agree on every prefix checked (no late change before the end).
+	selfCheck := func(stage string) {
+		t.Run(stage+"/oracle_vs_state", func(t *testing.T) {
+			checkRows(t, EvaluateUpsertTable(upsertSource, "id", changes, sc.posted), batchOverState(upsertSource, changes, tableState("id", sc.posted)).Rows, 0)
+		})
+	}
+	part1, part2 := len(log)*2/5, len(log)*7/10
+	sc.post(t, log[:part1])
+	selfCheck("part1")
+	sc.verify(t, "part1")
+
+	sc.post(t, log[part1:part2])
+	sc.restart(t) // SIGKILL right after the acknowledgement
+	selfCheck("after_kill")
+	sc.verify(t, "after_kill")
+
+	sc.post(t, log[part2:])
+	selfCheck("all")
+	sc.verify(t, "all")
+
+	sc.post(t, []Row{flush})
+	selfCheck("flushed")
+	counts := sc.verify(t, "flushed")
+	for _, v := range sc.views {
+		if counts[v.name] < 10 {
+			t.Errorf("%s: the oracle expects %d windows: the test data does not exercise it", v.name, counts[v.name])
+		}
+	}
+
+	sc.post(t, []Row{lateDelete})
+	sc.verify(t, "late_delete")
+	t.Logf("windows over a PRIMARY KEY table: %d rows, expected windows per query %v, elapsed %v", len(sc.posted), counts, time.Since(begin).Round(time.Millisecond))
+}
+
+// rowsDiffer reports whether two oracle row sets differ (as multisets of
+// whole rows).
+func rowsDiffer(a, b []Row) bool {
+	canon := func(rows []Row) []string {
+		out := make([]string, len(rows))
+		for i, r := range rows {
+			cols := make([]string, 0, len(r))
+			for c := range r {
+				cols = append(cols, c)
+			}
+			slices.Sort(cols)
+			vals := make([]any, len(cols))
+			for j, c := range cols {
+				vals[j] = r[c]
+			}
+			out[i] = strings.Join(cols, ",") + "=" + canonKey(vals)
+		}
+		slices.Sort(out)
+		return out
+	}
+	return !slices.Equal(canon(a), canon(b))
+}
