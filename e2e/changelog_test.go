@@ -17,7 +17,8 @@ package e2e
 //     s drops to 0 or below leaves them);
 //   - cl_v1, cl_v2, cl_v3: views three levels deep (inner; an aggregation
 //     over cl_v1 GROUP BY n; an aggregation over cl_v2 GROUP BY nkeys),
-//     and cl_vpos, a filter and projection over the view cl_v1.
+//     and cl_vpos, a filter (s > 0 AND n % 2 = 0: rows leave and come
+//     back) and projection over the view cl_v1.
 //
 // A third of the rows is posted and checked; more rows, a checkpoint, more
 // rows and a SIGKILL right after their acknowledgement, then a restart and
@@ -166,9 +167,11 @@ FROM cl_v2{p} GROUP BY nkeys`,
 				v2 := groupAll(innerRows(log), []string{"n"}, clOuterAggs).Rows
 				return groupAll(v2, []string{"nkeys"}, clV3Aggs)
 			}),
-		v("cl_vpos", `SELECT {par} k, n, s * 2 AS s2 FROM cl_v1{p} WHERE s > 0 AND n > 10`,
+		// n % 2 = 0: a key's row leaves the results at every other row of
+		// it, and comes back at the next.
+		v("cl_vpos", `SELECT {par} k, n, s * 2 AS s2 FROM cl_v1{p} WHERE s > 0 AND n % 2 = 0`,
 			func(log []Row) Result {
-				return keyedProjection(innerRows(log), "k", func(r Row) bool { return positiveSum(r) && bigint(r, "n") > 10 },
+				return keyedProjection(innerRows(log), "k", func(r Row) bool { return positiveSum(r) && bigint(r, "n")%2 == 0 },
 					[]Column{col("k", "k"), col("n", "n"), {As: "s2", Expr: timesTwo("s")}})
 			}),
 	}
