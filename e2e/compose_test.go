@@ -387,9 +387,10 @@ func TestComposedQueries(t *testing.T) {
 	t.Run("cannot_feed_another_query", func(t *testing.T) {
 		sc.srv.sql(t, "CREATE VIEW running_bids AS SELECT auction, COUNT(*) AS n FROM bids GROUP BY auction")
 		for i, sql := range []string{
-			// a running aggregate is an updating result
-			"SELECT auction, n FROM running_bids WHERE n > 3",
-			"SELECT r.auction, r.n FROM (SELECT auction, COUNT(*) AS n FROM bids GROUP BY auction) r",
+			// a running aggregate is an updating result: joins take
+			// append-only inputs
+			"SELECT r.auction, r.n, a.seller FROM running_bids r JOIN auctions a ON r.auction = a.id AND a.ts > r.n",
+			"SELECT r.auction, r.n FROM (SELECT auction, COUNT(*) AS n FROM bids GROUP BY auction) r JOIN auctions a ON r.auction = a.id",
 			// a subquery feeding another operator emits on close
 			"SELECT m.window_end, m.maxprice FROM (SELECT /*+ SET_VAR(emit_mode=changes) */ MAX(price) AS maxprice, window_end FROM bids GROUP BY TUMBLE(ts, '10s')) m",
 		} {

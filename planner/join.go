@@ -26,6 +26,11 @@ func (b *builder) join(j *parser.Join, extra []parser.Expr) (*stream, []parser.E
 	if err != nil {
 		return nil, nil, err
 	}
+	for _, s := range []*stream{left, right} {
+		if s.changes != nil {
+			return nil, nil, errf("JOIN", "a join reads append-only streams and PRIMARY KEY tables; this input is an updating result (a running aggregate, or a filter or projection of one), which interval, window and stream-to-table joins cannot take back rows from")
+		}
+	}
 	if left.upsert {
 		return nil, nil, errf(left.table.Name, "a PRIMARY KEY table joins as the right side: FROM stream JOIN %s [AS OF TIMESTAMP stream.ts] ON ...", left.table.Name)
 	}

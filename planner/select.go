@@ -200,7 +200,12 @@ func (b *builder) appendOnly(s *stream, filter plan.Expr, fields []parser.Field,
 		return nil, err
 	}
 	s.cur.Ops = append(s.cur.Ops, &plan.Calc{Filter: filter, Project: exprs, Out: out})
-	return &planned{s: s.project(out, exprs), key: plan.KeyRowID, out: out, par: s.cur.Parallelism}, nil
+	ps := s.project(out, exprs)
+	if c := ps.changes; c != nil {
+		// Over an updating stream the rows keep its key.
+		return &planned{s: ps, key: c.key, out: out, par: s.cur.Parallelism, keyOut: c.keyOut, keyNames: c.keyNames}, nil
+	}
+	return &planned{s: ps, key: plan.KeyRowID, out: out, par: s.cur.Parallelism}, nil
 }
 
 func containsAggregate(e parser.Expr) bool {
@@ -383,14 +388,20 @@ func (b *builder) aggregation(sel *parser.Select, st *stream, filter plan.Expr, 
 	if win == nil {
 		win, groups, groupIdx = givenWindow(st, groups, ekeys)
 	}
-	if win == nil && sub {
-		return nil, errf("GROUP", "a running aggregate (GROUP BY without a window) is an updating result: it can only feed a sink, not a join, another aggregation or another view")
-	}
 	if win == nil && opts.ResultsRetention > 0 {
 		return nil, errf("results_retention", "results_retention drops rows of old windows; this query has no window")
 	}
+	if win == nil && sub {
+		// A running aggregate read by another query emits its changes (a
+		// subquery's windows emit on close).
+		opts.EmitMode = plan.EmitChanges
+	}
 	if win == nil && opts.EmitMode == plan.EmitOnWindowClose {
 		return nil, errf("emit_mode", "emit_mode=on_window_close needs a windowed aggregation; a running aggregate (GROUP BY without a window) emits changes")
+	}
+	retract := st.changes != nil
+	if retract && win != nil && win.Kind == plan.Session {
+		return nil, errf("SESSION_WINDOW", "SESSION_WINDOW needs an append-only input: a row taken back cannot split a session it merged; this input updates (a running aggregate)")
 	}
 
 	// Aggregates of SELECT and HAVING, deduplicated, with their arguments.
@@ -443,6 +454,17 @@ func (b *builder) aggregation(sel *parser.Select, st *stream, filter plan.Expr, 
 	collect(sel.Having)
 	if aggErr != nil {
 		return nil, aggErr
+	}
+	rowCount := -1
+	if retract {
+		// Each group's row count, so a group whose rows are all taken back
+		// is deleted: the query's own COUNT(*), or one added for it.
+		if i, ok := aggIdx[aggKey{fn: plan.AggCountStar}]; ok {
+			rowCount = i
+		} else {
+			rowCount = len(aggs)
+			aggs = append(aggs, plan.Agg{Fn: plan.AggCountStar, Arg: -1, T: plan.TypeBigint})
+		}
 	}
 
 	// The post-aggregation row: [window_start, window_end,] keys..., aggs...
@@ -592,12 +614,15 @@ func (b *builder) aggregation(sel *parser.Select, st *stream, filter plan.Expr, 
 	if win != nil {
 		key = plan.KeyWindowGroup
 	}
-	ag := &plan.Aggregate{Windowed: win != nil, Keys: keys, Aggs: aggs, Having: having, Output: output, Out: out, EmitMode: opts.EmitMode, AllowedLateness: st.lateness}
+	ag := &plan.Aggregate{Windowed: win != nil, Keys: keys, Aggs: aggs, Having: having, Output: output, Out: out, EmitMode: opts.EmitMode, AllowedLateness: st.lateness,
+		Retract: retract, RowCount: max(rowCount, 0), EmitBefore: sub && opts.EmitMode == plan.EmitChanges}
 	if win != nil {
 		ag.Window = *win
 		ag.Session = win.Kind == plan.Session
 	}
-	av := b.vertex(p, []plan.Edge{st.hashEdge(keys)}, ag)
+	// The edge carries the projection's rows: an updating input is keyed
+	// on what the projection kept of its key.
+	av := b.vertex(p, []plan.Edge{st.project(calcOut, project).hashEdge(keys)}, ag)
 	keyOut := make([]int, wOff+len(groups))
 	keyNames := make([]string, len(keyOut))
 	for k := range keyOut {
@@ -608,7 +633,11 @@ func (b *builder) aggregation(sel *parser.Select, st *stream, filter plan.Expr, 
 			keyOut[c.Index] = i
 		}
 	}
-	return &planned{s: st.aggregated(av, out, output, win != nil), key: key, out: out, par: p, keyOut: keyOut, keyNames: keyNames}, nil
+	var changes *changelog
+	if opts.EmitMode == plan.EmitChanges {
+		changes = &changelog{key: key, keyOut: keyOut, keyNames: keyNames}
+	}
+	return &planned{s: st.aggregated(av, out, output, win != nil, changes), key: key, out: out, par: p, keyOut: keyOut, keyNames: keyNames}, nil
 }
 
 // groupItems resolves the items of GROUP BY as MySQL does: a position

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/streamsql/streamsql/parser"
@@ -43,7 +44,31 @@ type stream struct {
 	// upsert: a PRIMARY KEY table's rows (upserts and deletes): it can
 	// only be the table side of a join.
 	upsert bool
+	// changes: the stream updates (a running aggregate's results, and
+	// filters and projections of them); nil: append-only.
+	changes *changelog
 }
+
+// changelog is what an updating stream is keyed on: its rows carry the
+// producing aggregation's upsert key in RowMeta.Key, whose values are in
+// columns keyOut (-1: a value the stream does not carry).
+type changelog struct {
+	key      plan.KeyKind
+	keyOut   []int
+	keyNames []string
+}
+
+// kind is the stream kind of an updating stream: upsert on its key
+// columns when it carries them all, else retract.
+func (c *changelog) kind() (plan.StreamKind, []int) {
+	if slices.Contains(c.keyOut, -1) {
+		return plan.Retract, nil
+	}
+	return plan.Upsert, c.keyOut
+}
+
+// appendOnly reports whether the stream only inserts rows.
+func (s *stream) appendOnly() bool { return s.changes == nil && !s.upsert }
 
 // hashEdge is the edge that takes s's rows to a new vertex, hashed on
 // keyCols, with the kind of s's rows: a PRIMARY KEY table's are upserts
@@ -51,6 +76,10 @@ type stream struct {
 // columns), everything else is append-only.
 func (s *stream) hashEdge(keyCols []int) plan.Edge {
 	e := plan.Edge{From: s.cur.ID, Partition: plan.Hash, KeyCols: keyCols}
+	if s.changes != nil {
+		e.Kind, e.UpsertKey = s.changes.kind()
+		return e
+	}
 	if !s.upsert {
 		return e
 	}
@@ -71,6 +100,18 @@ func (s *stream) hashEdge(keyCols []int) plan.Edge {
 func (s *stream) project(out plan.Schema, exprs []plan.Expr) *stream {
 	p := &stream{cur: s.cur, scope: newScope("", out), eventTime: make([]bool, len(out)), lateness: s.lateness,
 		sources: s.sources, winStart: -1, winEnd: -1}
+	if c := s.changes; c != nil {
+		p.changes = &changelog{key: c.key, keyOut: make([]int, len(c.keyOut)), keyNames: c.keyNames}
+		for k, col := range c.keyOut {
+			p.changes.keyOut[k] = -1
+			for i, e := range exprs {
+				if x, ok := e.(*plan.ColRef); ok && col >= 0 && x.Index == col {
+					p.changes.keyOut[k] = i
+					break
+				}
+			}
+		}
+	}
 	for i, e := range exprs {
 		c, ok := e.(*plan.ColRef)
 		if !ok {
@@ -93,9 +134,12 @@ func (s *stream) project(out plan.Schema, exprs []plan.Expr) *stream {
 // allowed lateness, and the aggregation forwards the watermark held back
 // by that lateness, so the row is never behind what it forwarded. (Its
 // window_start is not: it lags the watermark by the window size.)
-func (s *stream) aggregated(av *plan.Vertex, out plan.Schema, output []plan.Expr, windowed bool) *stream {
+//
+// An aggregation that emits changes (a running aggregate, read by another
+// query) makes an updating stream, keyed on its upsert key (changes).
+func (s *stream) aggregated(av *plan.Vertex, out plan.Schema, output []plan.Expr, windowed bool, changes *changelog) *stream {
 	p := &stream{cur: av, scope: newScope("", out), eventTime: make([]bool, len(out)), lateness: s.lateness,
-		sources: s.sources, winStart: -1, winEnd: -1}
+		sources: s.sources, winStart: -1, winEnd: -1, changes: changes}
 	if !windowed {
 		return p
 	}
@@ -130,8 +174,9 @@ func (b *builder) fromWhere(ref *parser.TableRef, where []parser.Expr) (*stream,
 }
 
 // subquery plans (SELECT ...) AS alias, or a view read by another query:
-// its rows must be insert-only (a windowed aggregation emits each window
-// once, when it closes; a running aggregate cannot feed another operator).
+// a windowed aggregation in it emits each window once, when it closes (its
+// rows are insert-only); a running aggregate emits changes (an updating
+// stream).
 func (b *builder) subquery(sel *parser.Select, alias string, view bool) (*stream, error) {
 	if b.depth > 16 {
 		return nil, errf(alias, "views nest more than 16 deep (do two views read each other?)")

@@ -99,11 +99,12 @@ type journalWriter struct {
 var _ sinkWriter = (*journalWriter)(nil)
 
 func (s *journalWriter) Emit(b *op.Batch) error {
+	n := 0
 	for i, r := range b.Rows {
 		m := &b.Meta[i]
 		key := m.Key
 		if s.ext.RowID >= 0 {
-			if m.Op == op.Delete {
+			if m.Op.Retracts() {
 				return fmt.Errorf("sink %s: a delete of key %x in an append-only query", s.ext.Table, m.Key)
 			}
 			if m.ID != "" {
@@ -113,10 +114,15 @@ func (s *journalWriter) Emit(b *op.Batch) error {
 				key = string(s.keyBuf)
 			}
 		}
-		if m.Op == op.Delete {
+		switch m.Op {
+		case op.Before:
+			continue // the Upsert after it replaces the row
+		case op.Delete:
 			s.change(key, nil)
+			n++
 			continue
 		}
+		n++
 		row := s.sinkRow(r, key)
 		for _, p := range s.ext.PrimaryKey {
 			if row[p].IsNull() {
@@ -126,7 +132,7 @@ func (s *journalWriter) Emit(b *op.Batch) error {
 		}
 		s.change(key, row)
 	}
-	s.counters.RowsOut += int64(b.Len())
+	s.counters.RowsOut += int64(n)
 	return nil
 }
 

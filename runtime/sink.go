@@ -132,8 +132,13 @@ func (s *upsertResults) expire() {
 }
 
 func (s *upsertResults) Emit(b *op.Batch) error {
+	n := 0
 	for i, r := range b.Rows {
 		m := &b.Meta[i]
+		if m.Op == op.Before {
+			continue // the Upsert after it replaces the row
+		}
+		n++
 		if s.tasks > 1 && resultOwner(m.Key, s.kind, s.tasks) != s.task {
 			// A base of this sink's log holds the rows it owns: a change
 			// from elsewhere would be lost at the next one.
@@ -141,7 +146,7 @@ func (s *upsertResults) Emit(b *op.Batch) error {
 		}
 		s.pending = append(s.pending, keyedChange{key: m.Key, row: r, del: m.Op == op.Delete})
 	}
-	s.counters.RowsOut += int64(b.Len())
+	s.counters.RowsOut += int64(n)
 	return nil
 }
 
@@ -208,7 +213,7 @@ func (s *appendResults) watermark(wm int64) { s.res.watermark(s.task, s.tasks, w
 func (s *appendResults) Emit(b *op.Batch) error {
 	for i, r := range b.Rows {
 		m := &b.Meta[i]
-		if m.Op == op.Delete {
+		if m.Op.Retracts() {
 			// The planner feeds append-only results only insert-only
 			// streams (subqueries included); a delete is a broken invariant.
 			return fmt.Errorf("append-only results: a delete of key %x", m.Key)

@@ -224,6 +224,17 @@ type Aggregate struct {
 	Out             Schema
 	EmitMode        EmitMode
 	AllowedLateness int64
+	// Retract: the input is updating (its edge is not append-only): rows
+	// whose op retracts (a delete, the old row of an update) are taken
+	// back from their groups. Aggs[RowCount] is then a COUNT(*) counting
+	// each group's rows (the planner adds it when the query has none): a
+	// group whose count falls to 0 is deleted.
+	Retract  bool
+	RowCount int
+	// EmitBefore: the output feeds another operator (not only a sink), so
+	// an update carries the old row ahead of the new one and a delete
+	// carries the row it takes back (changes mode).
+	EmitBefore bool
 }
 
 // SinkKind is where results go.
@@ -321,6 +332,12 @@ func (a *Aggregate) Explain() string {
 		b.WriteString(" having=" + a.Having.String())
 	}
 	fmt.Fprintf(&b, " output=[%s] emit=%s", joinExprs(a.Output), a.EmitMode)
+	if a.Retract {
+		fmt.Fprintf(&b, " retract rows=#%d", a.RowCount)
+	}
+	if a.EmitBefore {
+		b.WriteString(" emit_before")
+	}
 	return b.String()
 }
 

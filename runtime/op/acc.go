@@ -113,6 +113,9 @@ func (a *acc) result(fn plan.AggFn, t plan.Type) plan.Value {
 	case plan.AggCountStar, plan.AggCount:
 		return plan.Int(a.n)
 	case plan.AggCountDistinct:
+		if a.set == nil {
+			return plan.Int(a.n) // retracting: the bag's size (retract.go); else 0
+		}
 		return plan.Int(int64(a.set.len()))
 	case plan.AggSum:
 		if a.n == 0 {

@@ -73,6 +73,15 @@ type hashAgg struct {
 	removedRecs []winKey
 	removedSets []setChunks
 	nextSet     uint64 // the id of the next set to write chunks
+	// Retracting aggregations (spec.Retract, retract.go): the bags of the
+	// groups whose aggregates keep one, and the bag records of removed
+	// groups to delete.
+	bags        map[*group][]*bag
+	bagAggs     bool // an aggregate keeps a bag
+	removedBags []bagDrop
+	// before (spec.EmitBefore): the row last emitted for each group
+	// changed since (captured before its first change of the epoch).
+	before map[*group]plan.Row
 	// bytes estimates the heap the state takes (StateBytes); groupCost and
 	// keyCost are the fixed parts of a group and of a key.
 	bytes     int64
@@ -164,6 +173,15 @@ func newHashAgg(spec *plan.Aggregate, env *Env, c *Counters) (*hashAgg, error) {
 		a.groupCost = allocSize(int(unsafe.Sizeof(group{}))) + allocSize(len(spec.Aggs)*int(unsafe.Sizeof(acc{}))) + listCost
 	}
 	a.keyCost = keyCost
+	if spec.Retract {
+		a.bags = map[*group][]*bag{}
+		for _, ag := range spec.Aggs {
+			a.bagAggs = a.bagAggs || usesBag(ag.Fn)
+		}
+	}
+	if spec.EmitBefore {
+		a.before = map[*group]plan.Row{}
+	}
 	if spec.Session {
 		a.groupCost += sessCost
 		a.keyCost += sessKeyCost
@@ -181,7 +199,7 @@ func (a *hashAgg) Process(b *Batch, out Emitter) error {
 			}
 		}
 		if !a.spec.Windowed {
-			if err := a.add(a.groupIn(a.keyOf(m.Key), window.Window{}), r); err != nil {
+			if err := a.fold(a.keyOf(m.Key), window.Window{}, r, m); err != nil {
 				return err
 			}
 			continue
@@ -228,7 +246,7 @@ func (a *hashAgg) Process(b *Batch, out Emitter) error {
 			if kg == nil {
 				kg = a.keyOf(m.Key)
 			}
-			if err := a.add(a.groupIn(kg, win), r); err != nil {
+			if err := a.fold(kg, win, r, m); err != nil {
 				return err
 			}
 		}
@@ -239,14 +257,38 @@ func (a *hashAgg) Process(b *Batch, out Emitter) error {
 	return emitIfAny(res, out)
 }
 
+// fold adds row r to kg's group in win, or takes it back when r
+// retracts (an updating input's delete or old row).
+func (a *hashAgg) fold(kg *keyGroups, win window.Window, r plan.Row, m *RowMeta) error {
+	if !a.spec.Retract || !m.Op.Retracts() {
+		return a.add(a.groupIn(kg, win), r)
+	}
+	g := kg.find(win)
+	if g == nil || g.accs[a.spec.RowCount].n <= 0 {
+		return errUnmatchedRetraction
+	}
+	return a.retract(g, r)
+}
+
 // add folds row r into g.
 func (a *hashAgg) add(g *group, r plan.Row) error {
+	a.keepBefore(g)
+	var bags []*bag
+	if a.bagAggs {
+		bags = a.bagsOf(g)
+	}
 	for j, ag := range a.spec.Aggs {
 		v := plan.Null
 		if ag.Arg >= 0 {
 			v = r[ag.Arg]
 		}
-		grown, err := g.accs[j].add(ag.Fn, ag.T, v, &a.valBuf)
+		var grown int
+		var err error
+		if bags != nil && bags[j] != nil {
+			grown, err = g.accs[j].addRetractable(ag.Fn, ag.T, v, bags[j], &a.valBuf)
+		} else {
+			grown, err = g.accs[j].add(ag.Fn, ag.T, v, &a.valBuf)
+		}
 		a.bytes += int64(grown)
 		if err != nil {
 			return err
@@ -254,6 +296,71 @@ func (a *hashAgg) add(g *group, r plan.Row) error {
 	}
 	a.markDirty(g)
 	return nil
+}
+
+// retract takes row r back from g (a retracting aggregation).
+func (a *hashAgg) retract(g *group, r plan.Row) error {
+	a.keepBefore(g)
+	var bags []*bag
+	if a.bagAggs {
+		bags = a.bagsOf(g)
+	}
+	for j, ag := range a.spec.Aggs {
+		v := plan.Null
+		if ag.Arg >= 0 {
+			v = r[ag.Arg]
+		}
+		var bg *bag
+		if bags != nil {
+			bg = bags[j]
+		}
+		shrunk, err := g.accs[j].retract(ag.Fn, ag.T, v, bg, &a.valBuf)
+		a.bytes -= int64(shrunk)
+		if err != nil {
+			return err
+		}
+	}
+	a.markDirty(g)
+	return nil
+}
+
+// bagsOf returns g's bags, one per aggregate that keeps one (nil for the
+// others), creating them as needed.
+func (a *hashAgg) bagsOf(g *group) []*bag {
+	bs := a.bags[g]
+	if bs == nil {
+		bs = make([]*bag, len(a.spec.Aggs))
+		for j, ag := range a.spec.Aggs {
+			if usesBag(ag.Fn) {
+				bs[j] = newBag()
+			}
+		}
+		a.bags[g] = bs
+	}
+	return bs
+}
+
+// keepBefore keeps the row last emitted for g before its first change of
+// the epoch, for the update's old row (spec.EmitBefore).
+func (a *hashAgg) keepBefore(g *group) {
+	if a.before == nil || g.is(gDirty) || !g.is(gEmitted) {
+		return
+	}
+	if _, ok := a.before[g]; ok {
+		return
+	}
+	row, _ := a.result(g)
+	a.before[g] = row
+}
+
+// emitted is the row last emitted for g, which is emitted (a delete's row).
+func (a *hashAgg) emitted(g *group) plan.Row {
+	if row, ok := a.before[g]; ok {
+		delete(a.before, g)
+		return row
+	}
+	row, _ := a.result(g)
+	return row
 }
 
 // StateRows is the number of open groups.
@@ -445,6 +552,12 @@ func (a *hashAgg) kill(g *group) {
 		a.removedRecs = append(a.removedRecs, winKey{g.win.win.Start, g.win.win.End, kg.key})
 	}
 	a.dropSets(g)
+	if a.bags != nil {
+		a.dropBags(g)
+	}
+	if a.before != nil {
+		delete(a.before, g)
+	}
 }
 
 // dropSets queues the deletes of the chunk records of g's COUNT(DISTINCT)
@@ -641,10 +754,9 @@ func (a *hashAgg) upsertKey(g *group) string {
 	return string(a.keyBuf)
 }
 
-// emit appends g's current result to res: an upsert, or a delete when it
-// fails HAVING and was emitted before. final: on_window_close emission.
-func (a *hashAgg) emit(g *group, res *Batch, final bool) {
-	g.flags &^= gDirty
+// result computes g's output row; false when it fails HAVING (then the
+// row is nil). The row is carved from the slab: it is the caller's.
+func (a *hashAgg) result(g *group) (plan.Row, bool) {
 	p := a.post
 	if a.spec.Windowed {
 		p[0], p[1] = plan.Time(g.win.win.Start), plan.Time(g.win.win.End)
@@ -662,12 +774,7 @@ func (a *hashAgg) emit(g *group, res *Batch, final bool) {
 		p[a.wOff+a.nkeys+j] = g.accs[j].result(ag.Fn, ag.T)
 	}
 	if a.having != nil && !a.having(p).True() {
-		if g.is(gEmitted) && !final {
-			res.Append(nil, RowMeta{Key: a.upsertKey(g), Op: Delete, WM: a.outWM})
-			g.flags &^= gEmitted
-			a.markChanged(g)
-		}
-		return
+		return nil, false
 	}
 	// Output rows are carved from one allocation per batch of emissions,
 	// of up to 256 rows: no more than the open groups (what is left of it
@@ -681,13 +788,48 @@ func (a *hashAgg) emit(g *group, res *Batch, final bool) {
 	for i, o := range a.output {
 		row[i] = o(p)
 	}
+	return row, true
+}
+
+// emit appends g's current result to res: an upsert (after the old row,
+// spec.EmitBefore), or a delete when it fails HAVING or, retracting, has
+// no rows left, and was emitted before. final: on_window_close emission.
+// It reports whether g has no rows left (a retracting aggregation's
+// caller then removes it).
+func (a *hashAgg) emit(g *group, res *Batch, final bool) bool {
+	g.flags &^= gDirty
+	empty := a.spec.Retract && g.accs[a.spec.RowCount].n == 0
+	var old plan.Row
+	if a.before != nil && g.is(gEmitted) {
+		old = a.emitted(g)
+	}
+	var row plan.Row
+	pass := false
+	if !empty {
+		row, pass = a.result(g)
+	}
+	if !pass {
+		if g.is(gEmitted) && !final {
+			res.Append(old, RowMeta{Key: a.upsertKey(g), Op: Delete, WM: a.outWM})
+			g.flags &^= gEmitted
+			a.markChanged(g)
+		}
+		return empty
+	}
 	key := a.upsertKey(g)
+	if old != nil {
+		if slices.EqualFunc(old, row, func(x, y plan.Value) bool { return x == y }) {
+			return false // unchanged: nothing to take back or add
+		}
+		res.Append(old, RowMeta{Key: key, Op: Before, WM: a.outWM})
+	}
 	// ID: the result's identity for append-only consumers downstream.
 	res.Append(row, RowMeta{Key: key, ID: key, Op: Upsert, WM: a.outWM})
 	if !g.is(gEmitted) {
 		g.flags |= gEmitted
 		a.markChanged(g)
 	}
+	return false
 }
 
 // Watermark closes the windows wm passes. In on_window_close mode it
@@ -728,8 +870,9 @@ func (a *hashAgg) Barrier(_ Barrier, out Emitter) error {
 	}
 	res := &Batch{}
 	for _, g := range a.dirty {
-		if g.flags&(gDead|gDirty) == gDirty {
-			a.emit(g, res, false)
+		if g.flags&(gDead|gDirty) == gDirty && a.emit(g, res, false) {
+			a.detach(g) // its last row was taken back
+			a.kill(g)
 		}
 	}
 	clear(a.dirty) // drop the pointers: closed groups can be collected

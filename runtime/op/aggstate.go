@@ -321,12 +321,14 @@ func (a *hashAgg) Snapshot(w StateWriter) error {
 		}
 	}
 	a.clearRemoved()
+	kb = a.deleteBags(w, kb)
 	for _, g := range a.changed {
 		g.flags &^= gChanged
 		if g.is(gDead) {
 			continue
 		}
 		kb = a.writeSets(w, g, false, kb)
+		kb, vb = a.writeBags(w, g, false, kb, vb)
 		kb = encodeWinKey(kb[:0], winKey{g.win.win.Start, g.win.win.End, g.kg.key})
 		vb = a.encodeGroup(vb[:0], g)
 		w.Put(kb, vb)
@@ -353,6 +355,8 @@ func (a *hashAgg) snapshotAll(w StateWriter) error {
 	clear(a.changed)
 	a.changed = a.changed[:0]
 	a.clearRemoved()
+	clear(a.removedBags)
+	a.removedBags = a.removedBags[:0]
 	var kb, vb []byte
 	for _, wg := range a.wins {
 		for _, g := range wg.list {
@@ -360,6 +364,7 @@ func (a *hashAgg) snapshotAll(w StateWriter) error {
 				continue
 			}
 			kb = a.writeSets(w, g, true, kb)
+			kb, vb = a.writeBags(w, g, true, kb, vb)
 			kb = encodeWinKey(kb[:0], winKey{wg.win.Start, wg.win.End, g.kg.key})
 			vb = a.encodeGroup(vb[:0], g)
 			w.Put(kb, vb)
@@ -374,7 +379,22 @@ func (a *hashAgg) snapshotAll(w StateWriter) error {
 func (a *hashAgg) Restore(r StateReader) error {
 	var want []setWant
 	chunks := map[chunkRef][]byte{}
+	type bagRec struct {
+		ref bagRef
+		v   []byte
+	}
+	var bagRecs []bagRec
 	err := r.Scan(func(k, v []byte) error {
+		if len(k) > 0 && k[0] == bagRecord {
+			ref, err := decodeBagKey(k)
+			if err != nil {
+				return fmt.Errorf("aggregation state key %x: %w", k, err)
+			}
+			if r.Owns(ref.group.key) {
+				bagRecs = append(bagRecs, bagRec{ref, v})
+			}
+			return nil
+		}
 		if len(k) > 0 && k[0] == chunkRecord {
 			ref, err := decodeChunkKey(k)
 			if err != nil {
@@ -436,6 +456,11 @@ func (a *hashAgg) Restore(r StateReader) error {
 	}
 	for ref := range chunks {
 		return fmt.Errorf("aggregation state of group %x: chunk %d of set %d belongs to no group", ref.key, ref.n, ref.id)
+	}
+	for _, br := range bagRecs {
+		if err := a.restoreBag(br.ref, br.v); err != nil {
+			return fmt.Errorf("aggregation state of group %x: %w", br.ref.group.key, err)
+		}
 	}
 	for key, list := range a.sessions {
 		slices.SortFunc(list, func(x, y window.Window) int { return cmp.Compare(x.Start, y.Start) })

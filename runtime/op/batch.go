@@ -6,17 +6,34 @@ import (
 	"github.com/streamsql/streamsql/planner/plan"
 )
 
-// Op is what a row means to the operator that receives it.
+// Op is what a row means to the operator that receives it: a change of
+// the stream (docs/sql.md, changelog streams). An append-only stream only
+// inserts; an updating one also takes rows back. An update is carried as
+// two adjacent rows of one batch: Before (the old row) then Upsert (the
+// new one), so that a consumer keyed on the upsert key applies one upsert
+// and skips the Before, and a consumer that retracts takes the old row
+// back and adds the new one.
 type Op uint8
 
 const (
 	// Insert: a row of an insert-only stream.
 	Insert Op = iota
-	// Upsert: set the result row for Meta.Key.
+	// Upsert: set the result row for Meta.Key (an insert when the key had
+	// none; otherwise the Before row just ahead of it is the old one).
 	Upsert
-	// Delete: remove the result row for Meta.Key.
+	// Delete: remove the result row for Meta.Key. On a stream that feeds
+	// an operator (not only a sink) the row is the one taken back; a sink
+	// needs only the key, and may get a nil row.
 	Delete
+	// Before: the old row of an update, directly followed by the Upsert
+	// of its new row. Keyed sinks skip it; operators that retract take it
+	// back.
+	Before
 )
+
+// Retracts reports whether the row is taken back (Delete, Before) rather
+// than added (Insert, Upsert).
+func (o Op) Retracts() bool { return o >= Delete }
 
 // RowMeta travels with each row.
 type RowMeta struct {

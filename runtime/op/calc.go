@@ -2,7 +2,10 @@ package op
 
 import "github.com/streamsql/streamsql/planner/plan"
 
-// calc filters and projects (plan.Calc).
+// calc filters and projects (plan.Calc). Over an updating stream it passes
+// changes through: an update whose old row passes the filter and new row
+// does not becomes a delete of the old row; one whose old row fails and
+// new row passes is an upsert alone.
 type calc struct {
 	noState
 	filter  Eval
@@ -37,6 +40,11 @@ func (c *calc) Process(b *Batch, out Emitter) error {
 	n := 0
 	for i, r := range b.Rows {
 		if c.filter != nil && !c.filter(r).True() {
+			if b.Meta[i].Op == Upsert && n > 0 && i > 0 && b.Meta[i-1].Op == Before && b.Meta[n-1].Op == Before {
+				// An update whose new row fails the filter: its old row,
+				// kept just before, becomes the row's delete.
+				b.Meta[n-1].Op = Delete
+			}
 			continue
 		}
 		if c.project != nil {

@@ -180,6 +180,9 @@ func (d *scriptDriver) run(td *datadriven.TestData) (string, error) {
 			if rest, ok := strings.CutPrefix(line, "del:"); ok {
 				op, line = Delete, rest
 			}
+			if rest, ok := strings.CutPrefix(line, "before:"); ok {
+				op, line = Before, rest
+			}
 			r, err := parseScriptRow(line, d.schema[side])
 			if err != nil {
 				return "", err
@@ -336,6 +339,7 @@ func (d *scriptDriver) plan(td *datadriven.TestData) (string, error) {
 			d.keys[i] = e.KeyCols
 		}
 		d.schema[i] = opOut(from.Ops[len(from.Ops)-1])
+		d.upsert[i] = e.Kind == plan.Upsert
 		if src, ok := from.Ops[0].(*plan.Source); ok {
 			d.schema[i], d.upsert[i] = src.Schema, src.Upsert
 		}
@@ -722,7 +726,7 @@ func fmtScriptValue(v plan.Value) string {
 // fmtScriptRow renders an emitted row; a delete without a row by its key.
 func fmtScriptRow(op Op, m RowMeta, r plan.Row) string {
 	var b strings.Builder
-	b.WriteString([...]string{"insert", "upsert", "delete"}[op])
+	b.WriteString([...]string{"insert", "upsert", "delete", "before"}[op])
 	b.WriteString(":")
 	if r == nil {
 		b.WriteString(" key " + fmtScriptBytes(KeyBytes(m.Key)))
