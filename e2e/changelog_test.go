@@ -3,33 +3,39 @@ package e2e
 // Changelog streams (issue 18) end to end: queries reading an updating
 // input, against the changelog oracle (changelog_oracle_test.go).
 //
-// TestChangelogRunning: one HTTP table t (k, v, ts; v negative and
-// positive, so sums go up and down; a few rows late, which a running aggregate counts
-// like any other) and, at parallelism 1 and 2, queries over the running
-// aggregate inner = SELECT k, COUNT(*) AS n, SUM(v) AS s, MIN(v) AS lo,
-// MAX(v) AS hi, COUNT(DISTINCT v) AS d FROM t GROUP BY k:
+// TestChangelogRunning: one HTTP table t (k, v, tag, ts; v negative and
+// positive, so sums go up and down; tag a nullable VARCHAR; a few rows
+// late, which a running aggregate counts like any other) and, at
+// parallelism 1 and 2, queries over the running aggregate inner = SELECT
+// k, COUNT(*) AS n, SUM(v) AS s, MIN(v) AS lo, MAX(v) AS hi, COUNT(DISTINCT
+// v) AS d, MAX(tag), MAX(ts), AVG(v) FROM t GROUP BY k:
 //
 //   - cl_agg: an aggregation over it (a subquery) GROUP BY n, with every
 //     retracting aggregate (COUNT(*), COUNT of a CASE, SUM, AVG, MIN, MAX,
-//     COUNT(DISTINCT));
+//     COUNT(DISTINCT); over BIGINT, VARCHAR, TIMESTAMP and DOUBLE values,
+//     and over CASEs that are NULL for some or all of a group's rows);
 //   - cl_having: the same with HAVING COUNT(*) > 1 (groups come and go);
 //   - cl_pos: WHERE s > 0 over it, straight into the results (a row whose
 //     s drops to 0 or below leaves them);
 //   - cl_v1, cl_v2, cl_v3: views three levels deep (inner; an aggregation
 //     over cl_v1 GROUP BY n; an aggregation over cl_v2 GROUP BY nkeys),
-//     and cl_vpos, a filter (s > 0 AND n % 2 = 0: rows leave and come
-//     back) and projection over the view cl_v1.
+//     cl_hv (an aggregation over a HAVING subquery over cl_v1), cl_fagg
+//     (an aggregation over WHERE s > 0 over cl_v1, grouped by n % 3) and
+//     cl_vpos, a filter (s > 0 AND n % 2 = 0: rows leave and come back)
+//     and projection over the view cl_v1.
 //
-// A third of the rows is posted and checked; more rows, a checkpoint, more
-// rows and a SIGKILL right after their acknowledgement, then a restart and
-// a check (the acknowledged rows all count, once); the rest, a check; a
-// SIGKILL after that checkpoint, a restart and a last check. Each check
-// compares every query's committed results with the oracle over exactly
-// the rows posted so far, and first asserts, from the oracle's view of
-// those rows (runningWitnesses), that the answers depend on rows taken
-// back: an outer MIN's and MAX's current extreme, a COUNT(DISTINCT)
-// value's last row, a group leaving HAVING, a key leaving WHERE s > 0, a
-// group whose every row left.
+// A third of the rows is posted and checked (after each of the first
+// three chunks too); more rows, a checkpoint, more rows and a SIGKILL
+// right after their acknowledgement, then a restart and a check (the
+// acknowledged rows all count, once); ten single rows, each checked; the
+// rest, a check; a SIGKILL after that checkpoint, a restart and a last
+// check. Each check compares every query's committed results with the
+// oracle over exactly the rows posted so far; at a third, after the kill
+// and at the end the test first asserts, from the oracle's view of those
+// rows (runningWitnesses), that the answers depend on rows taken back: an
+// outer MIN's and MAX's current extreme, a COUNT(DISTINCT) value's last
+// row, a group leaving HAVING, a key leaving WHERE s > 0, a group whose
+// every row left.
 //
 // TestChangelogUpsertTableWindows: a windowed aggregation (TUMBLE 10s,
 // both emit modes, parallelism 1 and 2) over a PRIMARY KEY table p whose
@@ -40,10 +46,14 @@ package e2e
 // minute later closes every window; then one deliberate late delete of a
 // row in a closed window, which changes nothing but late_rows (1). Checked
 // at 40% of the log, after a SIGKILL right after the acknowledgement of
-// 70%, at the end, after the flush and after the late delete.
+// 70%, at the end, after the flush and after the late delete. This
+// release refuses windows over a PRIMARY KEY table (read it through a
+// join; TestTemporalBadInput's aggregate_table): the test posts the log
+// to the table on a server of its own and skips while that is so.
 
 import (
 	"math/rand/v2"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -52,12 +62,13 @@ import (
 )
 
 const (
-	changelogTableDDL = `CREATE TABLE t (k BIGINT NOT NULL, v BIGINT NOT NULL, ts TIMESTAMP(3) NOT NULL)
+	changelogTableDDL = `CREATE TABLE t (k BIGINT NOT NULL, v BIGINT NOT NULL, tag VARCHAR(8), ts TIMESTAMP(3) NOT NULL)
 ENGINE=http ENGINE_ATTRIBUTE='{"event_time": "ts", "watermark_delay": "2s", "allowed_lateness": "1s"}'`
-	changelogInnerSQL = `SELECT k, COUNT(*) AS n, SUM(v) AS s, MIN(v) AS lo, MAX(v) AS hi, COUNT(DISTINCT v) AS d FROM t GROUP BY k`
-	changelogRows     = 1800
-	changelogKeys     = 24
-	changelogChunk    = 100
+	changelogInnerSQL = `SELECT k, COUNT(*) AS n, SUM(v) AS s, MIN(v) AS lo, MAX(v) AS hi, COUNT(DISTINCT v) AS d,
+  MAX(tag) AS top_tag, MAX(ts) AS last_ts, AVG(v) AS mean FROM t GROUP BY k`
+	changelogRows  = 1800
+	changelogKeys  = 24
+	changelogChunk = 100
 
 	upsertTableDDL = `CREATE TABLE p (id BIGINT, v BIGINT, ts TIMESTAMP(3) NOT NULL, PRIMARY KEY (id))
 ENGINE=http ENGINE_ATTRIBUTE='{"event_time": "ts", "watermark_delay": "1s", "allowed_lateness": "1s", "idle_timeout": "1h"}'`
@@ -91,6 +102,17 @@ var (
 		{As: "lo", Func: Min, Arg: colRef("lo")},
 		{As: "hi", Func: Max, Arg: colRef("hi")},
 		{As: "dd", Func: CountDistinct, Arg: colRef("d")},
+		// NULL for the keys the CASE leaves out: aggregates over values
+		// some (or all) of which are NULL, taken back.
+		{As: "min_pos", Func: Min, Arg: sIf(func(s int64) bool { return s > 0 }, "s")},
+		{As: "max_neg", Func: Max, Arg: sIf(func(s int64) bool { return s < 0 }, "s")},
+		{As: "big", Func: Sum, Arg: sIf(func(s int64) bool { return s > 50 }, "s")},
+		{As: "dpos", Func: CountDistinct, Arg: sIf(func(s int64) bool { return s > 0 }, "d")},
+		{As: "min_tag", Func: Min, Arg: colRef("top_tag")},
+		{As: "tags", Func: CountDistinct, Arg: colRef("top_tag")},
+		{As: "first_last", Func: Min, Arg: colRef("last_ts")},
+		{As: "last_ts", Func: Max, Arg: colRef("last_ts")},
+		{As: "top_mean", Func: Max, Arg: colRef("mean")},
 	}
 	clHavingAggs = []Agg{
 		{As: "nkeys", Func: CountStar},
@@ -104,11 +126,32 @@ var (
 		{As: "lo_n", Func: Min, Arg: colRef("n")},
 		{As: "hi_n", Func: Max, Arg: colRef("n")},
 		{As: "ndd", Func: CountDistinct, Arg: colRef("dd")},
+		{As: "max_min_tag", Func: Max, Arg: colRef("min_tag")},
 	}
 )
 
+// sIf is CASE WHEN cond(s) THEN col END.
+func sIf(cond func(int64) bool, col string) Expr {
+	return func(r Row) any {
+		if cond(bigint(r, "s")) {
+			return r[col]
+		}
+		return nil
+	}
+}
+
+// clInner is changelogInnerSQL: changelogInner (the hand-computed cases'
+// inner query) and aggregates of other types, whose values the outer MIN,
+// MAX and COUNT(DISTINCT) take back: a VARCHAR (NULL for a key whose tags
+// are all NULL so far), a TIMESTAMP and a DOUBLE.
+var clInner = Query{GroupBy: []string{"k"}, Aggs: append(slices.Clip(changelogInner.Aggs),
+	Agg{As: "top_tag", Func: Max, Arg: colRef("tag")},
+	Agg{As: "last_ts", Func: Max, Arg: colRef("ts")},
+	Agg{As: "mean", Func: Avg, Arg: colRef("v")},
+)}
+
 // innerRows is the running aggregate over log, batch.
-func innerRows(log []Row) []Row { return Evaluate(Source{}, changelogInner, log).Rows }
+func innerRows(log []Row) []Row { return Evaluate(Source{}, clInner, log).Rows }
 
 // keyedProjection is a filter and projection of rows keyed by key: the
 // rows keep passes, with cols.
@@ -137,12 +180,14 @@ func changelogViews(p int) []clView {
 	agg := "/*+ SET_VAR(parallelism=" + strconv.Itoa(p) + ") SET_VAR(emit_mode=changes) */"
 	v := func(base, sql string, expected func(log []Row) Result) clView {
 		name := base + sfx
-		sql = strings.NewReplacer("{par}", par, "{agg}", agg, "{inner}", changelogInnerSQL, "{p}", sfx).Replace(sql)
+		sql = strings.NewReplacer("{par}", par, "{agg}", agg, "{inner}", changelogInnerSQL, "{p}", sfx,
+			"{nullable}", "MIN(CASE WHEN s > 0 THEN s END) AS min_pos, MAX(CASE WHEN s < 0 THEN s END) AS max_neg,\n  SUM(CASE WHEN s > 50 THEN s END) AS big, COUNT(DISTINCT CASE WHEN s > 0 THEN d END) AS dpos,\n  "+
+				"MIN(top_tag) AS min_tag, COUNT(DISTINCT top_tag) AS tags, MIN(last_ts) AS first_last, MAX(last_ts) AS last_ts, MAX(mean) AS top_mean").Replace(sql)
 		return clView{name: name, create: "CREATE VIEW " + name + " AS\n" + sql, expected: expected}
 	}
 	return []clView{
 		v("cl_agg", `SELECT {agg} n, COUNT(*) AS nkeys, COUNT(CASE WHEN s > 0 THEN k END) AS npos, SUM(s) AS total, AVG(s) AS mean,
-  MIN(lo) AS lo, MAX(hi) AS hi, COUNT(DISTINCT d) AS dd
+  MIN(lo) AS lo, MAX(hi) AS hi, COUNT(DISTINCT d) AS dd, {nullable}
 FROM ({inner}) a GROUP BY n`,
 			func(log []Row) Result { return groupAll(innerRows(log), []string{"n"}, clOuterAggs) }),
 		v("cl_having", `SELECT {agg} n, COUNT(*) AS nkeys, SUM(s) AS total, MIN(lo) AS lo, MAX(hi) AS hi
@@ -151,28 +196,55 @@ FROM ({inner}) a GROUP BY n HAVING COUNT(*) > 1`,
 				return Evaluate(Source{}, Query{GroupBy: []string{"n"}, Aggs: clHavingAggs,
 					Having: func(r Row) bool { return bigint(r, "nkeys") > 1 }}, innerRows(log))
 			}),
-		v("cl_pos", `SELECT {par} k, s FROM ({inner}) a WHERE s > 0`,
+		v("cl_pos", `SELECT {par} k, s, top_tag FROM ({inner}) a WHERE s > 0`,
 			func(log []Row) Result {
-				return keyedProjection(innerRows(log), "k", positiveSum, []Column{col("k", "k"), col("s", "s")})
+				return keyedProjection(innerRows(log), "k", positiveSum, []Column{col("k", "k"), col("s", "s"), col("top_tag", "top_tag")})
 			}),
-		v("cl_v1", `SELECT {agg} k, COUNT(*) AS n, SUM(v) AS s, MIN(v) AS lo, MAX(v) AS hi, COUNT(DISTINCT v) AS d FROM t GROUP BY k`,
-			func(log []Row) Result { return Evaluate(Source{}, changelogInner, log) }),
+		v("cl_v1", strings.Replace(changelogInnerSQL, "SELECT", "SELECT {agg}", 1),
+			func(log []Row) Result { return Evaluate(Source{}, clInner, log) }),
 		v("cl_v2", `SELECT {agg} n, COUNT(*) AS nkeys, COUNT(CASE WHEN s > 0 THEN k END) AS npos, SUM(s) AS total, AVG(s) AS mean,
-  MIN(lo) AS lo, MAX(hi) AS hi, COUNT(DISTINCT d) AS dd
+  MIN(lo) AS lo, MAX(hi) AS hi, COUNT(DISTINCT d) AS dd, {nullable}
 FROM cl_v1{p} GROUP BY n`,
 			func(log []Row) Result { return groupAll(innerRows(log), []string{"n"}, clOuterAggs) }),
-		v("cl_v3", `SELECT {agg} nkeys, COUNT(*) AS ns, SUM(total) AS total, MIN(n) AS lo_n, MAX(n) AS hi_n, COUNT(DISTINCT dd) AS ndd
+		v("cl_v3", `SELECT {agg} nkeys, COUNT(*) AS ns, SUM(total) AS total, MIN(n) AS lo_n, MAX(n) AS hi_n, COUNT(DISTINCT dd) AS ndd,
+  MAX(min_tag) AS max_min_tag
 FROM cl_v2{p} GROUP BY nkeys`,
 			func(log []Row) Result {
 				v2 := groupAll(innerRows(log), []string{"n"}, clOuterAggs).Rows
 				return groupAll(v2, []string{"nkeys"}, clV3Aggs)
 			}),
+		// HAVING feeding an aggregation: a group of the subquery comes and
+		// goes whole.
+		v("cl_hv", `SELECT {agg} nkeys, COUNT(*) AS ns, SUM(total) AS total, MIN(n) AS lo_n, MAX(n) AS hi_n
+FROM (SELECT n, COUNT(*) AS nkeys, SUM(s) AS total FROM cl_v1{p} GROUP BY n HAVING COUNT(*) > 1) h GROUP BY nkeys`,
+			func(log []Row) Result {
+				h := Evaluate(Source{}, Query{GroupBy: []string{"n"}, Aggs: clHavingAggs[:2],
+					Having: func(r Row) bool { return bigint(r, "nkeys") > 1 }}, innerRows(log)).Rows
+				return groupAll(h, []string{"nkeys"}, clV3Aggs[:4])
+			}),
+		// WHERE feeding an aggregation grouped by an expression: a key
+		// leaves its bucket at every row, and the aggregation when its s
+		// stops being positive.
+		v("cl_fagg", `SELECT {agg} n % 3 AS bucket, COUNT(*) AS nkeys, SUM(s) AS total, MIN(s) AS lo_s, MAX(s) AS hi_s
+FROM cl_v1{p} WHERE s > 0 GROUP BY bucket`,
+			func(log []Row) Result {
+				var rows []Row
+				for _, r := range filterRows(innerRows(log), positiveSum) {
+					rows = append(rows, Row{"bucket": bigint(r, "n") % 3, "s": r["s"]})
+				}
+				return groupAll(rows, []string{"bucket"}, []Agg{
+					{As: "nkeys", Func: CountStar},
+					{As: "total", Func: Sum, Arg: colRef("s")},
+					{As: "lo_s", Func: Min, Arg: colRef("s")},
+					{As: "hi_s", Func: Max, Arg: colRef("s")},
+				})
+			}),
 		// n % 2 = 0: a key's row leaves the results at every other row of
 		// it, and comes back at the next.
-		v("cl_vpos", `SELECT {par} k, n, s * 2 AS s2 FROM cl_v1{p} WHERE s > 0 AND n % 2 = 0`,
+		v("cl_vpos", `SELECT {par} k, n, s * 2 AS s2, last_ts FROM cl_v1{p} WHERE s > 0 AND n % 2 = 0`,
 			func(log []Row) Result {
 				return keyedProjection(innerRows(log), "k", func(r Row) bool { return positiveSum(r) && bigint(r, "n")%2 == 0 },
-					[]Column{col("k", "k"), col("n", "n"), {As: "s2", Expr: timesTwo("s")}})
+					[]Column{col("k", "k"), col("n", "n"), {As: "s2", Expr: timesTwo("s")}, col("last_ts", "last_ts")})
 			}),
 	}
 }
@@ -181,7 +253,8 @@ FROM cl_v2{p} GROUP BY nkeys`,
 // changelogKeys keys, v uniform over a range around -2 to 2 (by key: sums
 // go up and down, some keys' cross 0 again and again) 20 to 65 wide (by
 // key: MIN, MAX and COUNT(DISTINCT) differ between keys with as many
-// rows), ts a clock advancing 0-30ms a row
+// rows), tag NULL (15%) or a letter, the last one by key, ts a clock
+// advancing 0-30ms a row
 // minus up to 1.5s, and about 2% of rows 3-23s behind the clock (late for
 // windows; a running aggregate counts them).
 func genChangelogInput(seed uint64, n int) []Row {
@@ -196,7 +269,11 @@ func genChangelogInput(seed uint64, n int) []Row {
 		}
 		k := 1 + rng.Int64N(changelogKeys)
 		mean, width := k%5-2, 20+k%4*15
-		rows = append(rows, Row{"k": k, "v": mean - width/2 + rng.Int64N(width+1), "ts": Timestamp(ts)})
+		var tag any // NULL or one of the first 2 to 7 letters (by key)
+		if rng.IntN(100) >= 15 {
+			tag = string(rune('a' + rng.Int64N(2+k%6)))
+		}
+		rows = append(rows, Row{"k": k, "v": mean - width/2 + rng.Int64N(width+1), "tag": tag, "ts": Timestamp(ts)})
 	}
 	return rows
 }
@@ -299,7 +376,7 @@ func (sc *clScenario) checkView(t *testing.T, v clView) int {
 // answers depend on every kind of row taken back (runningStats).
 func requireRunningWitnesses(t *testing.T, stage string, log []Row) {
 	t.Helper()
-	st := runningWitnesses(changelogInner, "k", log)
+	st := runningWitnesses(clInner, "k", log)
 	t.Logf("%s: %d rows: %v", stage, len(log), st)
 	for _, c := range []struct {
 		what string
@@ -327,7 +404,11 @@ func TestChangelogRunning(t *testing.T) {
 	sc := newCLScenario(t, changelogTableDDL, "t", append(changelogViews(1), changelogViews(2)...))
 	third, half, twoThirds := len(rows)/3, len(rows)/2, 2*len(rows)/3
 
-	sc.post(t, rows[:third])
+	for i := range 3 { // the first chunks one by one
+		sc.post(t, rows[i*changelogChunk:(i+1)*changelogChunk])
+		sc.verify(t, "chunk"+strconv.Itoa(i))
+	}
+	sc.post(t, rows[3*changelogChunk:third])
 	requireRunningWitnesses(t, "third", sc.posted)
 	sc.verify(t, "third")
 
@@ -338,15 +419,19 @@ func TestChangelogRunning(t *testing.T) {
 	requireRunningWitnesses(t, "after_kill", sc.posted)
 	sc.verify(t, "after_kill")
 
-	sc.post(t, rows[twoThirds:])
+	for i := range 10 { // single rows, each checked: one change through every stage
+		sc.post(t, rows[twoThirds+i:twoThirds+i+1])
+		sc.verify(t, "step"+strconv.Itoa(i))
+	}
+	sc.post(t, rows[twoThirds+10:])
 	requireRunningWitnesses(t, "all", sc.posted)
 	sc.verify(t, "all")
 
 	sc.restart(t) // SIGKILL after a checkpoint: its state alone
 	counts := sc.verify(t, "restarted")
 	for _, v := range sc.views {
-		if counts[v.name] < 2 {
-			t.Errorf("%s: the oracle expects %d rows: the test data does not exercise it", v.name, counts[v.name])
+		if counts[v.name] == 0 {
+			t.Errorf("%s: the oracle expects no rows: the test data does not exercise it", v.name)
 		}
 	}
 	t.Logf("changelog over running aggregates: %d rows, expected rows per query %v, elapsed %v", len(sc.posted), counts, time.Since(begin).Round(time.Millisecond))
@@ -513,7 +598,11 @@ func TestChangelogUpsertTableWindows(t *testing.T) {
 		t.Fatalf("oracle: the late delete of id %v changes nothing even in the batch aggregation over the table's state: it does not test the late retraction", victim["id"])
 	}
 
-	sc := newCLScenario(t, upsertTableDDL, "p", append(upsertViews(1), upsertViews(2)...))
+	views := append(upsertViews(1), upsertViews(2)...)
+	if refused := upsertWindowsRefused(t, views[0].create, log); refused != "" {
+		t.Skipf("windows over a PRIMARY KEY table are not in this engine: %s (the table took the %d rows of the log; TestTemporalBadInput's aggregate_table expects the refusal; drop this skip with it)", refused, len(log))
+	}
+	sc := newCLScenario(t, upsertTableDDL, "p", views)
 	// The walk of the oracle and the batch aggregation over the table's
 	// state agree on every prefix checked (no late change before the end).
 	selfCheck := func(stage string) {
@@ -547,6 +636,29 @@ func TestChangelogUpsertTableWindows(t *testing.T) {
 	sc.post(t, []Row{lateDelete})
 	sc.verify(t, "late_delete")
 	t.Logf("windows over a PRIMARY KEY table: %d rows, expected windows per query %v, elapsed %v", len(sc.posted), counts, time.Since(begin).Round(time.Millisecond))
+}
+
+// upsertWindowsRefused creates the table p on a server of its own and the
+// view create: if the server refuses it as a read of a PRIMARY KEY table
+// other than through a join (as TestTemporalBadInput's aggregate_table
+// expects of this release), it posts log to p, checking that every row is
+// taken, and returns the refusal; else "".
+func upsertWindowsRefused(t *testing.T, create string, log []Row) string {
+	t.Helper()
+	srv := startServer(t)
+	srv.sql(t, upsertTableDDL)
+	r := srv.do(t, http.MethodPost, "/v1/sql", "application/sql", []byte(create))
+	if r.status == http.StatusOK {
+		return ""
+	}
+	p := parseProblem(t, "POST /v1/sql", r)
+	if p.httpStatus != http.StatusUnprocessableEntity || !p.mentions("PRIMARY KEY") || !p.mentions("join") {
+		t.Fatalf("CREATE VIEW over the PRIMARY KEY table: %s\nSQL:\n%s", p, create)
+	}
+	sc := &clScenario{srv: srv, table: "p"}
+	sc.post(t, log)
+	srv.stop()
+	return p.Detail
 }
 
 // rowsDiffer reports whether two oracle row sets differ (as multisets of
