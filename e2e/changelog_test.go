@@ -22,14 +22,17 @@ package e2e
 //     cl_hv (an aggregation over a HAVING subquery over cl_v1), cl_fagg
 //     (an aggregation over WHERE s > 0 over cl_v1, grouped by n % 3) and
 //     cl_vpos, a filter (s > 0 AND n % 2 = 0: rows leave and come back)
-//     and projection over the view cl_v1.
+//     and projection over the view cl_v1;
+//   - cl_mix and cl_mixsub: an aggregation at one parallelism over a
+//     running aggregate at the other (a view; a subquery with its own
+//     parallelism hint).
 //
 // A third of the rows is posted and checked (after each of the first
 // three chunks too); more rows, a checkpoint, more rows and a SIGKILL
 // right after their acknowledgement, then a restart and a check (the
 // acknowledged rows all count, once); ten single rows, each checked; the
-// rest, a check; a SIGKILL after that checkpoint, a restart and a last
-// check. Each check compares every query's committed results with the
+// rest but 200, a check; a SIGKILL after that checkpoint, a restart and a
+// check; the last 200 rows, a last check. Each check compares every query's committed results with the
 // oracle over exactly the rows posted so far; at a third, after the kill
 // and at the end the test first asserts, from the oracle's view of those
 // rows (runningWitnesses), that the answers depend on rows taken back: an
@@ -52,6 +55,7 @@ package e2e
 // to the table on a server of its own and skips while that is so.
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"slices"
@@ -66,9 +70,11 @@ const (
 ENGINE=http ENGINE_ATTRIBUTE='{"event_time": "ts", "watermark_delay": "2s", "allowed_lateness": "1s"}'`
 	changelogInnerSQL = `SELECT k, COUNT(*) AS n, SUM(v) AS s, MIN(v) AS lo, MAX(v) AS hi, COUNT(DISTINCT v) AS d,
   MAX(tag) AS top_tag, MAX(ts) AS last_ts, AVG(v) AS mean FROM t GROUP BY k`
-	changelogRows  = 1800
-	changelogKeys  = 24
-	changelogChunk = 100
+	changelogRows = 2000
+	// changelogAfterRestart rows are posted after the last restart.
+	changelogAfterRestart = 200
+	changelogKeys         = 24
+	changelogChunk        = 100
 
 	upsertTableDDL = `CREATE TABLE p (id BIGINT, v BIGINT, ts TIMESTAMP(3) NOT NULL, PRIMARY KEY (id))
 ENGINE=http ENGINE_ATTRIBUTE='{"event_time": "ts", "watermark_delay": "1s", "allowed_lateness": "1s", "idle_timeout": "1h"}'`
@@ -249,6 +255,36 @@ FROM cl_v1{p} WHERE s > 0 GROUP BY bucket`,
 	}
 }
 
+// mixedViews read a running aggregate at one parallelism from an
+// aggregation at another: a view over cl_v1 of the other parallelism, and
+// a subquery with a parallelism hint of its own. They come after both
+// changelogViews(1) and changelogViews(2).
+func mixedViews() []clView {
+	outer := `SELECT /*+ SET_VAR(parallelism=%d) */ n, COUNT(*) AS nkeys, SUM(s) AS total, MIN(lo) AS lo, MAX(hi) AS hi,
+  COUNT(DISTINCT d) AS dd, MIN(top_tag) AS min_tag FROM %s GROUP BY n`
+	aggs := []Agg{
+		{As: "nkeys", Func: CountStar},
+		{As: "total", Func: Sum, Arg: colRef("s")},
+		{As: "lo", Func: Min, Arg: colRef("lo")},
+		{As: "hi", Func: Max, Arg: colRef("hi")},
+		{As: "dd", Func: CountDistinct, Arg: colRef("d")},
+		{As: "min_tag", Func: Min, Arg: colRef("top_tag")},
+	}
+	expected := func(log []Row) Result { return groupAll(innerRows(log), []string{"n"}, aggs) }
+	var out []clView
+	for _, p := range []int{1, 2} {
+		other := 3 - p
+		sub := "(" + strings.Replace(changelogInnerSQL, "SELECT", "SELECT /*+ SET_VAR(parallelism="+strconv.Itoa(other)+") */", 1) + ") a"
+		for _, c := range []struct{ name, from string }{
+			{"cl_mix_p" + strconv.Itoa(p), "cl_v1_p" + strconv.Itoa(other)},
+			{"cl_mixsub_p" + strconv.Itoa(p), sub},
+		} {
+			out = append(out, clView{name: c.name, create: "CREATE VIEW " + c.name + " AS\n" + fmt.Sprintf(outer, p, c.from), expected: expected})
+		}
+	}
+	return out
+}
+
 // genChangelogInput returns n rows of t in log order: k uniform over
 // changelogKeys keys, v uniform over a range around -2 to 2 (by key: sums
 // go up and down, some keys' cross 0 again and again) 20 to 65 wide (by
@@ -401,7 +437,10 @@ func requireRunningWitnesses(t *testing.T, stage string, log []Row) {
 func TestChangelogRunning(t *testing.T) {
 	begin := time.Now()
 	rows := genChangelogInput(testSeed(t, 1800), changelogRows)
-	sc := newCLScenario(t, changelogTableDDL, "t", append(changelogViews(1), changelogViews(2)...))
+	views := append(append(changelogViews(1), changelogViews(2)...), mixedViews()...)
+	sc := newCLScenario(t, changelogTableDDL, "t", views)
+	end := len(rows) - changelogAfterRestart
+	rows, after := rows[:end], rows[end:]
 	third, half, twoThirds := len(rows)/3, len(rows)/2, 2*len(rows)/3
 
 	for i := range 3 { // the first chunks one by one
@@ -428,7 +467,9 @@ func TestChangelogRunning(t *testing.T) {
 	sc.verify(t, "all")
 
 	sc.restart(t) // SIGKILL after a checkpoint: its state alone
-	counts := sc.verify(t, "restarted")
+	sc.verify(t, "restarted")
+	sc.post(t, after) // taking back values of the restored state
+	counts := sc.verify(t, "after_restart")
 	for _, v := range sc.views {
 		if counts[v.name] == 0 {
 			t.Errorf("%s: the oracle expects no rows: the test data does not exercise it", v.name)
