@@ -59,13 +59,19 @@
 //     rows taken back (an outer MIN's extreme, a COUNT(DISTINCT) value's
 //     last row, a group leaving HAVING, a row leaving WHERE, a row moving
 //     between windows), and hand-computed cases check both.
-//   - changelog_test.go: aggregations over a running aggregate (every
-//     retracting aggregate, HAVING, WHERE straight into the results, views
-//     three levels deep and a filter over a view) at parallelism 1 and 2,
-//     checked on a prefix, after a SIGKILL right after acknowledged rows
-//     and at the end; a TUMBLE aggregation over a PRIMARY KEY table in
-//     both emit modes (upserts moving rows between windows, deletes,
-//     emptied windows, a flush row, then one late delete: late_rows 1).
+//   - changelog_test.go: queries over a running aggregate (aggregations
+//     with every retracting aggregate over BIGINT, VARCHAR, TIMESTAMP,
+//     DOUBLE and NULL values, HAVING, WHERE straight into the results and
+//     feeding an aggregation, views three levels deep, a filter over a
+//     view, one parallelism over the other) at parallelism 1 and 2,
+//     checked after single chunks and single rows, after a SIGKILL right
+//     after acknowledged rows, after a restart and at the end; the same
+//     under crash_test.go's random SIGKILLs (TestChangelogCrash, checked
+//     mid-stream against the prefix each checkpoint read); a TUMBLE
+//     aggregation over a PRIMARY KEY table in both emit modes (upserts
+//     moving rows between windows, deletes, emptied windows, a flush row,
+//     then one late delete: late_rows 1), skipped while the server refuses
+//     it as this release does.
 //   - backup_test.go: the backups of docs/operations.md as written there:
 //     stop and copy (SIGTERM, wait, cp -a), and the online copy of a paused
 //     server (kill -STOP, cp -a, kill -CONT); a server on the copy serves
