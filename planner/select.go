@@ -77,7 +77,7 @@ func (b *builder) query(sel *parser.Select, sub bool) (*planned, error) {
 		return nil, err
 	}
 	if s.upsert {
-		return nil, errf(s.table.Name, "%s is a PRIMARY KEY table (an upsert stream): read it through a join, FROM stream JOIN %s [AS OF TIMESTAMP stream.ts] ON ...", s.table.Name, s.table.Name)
+		s = b.normalize(s)
 	}
 	base := s.scope
 	var filter plan.Expr

@@ -95,6 +95,23 @@ func (s *stream) hashEdge(keyCols []int) plan.Edge {
 	return e
 }
 
+// normalize reads a PRIMARY KEY table as a changelog: a stage hashed on
+// the key keeps each key's latest row (plan.Normalize), so the table's
+// upserts and deletes carry the rows they take back. The stream is keyed
+// on the PRIMARY KEY.
+func (b *builder) normalize(s *stream) *stream {
+	key := make([]int, len(s.table.PrimaryKey))
+	for i, k := range s.table.PrimaryKey {
+		key[i] = s.scope.cols.Index(k)
+	}
+	par := max(b.opts.Parallelism, 1)
+	v := b.vertex(par, []plan.Edge{s.hashEdge(key)}, &plan.Normalize{Table: s.table.Name, Key: key, Out: s.scope.cols})
+	n := *s
+	n.cur, n.upsert = v, false
+	n.changes = &changelog{key: plan.KeyGroup, keyOut: key, keyNames: append([]string(nil), s.table.PrimaryKey...)}
+	return &n
+}
+
 // project is the stream after a projection: which output columns are plain
 // copies of event-time or window columns keeps that property.
 func (s *stream) project(out plan.Schema, exprs []plan.Expr) *stream {
@@ -263,6 +280,8 @@ func schemaOf(v *plan.Vertex) plan.Schema {
 	case *plan.IntervalJoin:
 		return op.Out
 	case *plan.TemporalJoin:
+		return op.Out
+	case *plan.Normalize:
 		return op.Out
 	case *plan.Aggregate:
 		return op.Out

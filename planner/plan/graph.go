@@ -237,6 +237,18 @@ type Aggregate struct {
 	EmitBefore bool
 }
 
+// Normalize turns a PRIMARY KEY table's upserts and deletes (which name
+// only the new row, or the key) into a changelog that carries what it takes
+// back: it keeps the latest row of each key and emits an upsert as the old
+// row (Before) and the new one, a delete as the row it removes; a delete
+// of a key without a row, and an upsert that changes nothing, emit
+// nothing. Its input is hashed on Key (the table's PRIMARY KEY columns).
+type Normalize struct {
+	Table string
+	Key   []int
+	Out   Schema
+}
+
 // SinkKind is where results go.
 type SinkKind uint8
 
@@ -293,6 +305,11 @@ func (*Source) OpName() string    { return "Source" }
 func (*Calc) OpName() string      { return "Calc" }
 func (*Aggregate) OpName() string { return "Aggregate" }
 func (*Sink) OpName() string      { return "Sink" }
+func (*Normalize) OpName() string { return "Normalize" }
+
+func (n *Normalize) Explain() string {
+	return fmt.Sprintf("Normalize table=%s key=%v", n.Table, n.Key)
+}
 
 func (s *Source) Explain() string {
 	et := "proctime"

@@ -1,4 +1,3 @@
-SELECT * FROM persons;
 SELECT p.name FROM persons p JOIN bids b ON b.bidder = p.id;
 SELECT b.auction FROM bids b JOIN persons p AS OF TIMESTAMP b.ts ON b.price > 0;
 SELECT b.auction FROM bids b JOIN persons p AS OF TIMESTAMP b.price ON b.bidder = p.id;

@@ -19,6 +19,8 @@ func Build(spec plan.Op, env *Env, c *Counters) (Operator, error) {
 		return newIntervalJoin(s, env, c)
 	case *plan.TemporalJoin:
 		return newTemporalJoin(s, env, c)
+	case *plan.Normalize:
+		return newNormalize(s), nil
 	}
 	return nil, fmt.Errorf("no operator for %s", spec.OpName())
 }

@@ -158,6 +158,7 @@ func (d *scriptDriver) run(td *datadriven.TestData) (string, error) {
 	d.out = d.out[:0]
 	switch td.Cmd {
 	case "plan":
+		*d = scriptDriver{t: d.t} // a new plan starts afresh
 		return d.plan(td)
 	case "rows":
 		side := d.side(td)
