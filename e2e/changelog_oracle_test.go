@@ -191,12 +191,13 @@ func batchOverState(src Source, q Query, rows []Row) Result {
 
 // upsertStats says what the changes of a PRIMARY KEY table's log do to a
 // windowed query, from the oracle's view: upserts whose previous row is in
-// another window (moved) or the same one (inPlace), deletes of a current
+// another window (moved) or the same one (inPlace), upserts earlier than
+// their previous row (back), deletes of a current
 // row, deletes of a key without one (noop), keys inserted again after a
 // delete (reinserted), windows that had rows and have none at the end
 // (emptied), and rows with a dropped change (late).
 type upsertStats struct {
-	moved, inPlace, deletes, noop, reinserted, emptied, late int
+	moved, back, inPlace, deletes, noop, reinserted, emptied, late int
 }
 
 func upsertWitnesses(src Source, key string, w Window, log []Row) upsertStats {
@@ -220,6 +221,9 @@ func upsertWitnesses(src Source, key string, w Window, log []Row) upsertStats {
 			deleted[id] = true
 		} else {
 			late = late || wm.passed(winOf(r).end, src.AllowedLateness)
+			if old != nil && tsOf(r) < tsOf(old) {
+				st.back++
+			}
 			switch {
 			case old != nil && winOf(old) == winOf(r):
 				st.inPlace++
@@ -482,7 +486,7 @@ func TestChangelogOracleUpsertWindows(t *testing.T) {
 	checkRows(t, EvaluateUpsertTable(src, "id", owc, log), []Row{w(0, 1, 21), w(10_000, 2, 51)}, 2)
 
 	st := upsertWitnesses(src, "id", q.Window, log)
-	if want := (upsertStats{moved: 2, inPlace: 2, deletes: 2, noop: 1, reinserted: 1, emptied: 0, late: 2}); st != want {
+	if want := (upsertStats{moved: 2, back: 1, inPlace: 2, deletes: 2, noop: 1, reinserted: 1, emptied: 0, late: 2}); st != want {
 		t.Errorf("upsertWitnesses:\n got  %+v\n want %+v", st, want)
 	}
 
