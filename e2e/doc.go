@@ -68,10 +68,11 @@
 //     after acknowledged rows, after a restart and at the end; the same
 //     under crash_test.go's random SIGKILLs (TestChangelogCrash, checked
 //     mid-stream against the prefix each checkpoint read); a TUMBLE
-//     aggregation over a PRIMARY KEY table in both emit modes (upserts
-//     moving rows between windows, deletes, emptied windows, a flush row,
-//     then one late delete: late_rows 1), skipped while the server refuses
-//     it as this release does.
+//     aggregation over a PRIMARY KEY table in both emit modes, a running
+//     aggregate and a filter over it (upserts moving rows between windows
+//     and back in time, deletes, emptied windows, a flush row, then a late
+//     delete and a late move counted in late_rows, and a delete with an
+//     old time of a row in an open window, not late).
 //   - backup_test.go: the backups of docs/operations.md as written there:
 //     stop and copy (SIGTERM, wait, cp -a), and the online copy of a paused
 //     server (kill -STOP, cp -a, kill -CONT); a server on the copy serves
