@@ -766,54 +766,79 @@ func rowsDiffer(a, b []Row) bool {
 }
 
 // TestChangelogCrash: changelogViews(2) (every shape of
-// TestChangelogRunning at parallelism 2) under crash_test.go's load: the
-// log posted in small chunks with Idempotency-Keys, resent until
-// acknowledged, checkpoints every 200ms, and SIGKILLs at random moments
-// (STREAMSQL_CRASH_KILLS, default 3), some aimed at a request in flight.
-// Before each kill two random queries are checked mid-stream: their
-// committed results equal the oracle over exactly the rows before the
-// offset their committed checkpoint recorded for t (a retraction applied
-// twice on replay, or lost, shows there). At the end every query equals
-// the oracle over the whole log.
+// TestChangelogRunning at parallelism 2) over t and upsertViews(2) (the
+// windows in both emit modes, the running aggregate and the filter over
+// the PRIMARY KEY table p) under crash_test.go's load: both logs posted in
+// alternating small chunks with Idempotency-Keys, resent until
+// acknowledged (p's log ends with a flush row), checkpoints every 200ms,
+// and SIGKILLs at random moments (STREAMSQL_CRASH_KILLS, default 3), some
+// aimed at a request in flight. Before each kill two random queries of
+// each table are checked mid-stream: their committed results equal the
+// oracle over exactly the rows before the offset their committed
+// checkpoint recorded for their table (a retraction applied twice on
+// replay, or lost, shows there). At the end every query equals the oracle
+// over its whole log.
 func TestChangelogCrash(t *testing.T) {
 	begin := time.Now()
 	kills := crashKills(t)
 	seed := testSeed(t, 1802)
-	rows := genChangelogInput(seed, max(2000, kills*crashRowsPerKill))
+	n := max(2000, kills*crashRowsPerKill)
 	srv := startServer(t, "--checkpoint-interval", "200ms")
-	views := changelogViews(2)
-	sc := &clScenario{srv: srv, table: "t", views: views}
-	srv.sql(t, changelogTableDDL)
-	stmts := make([]string, len(views))
-	for i, v := range views {
-		stmts[i] = v.create
+	srv.sql(t, changelogTableDDL+";\n"+upsertTableDDL)
+	scT := &clScenario{srv: srv, table: "t", views: changelogViews(2), posted: genChangelogInput(seed, n)}
+	pLog := genUpsertLog(seed+1, n)
+	var lastTS int64
+	for _, r := range pLog {
+		lastTS = max(lastTS, tsOf(r))
+	}
+	pLog = append(pLog, pk(-1, 0, lastTS+60_000)) // every window closes
+	scP := &clScenario{srv: srv, table: "p", views: upsertViews(2), posted: pLog}
+	var stmts []string
+	for _, v := range append(slices.Clip(scT.views), scP.views...) {
+		stmts = append(stmts, v.create)
 	}
 	srv.sql(t, strings.Join(stmts, ";\n"))
-	srv.waitRunning(t, sc.names()...)
+	waitAll := func() { srv.waitRunning(t, append(scT.names(), scP.names()...)...) }
+	waitAll()
 
-	chunks := idemChunks(t, "t", rows, crashChunkRows, "changelog")
+	// Alternate the two tables' chunks.
+	tChunks := idemChunks(t, "t", scT.posted, crashChunkRows, "changelog-t")
+	pChunks := idemChunks(t, "p", scP.posted, crashChunkRows, "changelog-p")
+	var chunks []idemChunk
+	for i := 0; i < max(len(tChunks), len(pChunks)); i++ {
+		if i < len(tChunks) {
+			chunks = append(chunks, tChunks[i])
+		}
+		if i < len(pChunks) {
+			chunks = append(chunks, pChunks[i])
+		}
+	}
 	rng := rand.New(rand.NewPCG(seed, 0xc0ffee))
 	poster := startCrashPoster(t, srv, chunks, kills)
 	prefixChecks := 0
 	ks := runKills(t, srv, poster, kills, rng, crashHooks{
 		beforeKill: func(int) {
-			for range 2 {
-				if sc.checkCommittedPrefix(t, views[rng.IntN(len(views))], rows) {
-					prefixChecks++
+			for _, sc := range []*clScenario{scT, scP} {
+				for range 2 {
+					if sc.checkCommittedPrefix(t, sc.views[rng.IntN(len(sc.views))], sc.posted) {
+						prefixChecks++
+					}
 				}
 			}
 		},
 	})
 	poster.wait(t)
-	if end, ok := srv.endOffset(t, "t"); !ok || end != int64(len(rows)) {
-		t.Errorf("table t: end_offset %d (reported: %v), want %d: every row exactly once", end, ok, len(rows))
+	for _, sc := range []*clScenario{scT, scP} {
+		if end, ok := srv.endOffset(t, sc.table); !ok || end != int64(len(sc.posted)) {
+			t.Errorf("table %s: end_offset %d (reported: %v), want %d: every row exactly once", sc.table, end, ok, len(sc.posted))
+		}
 	}
-	srv.waitRunning(t, sc.names()...)
-	sc.posted = rows
-	requireRunningWitnesses(t, "final", rows)
-	sc.verify(t, "final")
-	t.Logf("changelog crash recovery: kills=%d (under load %d, aimed at a request %d) mid-stream checks=%d rows=%d chunks=%d resends=%d replayed=%d elapsed=%v",
-		kills, ks.underLoad, ks.aimed, prefixChecks, len(rows), len(chunks), poster.stats.resends, poster.stats.replayed, time.Since(begin).Round(time.Millisecond))
+	waitAll()
+	requireRunningWitnesses(t, "final", scT.posted)
+	scT.verify(t, "final_t")
+	scP.verify(t, "final_p")
+	t.Logf("changelog crash recovery: kills=%d (under load %d, aimed at a request %d) mid-stream checks=%d rows=%d+%d chunks=%d resends=%d replayed=%d elapsed=%v",
+		kills, ks.underLoad, ks.aimed, prefixChecks, len(scT.posted), len(scP.posted), len(chunks), poster.stats.resends, poster.stats.replayed, time.Since(begin).Round(time.Millisecond))
 }
 
 // checkCommittedPrefix checks a running query mid-stream: its committed

@@ -65,14 +65,14 @@
 //     feeding an aggregation, views three levels deep, a filter over a
 //     view, one parallelism over the other) at parallelism 1 and 2,
 //     checked after single chunks and single rows, after a SIGKILL right
-//     after acknowledged rows, after a restart and at the end; the same
-//     under crash_test.go's random SIGKILLs (TestChangelogCrash, checked
-//     mid-stream against the prefix each checkpoint read); a TUMBLE
+//     after acknowledged rows, after a restart and at the end; a TUMBLE
 //     aggregation over a PRIMARY KEY table in both emit modes, a running
 //     aggregate and a filter over it (upserts moving rows between windows
 //     and back in time, deletes, emptied windows, a flush row, then a late
 //     delete and a late move counted in late_rows, and a delete with an
-//     old time of a row in an open window, not late).
+//     old time of a row in an open window, not late). Both tables' queries
+//     under crash_test.go's random SIGKILLs too (TestChangelogCrash,
+//     checked mid-stream against the prefix each checkpoint read).
 //   - backup_test.go: the backups of docs/operations.md as written there:
 //     stop and copy (SIGTERM, wait, cp -a), and the online copy of a paused
 //     server (kill -STOP, cp -a, kill -CONT); a server on the copy serves
