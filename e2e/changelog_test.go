@@ -15,12 +15,16 @@ package e2e
 //     COUNT(DISTINCT); over BIGINT, VARCHAR, TIMESTAMP and DOUBLE values,
 //     and over CASEs that are NULL for some or all of a group's rows);
 //   - cl_having: the same with HAVING COUNT(*) > 1 (groups come and go);
+//     cl_hidden: HAVING over aggregates the SELECT list does not show;
+//     cl_global: an aggregation without GROUP BY over it;
 //   - cl_pos: WHERE s > 0 over it, straight into the results (a row whose
 //     s drops to 0 or below leaves them);
 //   - cl_v1, cl_v2, cl_v3: views three levels deep (inner; an aggregation
 //     over cl_v1 GROUP BY n; an aggregation over cl_v2 GROUP BY nkeys),
 //     cl_hv (an aggregation over a HAVING subquery over cl_v1), cl_fagg
-//     (an aggregation over WHERE s > 0 over cl_v1, grouped by n % 3) and
+//     (an aggregation over WHERE s > 0 over cl_v1, grouped by n % 3),
+//     cl_bytag (GROUP BY a nullable column of cl_v1: the NULL group
+//     empties in the second half) and
 //     cl_vpos, a filter (s > 0 AND n % 2 = 0: rows leave and come back)
 //     and projection over the view cl_v1;
 //   - cl_mix and cl_mixsub: an aggregation at one parallelism over a
@@ -204,6 +208,29 @@ FROM ({inner}) a GROUP BY n HAVING COUNT(*) > 1`,
 				return Evaluate(Source{}, Query{GroupBy: []string{"n"}, Aggs: clHavingAggs,
 					Having: func(r Row) bool { return bigint(r, "nkeys") > 1 }}, innerRows(log))
 			}),
+		// HAVING over aggregates the SELECT list does not show: they
+		// retract too.
+		v("cl_hidden", `SELECT {agg} n, COUNT(*) AS nkeys FROM ({inner}) a GROUP BY n HAVING MAX(hi) - MIN(lo) > 40`,
+			func(log []Row) Result {
+				return Evaluate(Source{}, Query{GroupBy: []string{"n"}, Aggs: []Agg{
+					{As: "nkeys", Func: CountStar},
+					{As: "lo", Func: Min, Arg: colRef("lo"), Hidden: true},
+					{As: "hi", Func: Max, Arg: colRef("hi"), Hidden: true},
+				}, Having: func(r Row) bool { return bigint(r, "hi")-bigint(r, "lo") > 40 }}, innerRows(log))
+			}),
+		// No GROUP BY: one row, whose MIN(n) is taken back whenever the key
+		// with the fewest rows gets one more.
+		v("cl_global", `SELECT {agg} COUNT(*) AS nkeys, SUM(n) AS total, MIN(n) AS lo_n, MAX(n) AS hi_n, COUNT(DISTINCT n) AS counts
+FROM ({inner}) a`,
+			func(log []Row) Result {
+				return groupAll(innerRows(log), nil, []Agg{
+					{As: "nkeys", Func: CountStar},
+					{As: "total", Func: Sum, Arg: colRef("n")},
+					{As: "lo_n", Func: Min, Arg: colRef("n")},
+					{As: "hi_n", Func: Max, Arg: colRef("n")},
+					{As: "counts", Func: CountDistinct, Arg: colRef("n")},
+				})
+			}),
 		v("cl_pos", `SELECT {par} k, s, top_tag FROM ({inner}) a WHERE s > 0`,
 			func(log []Row) Result {
 				return keyedProjection(innerRows(log), "k", positiveSum, []Column{col("k", "k"), col("s", "s"), col("top_tag", "top_tag")})
@@ -244,6 +271,17 @@ FROM cl_v1{p} WHERE s > 0 GROUP BY bucket`,
 					{As: "nkeys", Func: CountStar},
 					{As: "total", Func: Sum, Arg: colRef("s")},
 					{As: "lo_s", Func: Min, Arg: colRef("s")},
+					{As: "hi_s", Func: Max, Arg: colRef("s")},
+				})
+			}),
+		// GROUP BY a nullable column: the keys whose tags are all NULL so
+		// far are a group, which empties as they get tags.
+		v("cl_bytag", `SELECT {agg} top_tag, COUNT(*) AS nkeys, SUM(n) AS total, MIN(k) AS lo_k, MAX(s) AS hi_s FROM cl_v1{p} GROUP BY top_tag`,
+			func(log []Row) Result {
+				return groupAll(innerRows(log), []string{"top_tag"}, []Agg{
+					{As: "nkeys", Func: CountStar},
+					{As: "total", Func: Sum, Arg: colRef("n")},
+					{As: "lo_k", Func: Min, Arg: colRef("k")},
 					{As: "hi_s", Func: Max, Arg: colRef("s")},
 				})
 			}),
@@ -291,7 +329,8 @@ func mixedViews() []clView {
 // changelogKeys keys, v uniform over a range around -2 to 2 (by key: sums
 // go up and down, some keys' cross 0 again and again) 20 to 65 wide (by
 // key: MIN, MAX and COUNT(DISTINCT) differ between keys with as many
-// rows), tag NULL (15%) or a letter, the last one by key, ts a clock
+// rows), tag NULL (15%; for every sixth key, all of the first half's
+// rows) or a letter, the last one by key, ts a clock
 // advancing 0-30ms a row
 // minus up to 1.5s, and about 2% of rows 3-23s behind the clock (late for
 // windows; a running aggregate counts them).
@@ -299,7 +338,7 @@ func genChangelogInput(seed uint64, n int) []Row {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	clock := baseTime + 500
 	rows := make([]Row, 0, n)
-	for range n {
+	for i := range n {
 		clock += rng.Int64N(31)
 		ts := clock - rng.Int64N(1500)
 		if rng.IntN(50) == 0 {
@@ -308,7 +347,7 @@ func genChangelogInput(seed uint64, n int) []Row {
 		k := 1 + rng.Int64N(changelogKeys)
 		mean, width := k%5-2, 20+k%4*15
 		var tag any // NULL or one of the first 2 to 7 letters (by key)
-		if rng.IntN(100) >= 15 {
+		if rng.IntN(100) >= 15 && (k%6 != 0 || i >= n/2) {
 			tag = string(rune('a' + rng.Int64N(2+k%6)))
 		}
 		rows = append(rows, Row{"k": k, "v": mean - width/2 + rng.Int64N(width+1), "tag": tag, "ts": Timestamp(ts)})
