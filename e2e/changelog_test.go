@@ -45,21 +45,25 @@ package e2e
 // every row left.
 //
 // TestChangelogUpsertTableWindows: a windowed aggregation (TUMBLE 10s,
-// both emit modes, parallelism 1 and 2) over a PRIMARY KEY table p whose
-// upserts move rows between windows or replace them in place, whose
+// both emit modes), a running aggregate and a filter, at parallelism 1
+// and 2, over a PRIMARY KEY table p whose upserts move rows between
+// windows (forward and back in time) or replace them in place, whose
 // deletes take rows out (some windows end up empty: gone), with ids
 // deleted and inserted again and deletes of ids without a row. Every
 // change goes into a window still open (late_rows 0) until a flush row a
-// minute later closes every window; then one deliberate late delete of a
-// row in a closed window, which changes nothing but late_rows (1) in the
-// windows; a running aggregate and a filter over p, without windows, see
-// it as any other delete. Then an upsert moving the flush row back into a
-// closed window (taken out of the open flush window, which is gone, and
-// late into the closed one: late_rows 2), a new row in the flush window
-// and its delete with a time long behind the watermark (the delete takes
-// back the row from the window of the row's time: open, not late). Checked at 40% of the log, after a SIGKILL
-// right after the acknowledgement of 70%, at the end, after the flush and
-// after the late delete.
+// minute later closes every window. Checked at 40% of the log, after a
+// SIGKILL right after the acknowledgement of 70%, at the end and after the
+// flush; then after each of: a deliberate late delete of a row in a closed
+// window (it changes nothing but late_rows, 1, in the windows; the running
+// aggregate and the filter see it as any other delete); an upsert moving
+// the flush row back into a closed window (taken out of the open flush
+// window, which is gone, and late into the closed one: late_rows 2); a new
+// row in the flush window; its delete with a time long behind the
+// watermark (the delete takes the row back from the window of the row's
+// time: open, not late).
+//
+// TestChangelogCrash: both tables' queries under random SIGKILLs (see
+// there).
 
 import (
 	"fmt"
