@@ -330,14 +330,13 @@ func mixedViews() []clView {
 }
 
 // genChangelogInput returns n rows of t in log order: k uniform over
-// changelogKeys keys, v uniform over a range around -2 to 2 (by key: sums
-// go up and down, some keys' cross 0 again and again) 20 to 65 wide (by
-// key: MIN, MAX and COUNT(DISTINCT) differ between keys with as many
-// rows), tag NULL (15%; for every sixth key, all of the first half's
-// rows) or a letter, the last one by key, ts a clock
-// advancing 0-30ms a row
-// minus up to 1.5s, and about 2% of rows 3-23s behind the clock (late for
-// windows; a running aggregate counts them).
+// changelogKeys keys; v uniform over a range centred on -2 to 2 (by key:
+// sums go up and down, some keys' cross 0 again and again) and 20 to 65
+// wide (by key: MIN, MAX and COUNT(DISTINCT) differ between keys with as
+// many rows); tag NULL (15%; for every sixth key, all of the first half's
+// rows) or a letter, the highest one by key; ts a clock advancing 0-30ms
+// a row minus up to 1.5s, and about 2% of rows 3-23s behind the clock
+// (late for windows; a running aggregate counts them).
 func genChangelogInput(seed uint64, n int) []Row {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	clock := baseTime + 500
