@@ -584,15 +584,15 @@ const upsertMargin = 300
 // in log order, none late: a clock advances 0-100ms a row, with a pause
 // of 3-7s now and then (windows close); a row's ts is the clock minus up
 // to 500ms (under the 1s watermark delay). Each row is an insert of a new
-// id, an upsert of an id whose row is in a window still open (a new v, a
-// ts mostly no earlier than its row's, the same window or a later one,
+// id; an upsert of an id whose row is in a window still open (a new v, a
+// ts mostly no earlier than its row's, in the same window or a later one,
 // sometimes earlier; now and then the same row again; some with an
-// explicit "_op": "upsert"), a
-// delete of such an id (at the latest ts so far), an insert of an id
-// deleted before, or a delete of an id without a row. Every 300 rows or so
-// a sparse window: the clock jumps to the start of a window, two new ids
-// go in, the clock jumps into the next window, one of them is deleted and
-// the other moved there: the sparse window ends up empty.
+// explicit "_op": "upsert"); a delete of such an id (at the latest ts so
+// far); an insert of an id deleted before; or a delete of an id without
+// a row. Every 300 rows a sparse window: the clock jumps to the start of
+// a window, two new ids go in, the clock jumps into the next window, one
+// of them is deleted and the other moved there: the sparse window ends up
+// empty.
 func genUpsertLog(seed uint64, n int) []Row {
 	rng := rand.New(rand.NewPCG(seed, seed^0x5851f42d4c957f2d))
 	clock := baseTime + 500
@@ -691,9 +691,9 @@ func genUpsertLog(seed uint64, n int) []Row {
 	return rows
 }
 
-// TestChangelogUpsertTableWindows: a windowed aggregation over a PRIMARY
-// KEY table, both emit modes, parallelism 1 and 2; see the top of this
-// file.
+// TestChangelogUpsertTableWindows: windows (both emit modes), a running
+// aggregate and a filter over a PRIMARY KEY table, parallelism 1 and 2;
+// see the top of this file.
 func TestChangelogUpsertTableWindows(t *testing.T) {
 	begin := time.Now()
 	log := genUpsertLog(testSeed(t, 1801), upsertRows)
