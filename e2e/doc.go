@@ -49,6 +49,30 @@
 //     NULL rows come due, and after flush rows; DROP VIEW of a view others
 //     read (409 naming them), what cannot feed another query (422); a view
 //     reading a view whose name sorts after its own, through a restart.
+//   - changelog_oracle_test.go: the changelog oracle (issue 18): a query
+//     over a running aggregate is the batch evaluation of the inner query,
+//     then of the outer over the inner's rows; a windowed aggregation over
+//     a PRIMARY KEY table walks the table's changes (an upsert takes the
+//     key's previous row out of its windows, a delete takes it out; a
+//     change into a closed window is dropped and counted late). Witnesses
+//     say, from the oracle's view of the input, that the answers depend on
+//     rows taken back (an outer MIN's extreme, a COUNT(DISTINCT) value's
+//     last row, a group leaving HAVING, a row leaving WHERE, a row moving
+//     between windows), and hand-computed cases check both.
+//   - changelog_test.go: queries over a running aggregate (aggregations
+//     with every retracting aggregate over BIGINT, VARCHAR, TIMESTAMP,
+//     DOUBLE and NULL values, HAVING, WHERE straight into the results and
+//     feeding an aggregation, views three levels deep, a filter over a
+//     view, one parallelism over the other) at parallelism 1 and 2,
+//     checked after single chunks and single rows, after a SIGKILL right
+//     after acknowledged rows, after a restart and at the end; a TUMBLE
+//     aggregation over a PRIMARY KEY table in both emit modes, a running
+//     aggregate and a filter over it (upserts moving rows between windows
+//     and back in time, deletes, emptied windows, a flush row, then a late
+//     delete and a late move counted in late_rows, and a delete with an
+//     old time of a row in an open window, not late). Both tables' queries
+//     under crash_test.go's random SIGKILLs too (TestChangelogCrash,
+//     checked mid-stream against the prefix each checkpoint read).
 //   - backup_test.go: the backups of docs/operations.md as written there:
 //     stop and copy (SIGTERM, wait, cp -a), and the online copy of a paused
 //     server (kill -STOP, cp -a, kill -CONT); a server on the copy serves
