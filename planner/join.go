@@ -30,15 +30,13 @@ func (b *builder) join(j *parser.Join, extra []parser.Expr) (*stream, []parser.E
 	if err != nil {
 		return nil, nil, err
 	}
-	for _, s := range []*stream{left, right} {
-		if s.changes != nil {
-			return nil, nil, errf("JOIN", "a join reads append-only streams and PRIMARY KEY tables; this input is an updating result (a running aggregate, or a filter or projection of one), which interval, window and stream-to-table joins cannot take back rows from")
-		}
-	}
 	if left.upsert {
 		return nil, nil, errf(left.table.Name, "a PRIMARY KEY table joins as the right side: FROM stream JOIN %s [AS OF TIMESTAMP stream.ts] ON ...", left.table.Name)
 	}
 	if right.upsert {
+		if left.changes != nil {
+			return nil, nil, errf("JOIN", "a stream-to-table join reads an append-only stream; this one updates (a running aggregate, or a filter or projection of one). Read the PRIMARY KEY table as a changelog instead: FROM (SELECT * FROM %s) AS t joins it as a regular join", right.table.Name)
+		}
 		return b.temporalJoin(j, extra, left, right)
 	}
 	if j.Right.AsOf != nil {
@@ -82,6 +80,9 @@ func (b *builder) join(j *parser.Join, extra []parser.Expr) (*stream, []parser.E
 	if len(spec.LeftKeys) == 0 {
 		return nil, nil, errf("JOIN", "a join needs at least one equality between columns of its two sides (ON a.x = b.y); a non-equi join of two streams is not supported")
 	}
+	if left.changes != nil || right.changes != nil {
+		return b.changelogJoin(left, right, merged, spec, residual, rest)
+	}
 	if spec.LeftTime < 0 {
 		// Two windowed streams joined on their windows: window_end = window_end.
 		for k, lk := range spec.LeftKeys {
@@ -112,20 +113,10 @@ func (b *builder) join(j *parser.Join, extra []parser.Expr) (*stream, []parser.E
 	if spec.Lower > spec.Upper {
 		return nil, nil, errf("JOIN", "the join's time bounds are empty: left time - right time must be in [%dms, %dms]", spec.Lower, spec.Upper)
 	}
-	for i, lk := range spec.LeftKeys {
-		lt, rt := spec.Left[lk].Type, spec.Right[spec.RightKeys[i]].Type
-		if lt != rt {
-			return nil, nil, errf(spec.Left[lk].Name, "join on columns of mismatched types: %s.%s %s = %s.%s %s",
-				left.scope.quals[lk], spec.Left[lk].Name, lt, right.scope.quals[spec.RightKeys[i]], spec.Right[spec.RightKeys[i]].Name, rt)
-		}
+	if err := checkKeyTypes(spec.LeftKeys, spec.RightKeys, left, right); err != nil {
+		return nil, nil, err
 	}
-	out := make(plan.Schema, len(merged.cols))
-	copy(out, merged.cols)
-	if spec.Kind == plan.LeftJoin {
-		for i := nl; i < len(out); i++ {
-			out[i].NotNull = false
-		}
-	}
+	out := joinedSchema(merged, nl, spec.Kind)
 	spec.Out = out
 	if spec.Residual, err = bindResidual(merged, residual); err != nil {
 		return nil, nil, err
@@ -135,6 +126,81 @@ func (b *builder) join(j *parser.Join, extra []parser.Expr) (*stream, []parser.E
 		eventTime: append(append([]bool{}, left.eventTime...), right.eventTime...),
 		lateness:  max(left.lateness, right.lateness), sources: append(left.sources, right.sources...),
 		winStart: left.winStart, winEnd: left.winEnd}
+	return s, rest, nil
+}
+
+// checkKeyTypes refuses join keys of different types.
+func checkKeyTypes(leftKeys, rightKeys []int, left, right *stream) error {
+	for i, lk := range leftKeys {
+		lc, rc := left.scope.cols[lk], right.scope.cols[rightKeys[i]]
+		if lc.Type != rc.Type {
+			return errf(lc.Name, "join on columns of mismatched types: %s.%s %s = %s.%s %s",
+				left.scope.quals[lk], lc.Name, lc.Type, right.scope.quals[rightKeys[i]], rc.Name, rc.Type)
+		}
+	}
+	return nil
+}
+
+// joinedSchema is the join's output: the left columns, then the right
+// ones (nullable for a LEFT join).
+func joinedSchema(merged *scope, nl int, kind plan.JoinKind) plan.Schema {
+	out := make(plan.Schema, len(merged.cols))
+	copy(out, merged.cols)
+	if kind == plan.LeftJoin {
+		for i := nl; i < len(out); i++ {
+			out[i].NotNull = false
+		}
+	}
+	return out
+}
+
+// changelogJoin plans a regular join of which a side updates (a running
+// aggregate, a PRIMARY KEY table read as a changelog): its keys and
+// residual are spec's; an event-time bound is refused (interval and window
+// joins take append-only inputs). An append-only side's rows are held
+// until state_ttl past the join's watermark. The output updates, keyed on
+// the pair of rows it joins.
+func (b *builder) changelogJoin(left, right *stream, merged *scope, spec *plan.IntervalJoin, residual, rest []parser.Expr) (*stream, []parser.Expr, error) {
+	updating := func(s *stream) string {
+		if s.changes != nil {
+			return "updates (a running aggregate, a PRIMARY KEY table read as a changelog, or a filter or projection of one)"
+		}
+		return "is append-only"
+	}
+	if spec.LeftTime >= 0 || spec.Lower != math.MinInt64 || spec.Upper != math.MaxInt64 {
+		return nil, nil, errf("JOIN", "interval and window joins take append-only inputs: this join bounds the sides' event times, and its left input %s, its right input %s; join the updating input without a time bound (a regular join)", updating(left), updating(right))
+	}
+	if len(spec.LeftKeys) == 0 {
+		return nil, nil, errf("JOIN", "a join needs at least one equality between columns of its two sides (ON a.x = b.y); a non-equi join of two streams is not supported")
+	}
+	if err := checkKeyTypes(spec.LeftKeys, spec.RightKeys, left, right); err != nil {
+		return nil, nil, err
+	}
+	nl := len(left.scope.cols)
+	cj := &plan.ChangelogJoin{Kind: spec.Kind, LeftKeys: spec.LeftKeys, RightKeys: spec.RightKeys, Time: [2]int{-1, -1},
+		Left: left.scope.cols, Right: right.scope.cols, Out: joinedSchema(merged, nl, spec.Kind)}
+	for side, s := range []*stream{left, right} {
+		cj.Updating[side] = s.changes != nil
+		if cj.Updating[side] {
+			continue
+		}
+		if b.opts.StateTTL <= 0 {
+			return nil, nil, errf("state_ttl", "a join of an updating input with an append-only stream holds the stream's rows until state_ttl expires them: set SET_VAR(state_ttl='1h') (an updating input's rows are held while they are current, bounded by its keys)")
+		}
+		if cj.Time[side] = onlyEventTime(s); cj.Time[side] < 0 {
+			return nil, nil, errf("state_ttl", "a join with state_ttl needs one event-time column on its append-only side to age its rows by")
+		}
+		cj.TTL = b.opts.StateTTL
+		b.stateTTLUnused = false
+	}
+	var err error
+	if cj.Residual, err = bindResidual(merged, residual); err != nil {
+		return nil, nil, err
+	}
+	jv := b.joinVertex(left, right, spec.LeftKeys, spec.RightKeys, cj)
+	s := &stream{cur: jv, scope: &scope{cols: cj.Out, quals: merged.quals}, eventTime: make([]bool, len(cj.Out)),
+		lateness: max(left.lateness, right.lateness), sources: append(left.sources, right.sources...), winStart: -1, winEnd: -1,
+		changes: &changelog{key: plan.KeyGroup, keyOut: []int{-1, -1}, keyNames: []string{"_left", "_right"}}, rekey: jv.Parallelism > 1}
 	return s, rest, nil
 }
 

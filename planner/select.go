@@ -36,6 +36,12 @@ func Query(sel *parser.Select, cat Catalog, opts plan.Options, name string, sink
 		// this query keeps may expire by it, so refuse rather than ignore it.
 		return nil, errf("state_ttl", "state_ttl applies to regular joins of two streams; this query has none")
 	}
+	if p.s.rekey && p.s.changes != nil {
+		// The sink's tasks own keys by hash: its rows go to the owner.
+		e := plan.Edge{From: p.s.cur.ID, Partition: plan.ByKey}
+		e.Kind, e.UpsertKey = p.s.changes.kind()
+		p.s.cur = b.vertex(p.s.cur.Parallelism, []plan.Edge{e})
+	}
 	p.s.cur.Ops = append(p.s.cur.Ops, &plan.Sink{Kind: sink, Name: name, Key: p.key})
 	opts.Parallelism = p.par
 	return &plan.Graph{Vertices: b.vertices, Options: opts, Key: p.key, KeyOut: p.keyOut, KeyNames: p.keyNames, Out: p.out}, nil

@@ -69,6 +69,10 @@ type stream struct {
 	// changes: the stream updates (a running aggregate's results, and
 	// filters and projections of them); nil: append-only.
 	changes *changelog
+	// rekey: its rows' keys (RowMeta.Key) are not partitioned by its
+	// stage's tasks (a join of updating inputs keys its rows on the pair):
+	// a keyed sink takes them through a ByKey exchange.
+	rekey bool
 }
 
 // changelog is what an updating stream is keyed on: its rows carry the
@@ -138,7 +142,7 @@ func (b *builder) normalize(s *stream) *stream {
 // copies of event-time or window columns keeps that property.
 func (s *stream) project(out plan.Schema, exprs []plan.Expr) *stream {
 	p := &stream{cur: s.cur, scope: newScope("", out), eventTime: make([]bool, len(out)), lateness: s.lateness,
-		sources: s.sources, winStart: -1, winEnd: -1}
+		sources: s.sources, winStart: -1, winEnd: -1, rekey: s.rekey}
 	if c := s.changes; c != nil {
 		p.changes = &changelog{key: c.key, keyOut: make([]int, len(c.keyOut)), keyNames: c.keyNames}
 		for k, col := range c.keyOut {

@@ -126,7 +126,7 @@ type output struct {
 var _ terminal = (*output)(nil)
 
 func (o *output) Emit(b *op.Batch) error {
-	if o.partition != plan.Hash {
+	if o.partition != plan.Hash && o.partition != plan.ByKey {
 		return o.live.send(o.ctx, o.targets[0], Message{Kind: MsgData, Batch: b})
 	}
 	// The group key is encoded once, here, and travels with the row. The
@@ -135,8 +135,10 @@ func (o *output) Emit(b *op.Batch) error {
 	n := len(o.targets)
 	o.tgt = o.tgt[:0]
 	for i, r := range b.Rows {
-		o.keyBuf = value.EncodeKey(o.keyBuf[:0], r, o.keyCols)
-		b.Meta[i].Key = string(o.keyBuf)
+		if o.partition != plan.ByKey {
+			o.keyBuf = value.EncodeKey(o.keyBuf[:0], r, o.keyCols)
+			b.Meta[i].Key = string(o.keyBuf)
+		}
 		if n > 1 {
 			o.tgt = append(o.tgt, uint32(value.HashKey(b.Meta[i].Key)%uint64(n)))
 		}

@@ -603,7 +603,7 @@ func (j *Job) output(vid, subtask int, boxes map[int][]*mailbox, inputBase map[[
 			o := &output{ctx: j.ctx, partition: e.Partition, keyCols: e.KeyCols, live: live}
 			base := inputBase[[2]int{v.ID, ei}]
 			switch e.Partition {
-			case plan.Hash:
+			case plan.Hash, plan.ByKey:
 				for _, mb := range boxes[v.ID] {
 					o.targets = append(o.targets, mb.input(base+subtask))
 				}

@@ -83,9 +83,12 @@ const (
 	// Gather: every producer task feeds the consumer's one task, the rows
 	// as they are (their RowMeta.Key kept: a union's inputs).
 	Gather
+	// ByKey: by the hash of the rows' RowMeta.Key as it is (an updating
+	// stream's key: a keyed sink's tasks own keys by that hash), kept.
+	ByKey
 )
 
-func (p Partition) String() string { return [...]string{"forward", "hash", "gather"}[p] }
+func (p Partition) String() string { return [...]string{"forward", "hash", "gather", "by_key"}[p] }
 
 // Edge connects the last operator of vertex From to this vertex.
 type Edge struct {

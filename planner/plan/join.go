@@ -116,3 +116,49 @@ func (j *TemporalJoin) Explain() string {
 	}
 	return b.String()
 }
+
+// ChangelogJoin is a regular join of inputs of which at least one updates
+// (a running aggregate, a PRIMARY KEY table read as a changelog): left row
+// l and right row r are joined while both are held, their key columns are
+// equal and Residual holds. A change on one side joins or takes back the
+// pairs of the row it adds or takes back, at once; a LEFT join's left row
+// without a pair is joined with NULLs, and that row is taken back when its
+// first pair comes (and comes back when its last pair goes). The output is
+// an updating stream keyed on the pair's identity (left row id, right row
+// id or none): an updating side's rows are identified by their key, an
+// append-only side's by their row id.
+//
+// State: each side's held rows by join key. An updating side holds one row
+// per key of its own (bounded by its keys, no TTL); an append-only side's
+// rows are held until the join's watermark, the lower of its inputs', is
+// TTL past their event time (Time[side]).
+type ChangelogJoin struct {
+	Kind      JoinKind
+	LeftKeys  []int
+	RightKeys []int
+	Residual  Expr
+	Updating  [2]bool
+	Time      [2]int // an append-only side's event-time column; -1 for an updating side
+	TTL       int64
+	Left      Schema
+	Right     Schema
+	Out       Schema
+}
+
+func (*ChangelogJoin) OpName() string { return "ChangelogJoin" }
+
+func (j *ChangelogJoin) Explain() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "ChangelogJoin %s left_keys=%v right_keys=%v", j.Kind, j.LeftKeys, j.RightKeys)
+	for side, name := range []string{"left", "right"} {
+		if j.Updating[side] {
+			fmt.Fprintf(&b, " %s=updating", name)
+		} else {
+			fmt.Fprintf(&b, " %s=append-only(#%d, state_ttl=%dms)", name, j.Time[side], j.TTL)
+		}
+	}
+	if j.Residual != nil {
+		b.WriteString(" residual=" + j.Residual.String())
+	}
+	return b.String()
+}

@@ -18,4 +18,8 @@ SELECT auction, price FROM bids WHERE price > 100 UNION ALL SELECT id, seller FR
 SELECT k, COUNT(*) AS n FROM (SELECT channel AS k FROM bids UNION ALL SELECT name FROM auctions) u GROUP BY k;
 SELECT channel, COUNT(*) AS n FROM bids GROUP BY channel UNION ALL SELECT name, COUNT(*) FROM auctions GROUP BY name;
 SELECT window_start, window_end, COUNT(*) AS n FROM (SELECT auction, ts FROM bids UNION ALL SELECT id, ts FROM auctions) u GROUP BY TUMBLE(ts, '10s');
-SELECT DISTINCT k FROM (SELECT channel AS k FROM bids UNION SELECT name FROM auctions) u
+SELECT DISTINCT k FROM (SELECT channel AS k FROM bids UNION SELECT name FROM auctions) u;
+SELECT r.auction, r.n, a.seller FROM (SELECT auction, COUNT(*) AS n FROM bids GROUP BY auction) r JOIN (SELECT id, seller FROM auctions) a ON r.auction = a.id;
+SELECT /*+ SET_VAR(parallelism=2) SET_VAR(state_ttl='1h') */ b.price, r.n FROM bids b JOIN (SELECT auction, COUNT(*) AS n FROM bids GROUP BY auction) r ON b.auction = r.auction;
+SELECT x.channel, x.n, y.v FROM (SELECT channel, COUNT(*) AS n FROM bids GROUP BY channel) x LEFT JOIN (SELECT channel, SUM(price) AS v FROM bids GROUP BY channel HAVING SUM(price) > 100) y ON x.channel = y.channel;
+SELECT n, COUNT(*) AS c FROM (SELECT x.channel, x.n FROM (SELECT channel, COUNT(*) AS n FROM bids GROUP BY channel) x JOIN (SELECT name, state FROM persons) p ON x.channel = p.name) j GROUP BY n

@@ -810,7 +810,8 @@ func (a *hashAgg) emit(g *group, res *Batch, final bool) bool {
 	}
 	if !pass {
 		if g.is(gEmitted) && !final {
-			res.Append(old, RowMeta{Key: a.upsertKey(g), Op: Delete, WM: a.outWM})
+			key := a.upsertKey(g)
+			res.Append(old, RowMeta{Key: key, ID: key, Op: Delete, WM: a.outWM})
 			g.flags &^= gEmitted
 			a.markChanged(g)
 		}
@@ -821,7 +822,7 @@ func (a *hashAgg) emit(g *group, res *Batch, final bool) bool {
 		if slices.EqualFunc(old, row, func(x, y plan.Value) bool { return x == y }) {
 			return false // unchanged: nothing to take back or add
 		}
-		res.Append(old, RowMeta{Key: key, Op: Before, WM: a.outWM})
+		res.Append(old, RowMeta{Key: key, ID: key, Op: Before, WM: a.outWM})
 	}
 	// ID: the result's identity for append-only consumers downstream.
 	res.Append(row, RowMeta{Key: key, ID: key, Op: Upsert, WM: a.outWM})

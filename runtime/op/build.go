@@ -21,6 +21,8 @@ func Build(spec plan.Op, env *Env, c *Counters) (Operator, error) {
 		return newTemporalJoin(s, env, c)
 	case *plan.Normalize:
 		return newNormalize(s), nil
+	case *plan.ChangelogJoin:
+		return newChangelogJoin(s, env, c)
 	case *plan.Union:
 		return newUnion(s), nil
 	}

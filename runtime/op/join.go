@@ -105,6 +105,9 @@ type joinRow struct {
 	// Checkpoint bookkeeping: written by some snapshot; queued in dirty;
 	// dropped (expired, released or pruned).
 	persisted, dirty, dead bool
+	// matches: a changelog LEFT join's left row: the right rows it is
+	// joined with now (derived on restore).
+	matches int32
 }
 
 // joinSide holds one input's rows.

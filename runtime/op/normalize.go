@@ -47,6 +47,7 @@ func (n *normalize) Process(b *Batch, out Emitter) error {
 	res := &Batch{}
 	for i, r := range b.Rows {
 		m := b.Meta[i]
+		m.ID = m.Key // a row's identity downstream (a join's row ids) is its key
 		old, had := n.rows[m.Key]
 		if m.Op.Retracts() {
 			if !had {

@@ -132,6 +132,7 @@ type scriptDriver struct {
 	sides  int
 	schema [2]plan.Schema // the columns of the rows a side is fed
 	keys   [2][]int       // the exchange's key columns (nil: forward)
+	ids    [2][]int       // an updating producer's key columns: its rows' RowMeta.ID
 	upsert [2]bool
 	ch     *scriptChain
 	wm     [2]int64 // per side: the last watermark
@@ -346,6 +347,9 @@ func (d *scriptDriver) plan(td *datadriven.TestData) (string, error) {
 		}
 		d.schema[i] = opOut(from.Ops[len(from.Ops)-1])
 		d.upsert[i] = e.Kind == plan.Upsert
+		if _, src := from.Ops[0].(*plan.Source); e.Kind == plan.Upsert && !src {
+			d.ids[i] = e.UpsertKey
+		}
 		if src, ok := from.Ops[0].(*plan.Source); ok {
 			d.schema[i], d.upsert[i] = src.Schema, src.Upsert
 		}
@@ -458,8 +462,12 @@ func (ch *scriptChain) preLink(d *scriptDriver, side, i int) Emitter {
 		return emitFunc(func(b *Batch) error { return next.Process(b, ch.preLink(d, side, i+1)) })
 	}
 	return emitFunc(func(b *Batch) error {
-		if keys := d.keys[side]; keys != nil {
-			for j, r := range b.Rows {
+		for j, r := range b.Rows {
+			if ids := d.ids[side]; ids != nil {
+				// An updating producer's rows are identified by their key.
+				b.Meta[j].ID = string(value.EncodeKey(nil, r, ids))
+			}
+			if keys := d.keys[side]; keys != nil {
 				b.Meta[j].Key = string(value.EncodeKey(nil, r, keys))
 			}
 		}
@@ -730,6 +738,11 @@ func fmtScriptValue(v plan.Value) string {
 	case plan.TypeTimestamp:
 		return fmtScriptTime(v.I)
 	case plan.TypeVarchar:
+		for _, c := range []byte(v.S) {
+			if c < ' ' || c > '~' {
+				return "x'" + hex.EncodeToString([]byte(v.S)) + "'" // an id: encoded values
+			}
+		}
 		return "'" + v.S + "'"
 	}
 	return v.String()
