@@ -457,6 +457,7 @@ func (j *Job) build(deps Deps, o StartOptions, committed uint64) error {
 							j.results.shard(v.Parallelism, s.Key)
 						}
 						rs := newUpsertResults(j.results, j.store, j.ID, s.Key, i, v.Parallelism, counters)
+						rs.consolidate = s.Consolidate
 						rs.retention = g.Options.ResultsRetention
 						st.sinkWriter = rs
 					}

@@ -3,6 +3,7 @@ package runtime
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/streamsql/streamsql/planner/plan"
 	"github.com/streamsql/streamsql/runtime/op"
@@ -71,6 +72,10 @@ type upsertResults struct {
 	wm          int64
 	kind        plan.KeyKind
 	task, tasks int
+	// consolidate (plan.Sink.Consolidate): changes of one key may come
+	// from several producer tasks in one epoch, in any order; each epoch's
+	// are netted per key before they apply (consolidated).
+	consolidate bool
 }
 
 var _ sinkWriter = (*upsertResults)(nil)
@@ -89,6 +94,9 @@ func (s *upsertResults) watermark(wm int64) {
 func (s *upsertResults) publish() {
 	if len(s.pending) == 0 {
 		return
+	}
+	if s.consolidate {
+		s.pending = consolidated(s.pending)
 	}
 	// The rows are encoded into one buffer for this publication (the
 	// latest view and the log copy what they keep).
@@ -118,6 +126,57 @@ func (s *upsertResults) publish() {
 	}
 	clear(s.pending)
 	s.pending = s.pending[:0]
+}
+
+// consolidated nets an epoch's changes per key, whatever order they came
+// in from several producers (a join of updating inputs: a pair that moved
+// from one join task to another is deleted by one and upserted by the
+// other): a delete cancels an upsert of the same row; of what is left, the
+// key's last upsert applies, else its delete (of the row it held before
+// the epoch). Keys keep the order of their first change.
+func consolidated(cs []keyedChange) []keyedChange {
+	byKey := map[string][]int{}
+	var order []string
+	for i, c := range cs {
+		if _, ok := byKey[c.key]; !ok {
+			order = append(order, c.key)
+		}
+		byKey[c.key] = append(byKey[c.key], i)
+	}
+	same := func(x, y plan.Row) bool { return slices.EqualFunc(x, y, func(a, b plan.Value) bool { return a == b }) }
+	out := cs[:0:0]
+	for _, k := range order {
+		idx := byKey[k]
+		gone := make([]bool, len(idx))
+		for a, i := range idx {
+			if !cs[i].del || cs[i].row == nil {
+				continue
+			}
+			for b, j := range idx {
+				if !gone[b] && !cs[j].del && same(cs[i].row, cs[j].row) {
+					gone[a], gone[b] = true, true
+					break
+				}
+			}
+		}
+		last, del := -1, -1
+		for a, i := range idx {
+			switch {
+			case gone[a]:
+			case cs[i].del:
+				del = i
+			default:
+				last = i
+			}
+		}
+		switch {
+		case last >= 0:
+			out = append(out, cs[last])
+		case del >= 0:
+			out = append(out, cs[del])
+		}
+	}
+	return out
 }
 
 // expire deletes the rows this sink owns whose window ended more than the

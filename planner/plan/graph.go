@@ -296,6 +296,10 @@ type Sink struct {
 	Key  KeyKind
 	// External is the sink table of a SinkExternal.
 	External *ExternalSink
+	// Consolidate: a key's changes may come from several tasks in one
+	// epoch, unordered (a join of updating inputs): the sink nets each
+	// epoch's changes per key.
+	Consolidate bool
 }
 
 // ExternalSink is an INSERT INTO's target: a table with ENGINE=postgres,
@@ -401,6 +405,9 @@ func (s *Sink) Explain() string {
 			pk[i] = e.Columns[p].Name
 		}
 		return fmt.Sprintf("Sink %s table=%s delivery=%s key=%s primary_key=[%s]", e.Engine, e.Table, e.Delivery(), s.Key, strings.Join(pk, ", "))
+	}
+	if s.Consolidate {
+		return fmt.Sprintf("Sink results name=%s key=%s consolidate", s.Name, s.Key)
 	}
 	return fmt.Sprintf("Sink results name=%s key=%s", s.Name, s.Key)
 }
