@@ -201,7 +201,7 @@ func (j *changelogJoin) emitPaddedOp(l *joinRow, wm int64, op Op, res *Batch) {
 // store holds jr on side; an append-only side's row with its expiry.
 func (j *changelogJoin) store(side int, jr *joinRow) {
 	j.seq++
-	jr.seq, jr.side = j.seq, side
+	jr.seq, jr.side = j.seq, uint8(side)
 	s := &j.side[side]
 	if s.keys[jr.key] == nil {
 		j.bytes += keyRowsCost
@@ -296,7 +296,7 @@ func (j *changelogJoin) Restore(r StateReader) error {
 	slices.SortFunc(rows, func(x, y *joinRow) int { return cmp.Compare(x.seq, y.seq) })
 	for _, jr := range rows {
 		j.seq = jr.seq - 1 // store numbers it as it was
-		j.store(jr.side, jr)
+		j.store(int(jr.side), jr)
 		jr.dirty = false
 	}
 	clear(j.joinCkpt.dirty)

@@ -165,7 +165,7 @@ func TestSessionMergeOverflow(t *testing.T) {
 func TestCorruptJoinState(t *testing.T) {
 	row := jr(1, 100, 5)
 	rec := func(side int, r plan.Row, deleted bool) [2][]byte {
-		jrow := &joinRow{side: side, key: string(value.EncodeKey(nil, row, []int{0})), time: 100, seq: 1, row: r, deleted: deleted, id: "i"}
+		jrow := &joinRow{side: uint8(side), key: string(value.EncodeKey(nil, row, []int{0})), time: 100, seq: 1, row: r, deleted: deleted, id: "i"}
 		return [2][]byte{rowRecordKey(nil, jrow), encodeJoinRow(jrow)}
 	}
 	for i, op := range fuzzJoins(t) {

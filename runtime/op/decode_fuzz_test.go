@@ -137,7 +137,14 @@ func fuzzAggSpecs() []*plan.Aggregate {
 		Having: &plan.Call{Fn: ">", T: plan.TypeBoolean, Args: []plan.Expr{col(2, plan.TypeBigint), &plan.Const{V: plan.Int(1)}}},
 		Output: []plan.Expr{col(0, plan.TypeVarchar), col(1, plan.TypeBigint), col(2, plan.TypeBigint), col(3, plan.TypeDouble)},
 		Out:    plan.Schema{k, v, v, {Name: "d", Type: plan.TypeDouble}}, EmitMode: plan.EmitChanges}
-	return []*plan.Aggregate{hop, session, running, distinct}
+	// A running aggregate over an updating input: MIN, MAX and
+	// COUNT(DISTINCT) keep bags (retract.go), COUNT(*) counts the rows.
+	retracting := &plan.Aggregate{Keys: []int{0, 1}, Retract: true, RowCount: 0,
+		Aggs: []plan.Agg{{Fn: plan.AggCountStar, Arg: -1, T: plan.TypeBigint}, {Fn: plan.AggMin, Arg: 2, T: plan.TypeDouble},
+			{Fn: plan.AggMax, Arg: 2, T: plan.TypeDouble}, {Fn: plan.AggCountDistinct, Arg: 2, T: plan.TypeBigint}, {Fn: plan.AggSum, Arg: 2, T: plan.TypeDouble}},
+		Output: []plan.Expr{col(0, plan.TypeVarchar), col(1, plan.TypeBigint), col(2, plan.TypeBigint), col(3, plan.TypeDouble), col(4, plan.TypeDouble), col(5, plan.TypeBigint), col(6, plan.TypeDouble)},
+		Out:    plan.Schema{k, v, v, {Name: "lo", Type: plan.TypeDouble}, {Name: "hi", Type: plan.TypeDouble}, v, {Name: "s", Type: plan.TypeDouble}}, EmitMode: plan.EmitChanges}
+	return []*plan.Aggregate{hop, session, running, distinct, retracting}
 }
 
 // fuzzAggRow is an input row of spec for group key vals at time ts.
@@ -165,8 +172,22 @@ func aggSeeds(f testing.TB) []aggSeed {
 		if err != nil {
 			f.Fatal(err)
 		}
+		var prev plan.Row
+		var prevMeta RowMeta
 		feed := func(from, to int) {
 			for i := from; i < to; i++ {
+				if spec.Retract && i%3 == 2 && prev != nil {
+					// Take the row before back.
+					b := &Batch{}
+					m := prevMeta
+					m.Op = Delete
+					b.Append(prev, m)
+					if err := a.Process(b, &countEmitter{width: len(spec.Out)}); err != nil {
+						f.Fatal(err)
+					}
+					prev = nil
+					continue
+				}
 				vals := plan.Row{plan.Str(fmt.Sprint("k", i%3))}
 				if !spec.Windowed {
 					vals = plan.Row{plan.Str(fmt.Sprint("k", i%3)), plan.Int(int64(i % 2))}
@@ -180,7 +201,9 @@ func aggSeeds(f testing.TB) []aggSeed {
 				for j := range keys {
 					keys[j] = spec.Keys[j]
 				}
-				b.Append(r, RowMeta{Key: string(value.EncodeKey(nil, r, keys)), WM: int64(i*4 - 20)})
+				m := RowMeta{Key: string(value.EncodeKey(nil, r, keys)), WM: int64(i*4 - 20)}
+				b.Append(r, m)
+				prev, prevMeta = r, m
 				if err := a.Process(b, &countEmitter{width: len(spec.Out)}); err != nil {
 					f.Fatal(err)
 				}
@@ -254,7 +277,7 @@ func checkAggState(t *testing.T, which uint8, block []byte) {
 		out := &countEmitter{width: len(spec.Out)}
 		b := &Batch{}
 		for _, k := range r.keys {
-			if k[0] == chunkRecord {
+			if k[0] == chunkRecord || k[0] == bagRecord {
 				continue
 			}
 			wk, _ := decodeWinKey([]byte(k))
