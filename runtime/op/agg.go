@@ -271,35 +271,13 @@ func (a *hashAgg) fold(kg *keyGroups, win window.Window, r plan.Row, m *RowMeta)
 }
 
 // add folds row r into g.
-func (a *hashAgg) add(g *group, r plan.Row) error {
-	a.keepBefore(g)
-	var bags []*bag
-	if a.bagAggs {
-		bags = a.bagsOf(g)
-	}
-	for j, ag := range a.spec.Aggs {
-		v := plan.Null
-		if ag.Arg >= 0 {
-			v = r[ag.Arg]
-		}
-		var grown int
-		var err error
-		if bags != nil && bags[j] != nil {
-			grown, err = g.accs[j].addRetractable(ag.Fn, ag.T, v, bags[j], &a.valBuf)
-		} else {
-			grown, err = g.accs[j].add(ag.Fn, ag.T, v, &a.valBuf)
-		}
-		a.bytes += int64(grown)
-		if err != nil {
-			return err
-		}
-	}
-	a.markDirty(g)
-	return nil
-}
+func (a *hashAgg) add(g *group, r plan.Row) error { return a.apply(g, r, false) }
 
 // retract takes row r back from g (a retracting aggregation).
-func (a *hashAgg) retract(g *group, r plan.Row) error {
+func (a *hashAgg) retract(g *group, r plan.Row) error { return a.apply(g, r, true) }
+
+// apply folds row r into g, or takes it back (back).
+func (a *hashAgg) apply(g *group, r plan.Row, back bool) error {
 	a.keepBefore(g)
 	var bags []*bag
 	if a.bagAggs {
@@ -314,8 +292,18 @@ func (a *hashAgg) retract(g *group, r plan.Row) error {
 		if bags != nil {
 			bg = bags[j]
 		}
-		shrunk, err := g.accs[j].retract(ag.Fn, ag.T, v, bg, &a.valBuf)
-		a.bytes -= int64(shrunk)
+		var grown int
+		var err error
+		switch {
+		case back:
+			grown, err = g.accs[j].retract(ag.Fn, ag.T, v, bg, &a.valBuf)
+			grown = -grown
+		case bg != nil:
+			grown, err = g.accs[j].addRetractable(ag.Fn, ag.T, v, bg, &a.valBuf)
+		default:
+			grown, err = g.accs[j].add(ag.Fn, ag.T, v, &a.valBuf)
+		}
+		a.bytes += int64(grown)
 		if err != nil {
 			return err
 		}

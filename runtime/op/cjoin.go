@@ -272,15 +272,7 @@ func (j *changelogJoin) StateBytes() int64 { return j.bytes }
 
 // Snapshot writes what changed since the last snapshot (joinCkpt).
 func (j *changelogJoin) Snapshot(w StateWriter) error {
-	j.snapshot(w, j.wm, func(fn func(*joinRow)) {
-		for s := range j.side {
-			for _, rows := range j.side[s].keys {
-				for _, jr := range rows {
-					fn(jr)
-				}
-			}
-		}
-	})
+	j.snapshot(w, j.wm, heldRows(&j.side))
 	return nil
 }
 

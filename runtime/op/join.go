@@ -752,16 +752,21 @@ func (c *joinCkpt) restoreRecords(r StateReader, what string, width [2]int, dele
 
 // Snapshot writes what changed since the last snapshot (see joinCkpt).
 func (j *intervalJoin) Snapshot(w StateWriter) error {
-	j.snapshot(w, j.wm, func(fn func(*joinRow)) {
-		for s := range j.side {
-			for _, rows := range j.side[s].keys {
+	j.snapshot(w, j.wm, heldRows(&j.side))
+	return nil
+}
+
+// heldRows calls fn for every row both sides hold (a full snapshot).
+func heldRows(sides *[2]joinSide) func(fn func(*joinRow)) {
+	return func(fn func(*joinRow)) {
+		for s := range sides {
+			for _, rows := range sides[s].keys {
 				for _, jr := range rows {
 					fn(jr)
 				}
 			}
 		}
-	})
-	return nil
+	}
 }
 
 // Restore loads the rows whose key this task owns and the side watermarks
