@@ -36,8 +36,12 @@ var (
 )
 
 // normRowCost estimates a kept row's heap bytes beyond its key's and row's
-// encodings: its map entry (two string headers) and the strings' rounding.
-const normRowCost = 48
+// allocations: its entries in rows and changed, with the maps' slack
+// (checked against runtime.MemStats by TestStateBytes).
+const normRowCost = 80
+
+// rowCost is what a kept row of key and encoding lengths k and v takes.
+func rowCost(k, v int) int64 { return int64(normRowCost + allocSize(k) + allocSize(v)) }
 
 func newNormalize(spec *plan.Normalize) *normalize {
 	return &normalize{spec: spec, rows: map[string]string{}, changed: map[string]struct{}{}}
@@ -58,7 +62,7 @@ func (n *normalize) Process(b *Batch, out Emitter) error {
 				return err
 			}
 			delete(n.rows, m.Key)
-			n.bytes -= int64(normRowCost + len(m.Key) + len(old))
+			n.bytes -= rowCost(len(m.Key), len(old))
 			n.changed[m.Key] = struct{}{}
 			m.Op = Delete
 			res.Append(row, m)
@@ -76,9 +80,9 @@ func (n *normalize) Process(b *Batch, out Emitter) error {
 			bm := m
 			bm.Op = Before
 			res.Append(row, bm)
-			n.bytes += int64(len(n.buf) - len(old))
+			n.bytes += int64(allocSize(len(n.buf)) - allocSize(len(old)))
 		} else {
-			n.bytes += int64(normRowCost + len(m.Key) + len(n.buf))
+			n.bytes += rowCost(len(m.Key), len(n.buf))
 		}
 		n.rows[m.Key] = string(n.buf)
 		n.peak = max(n.peak, len(n.rows))
@@ -142,7 +146,7 @@ func (n *normalize) Restore(r StateReader) error {
 			return fmt.Errorf("normalize state: %w", err)
 		}
 		n.rows[string(k)] = string(v)
-		n.bytes += int64(normRowCost + len(k) + len(v))
+		n.bytes += rowCost(len(k), len(v))
 		return nil
 	})
 }

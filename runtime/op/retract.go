@@ -34,9 +34,13 @@ type bag struct {
 	changed map[string]struct{}
 }
 
-// bagMemberCost estimates a bag member's heap bytes beyond its encoding:
-// its map entries in counts and changed, and a string header.
-const bagMemberCost = 64
+// bagMemberCost estimates a bag member's heap bytes beyond its encoding's
+// allocation: its entries in counts and changed, with the maps' slack
+// (checked against runtime.MemStats by TestStateBytes).
+const bagMemberCost = 80
+
+// memberCost is what a bag member of encoding length n takes.
+func memberCost(n int) int { return bagMemberCost + allocSize(n) }
 
 func newBag() *bag {
 	return &bag{counts: map[string]int64{}, changed: map[string]struct{}{}}
@@ -47,7 +51,7 @@ func (b *bag) add(m []byte) int {
 	grown := 0
 	n, ok := b.counts[string(m)]
 	if !ok {
-		grown = bagMemberCost + len(m)
+		grown = memberCost(len(m))
 	}
 	k := string(m)
 	b.counts[k] = n + 1
@@ -67,7 +71,7 @@ func (b *bag) remove(m []byte) (int, bool, error) {
 	b.changed[k] = struct{}{}
 	if n == 1 {
 		delete(b.counts, k)
-		return bagMemberCost + len(m), true, nil
+		return memberCost(len(m)), true, nil
 	}
 	b.counts[k] = n - 1
 	return 0, false, nil
@@ -77,7 +81,7 @@ func (b *bag) remove(m []byte) (int, bool, error) {
 func (b *bag) size() int {
 	n := 0
 	for k := range b.counts {
-		n += bagMemberCost + len(k)
+		n += memberCost(len(k))
 	}
 	return n
 }
@@ -337,6 +341,6 @@ func (a *hashAgg) restoreBag(ref bagRef, v []byte) error {
 		return fmt.Errorf("a bag member twice")
 	}
 	bg.counts[ref.member] = n
-	a.bytes += int64(bagMemberCost + len(ref.member))
+	a.bytes += int64(memberCost(len(ref.member)))
 	return nil
 }

@@ -102,6 +102,77 @@ func TestStateBytes(t *testing.T) {
 			return a, closeAll(t, a)
 		})
 	})
+	t.Run("retracting bags", func(t *testing.T) {
+		// A running aggregate over an updating input, GROUP BY k (VARCHAR)
+		// with COUNT(*), COUNT(DISTINCT v), MIN(s), MAX(s): bags of 20
+		// values for 20,000 keys. Taking every row back leaves nothing.
+		col := func(i int, tp plan.Type) plan.Expr { return &plan.ColRef{Index: i, T: tp} }
+		k, n := plan.Column{Name: "k", Type: plan.TypeVarchar}, plan.Column{Name: "n", Type: plan.TypeBigint}
+		spec := &plan.Aggregate{Keys: []int{0}, Retract: true, RowCount: 0,
+			Aggs: []plan.Agg{{Fn: plan.AggCountStar, Arg: -1, T: plan.TypeBigint}, {Fn: plan.AggCountDistinct, Arg: 1, T: plan.TypeBigint},
+				{Fn: plan.AggMin, Arg: 2, T: plan.TypeVarchar}, {Fn: plan.AggMax, Arg: 2, T: plan.TypeVarchar}},
+			Output: []plan.Expr{col(0, plan.TypeVarchar), col(1, plan.TypeBigint), col(2, plan.TypeBigint), col(3, plan.TypeVarchar), col(4, plan.TypeVarchar)},
+			Out:    plan.Schema{k, n, n, k, k}, EmitMode: plan.EmitChanges}
+		rows := func(v int, op Op) *Batch {
+			b := &Batch{}
+			for i := range 20_000 {
+				kv := plan.Str(fmt.Sprintf("customer-%08d", i))
+				b.Append(plan.Row{kv, plan.Int(int64(v * i)), plan.Str(fmt.Sprintf("item %d of customer %d", v, i))}, RowMeta{Key: key(kv), Op: op})
+			}
+			return b
+		}
+		check(t, func() (Stateful, func()) {
+			a := agg(t, spec)
+			for v := range 20 {
+				if err := a.Process(rows(v, Insert), nopEmitter{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := a.Barrier(Barrier{Epoch: 1}, nopEmitter{}); err != nil {
+				t.Fatal(err)
+			}
+			return a, func() {
+				for v := range 20 {
+					if err := a.Process(rows(v, Delete), nopEmitter{}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := a.Barrier(Barrier{Epoch: 2}, nopEmitter{}); err != nil {
+					t.Fatal(err)
+				}
+				if a.bytes != 0 || a.StateRows() != 0 || len(a.bags) != 0 {
+					t.Errorf("every row taken back: %d groups, %d with bags, StateBytes %d", a.StateRows(), len(a.bags), a.bytes)
+				}
+			}
+		})
+	})
+	t.Run("normalized rows", func(t *testing.T) {
+		// A PRIMARY KEY table's 200,000 latest rows; deleting them all
+		// leaves nothing.
+		sc := plan.Schema{{Name: "id", Type: plan.TypeBigint}, {Name: "name", Type: plan.TypeVarchar}, {Name: "ts", Type: plan.TypeTimestamp}}
+		rows := func(op Op) *Batch {
+			b := &Batch{}
+			for i := range 200_000 {
+				r := plan.Row{plan.Int(int64(i)), plan.Str(fmt.Sprintf("person %d", i)), plan.Time(int64(i))}
+				b.Append(r, RowMeta{Key: key(r[0]), Op: op})
+			}
+			return b
+		}
+		check(t, func() (Stateful, func()) {
+			n := newNormalize(&plan.Normalize{Table: "p", Key: []int{0}, Out: sc})
+			if err := n.Process(rows(Upsert), nopEmitter{}); err != nil {
+				t.Fatal(err)
+			}
+			return n, func() {
+				if err := n.Process(rows(Delete), nopEmitter{}); err != nil {
+					t.Fatal(err)
+				}
+				if n.bytes != 0 || n.StateRows() != 0 {
+					t.Errorf("every row deleted: %d rows, StateBytes %d", n.StateRows(), n.bytes)
+				}
+			}
+		})
+	})
 	t.Run("interval join rows", func(t *testing.T) {
 		check(t, func() (Stateful, func()) {
 			j, err := newIntervalJoin(joinSpec(plan.InnerJoin, -1_000_000, 1_000_000, nil), &Env{}, &Counters{})
