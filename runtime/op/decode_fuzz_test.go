@@ -318,6 +318,8 @@ func joinSeeds(f testing.TB) [][]byte {
 	var out [][]byte
 	for _, op := range fuzzJoins(f) {
 		e := &countEmitter{width: 6}
+		_, changelog := op.(*changelogJoin)
+		held := map[string]plan.Row{} // the changelog join's updating side, by id
 		for i := range 12 {
 			side := i % 2
 			r := jr(int64(i%4), int64(100+i*3), int64(i))
@@ -331,6 +333,27 @@ func joinSeeds(f testing.TB) [][]byte {
 				if i%9 == 0 {
 					m.Op = Delete
 				}
+			}
+			if changelog && side == sideRight {
+				// An updating input: a row's id is its key; an update takes
+				// the old row back first.
+				m.ID = m.Key
+				if old, ok := held[m.ID]; ok {
+					bm := m
+					bm.Op = Before
+					if m.Op == Delete {
+						bm.Op = Delete
+					}
+					b.Append(old, bm)
+					delete(held, m.ID)
+				}
+				if m.Op == Delete {
+					if err := op.ProcessSide(side, b, e); err != nil {
+						f.Fatal(err)
+					}
+					continue
+				}
+				held[m.ID] = r
 			}
 			b.Append(r, m)
 			if err := op.ProcessSide(side, b, e); err != nil {
@@ -357,7 +380,15 @@ func fuzzJoins(tb testing.TB) []TwoInput {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return []TwoInput{ij, tj}
+	// A LEFT join of an append-only stream (its rows held for 50 past the
+	// join's watermark) with an updating input.
+	cj, err := newChangelogJoin(&plan.ChangelogJoin{Kind: plan.LeftJoin, LeftKeys: []int{0}, RightKeys: []int{0}, Residual: residualVLessW(),
+		Updating: [2]bool{false, true}, Time: [2]int{1, -1}, TTL: 50, Left: joinLeftSchema, Right: joinRightSchema,
+		Out: append(append(plan.Schema{}, joinLeftSchema...), joinRightSchema...)}, &Env{}, &Counters{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return []TwoInput{ij, tj, cj}
 }
 
 // FuzzJoinState restores an interval join or a temporal join from any
@@ -379,7 +410,7 @@ func checkJoinState(t *testing.T, which uint8, block []byte) {
 		if err != nil {
 			return
 		}
-		i := int(which) % 2
+		i := int(which) % len(fuzzJoins(t))
 		op := fuzzJoins(t)[i]
 		if err := op.Restore(r); err != nil {
 			if !strings.Contains(err.Error(), "join state record") && !strings.Contains(err.Error(), "join watermark record") {
