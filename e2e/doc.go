@@ -197,6 +197,18 @@
 //   - restart_bench_test.go: BenchmarkRestart1M, restart time and
 //     checkpoint cost with the state of 1M rows (go test ./e2e -run XXX
 //     -bench Restart1M -benchtime 1x).
+//   - changelog_sinks_test.go: changelog_test.go's tables t and p into
+//     PostgreSQL (exactly_once and at_least_once) and Kafka sinks
+//     (exactly_once read read_committed; at_least_once folded to the
+//     latest record per key, a tombstone deleting): an aggregation over a
+//     running aggregate, HAVING over it, WHERE s > 0 over it (rows leave
+//     the sink) and a TUMBLE aggregation over the PRIMARY KEY table
+//     (rows moving between open windows, deletes, emptied windows), under
+//     crash_test.go's random SIGKILLs (STREAMSQL_CRASH_KILLS); an
+//     exactly-once sink checked mid-stream at its last epoch against the
+//     oracle over its checkpoint's log prefix, every sink at the end over
+//     the whole logs; witnesses first say the input takes rows back from
+//     every sink.
 //
 // Run with
 //

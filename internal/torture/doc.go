@@ -2,7 +2,10 @@
 // own suites do: it runs the real server (its binary, in a process of its
 // own) with a Kafka-protocol broker (kfake, its own process) and
 // PostgreSQL, creates views and sinks covering every window kind,
-// aggregate and join kind in both delivery modes, drives steady ingest
+// aggregate and join kind, and queries over updating inputs (an
+// aggregation and a filter over a running aggregate, an aggregation over
+// a PRIMARY KEY table: changelog streams whose rows are taken back), in
+// both delivery modes, drives steady ingest
 // over HTTP (chunks with Idempotency-Keys, resent until acknowledged) and
 // Kafka (with aborted transactions among the committed records), kills the
 // server with SIGKILL at random moments or arms a named fault point

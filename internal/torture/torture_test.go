@@ -220,3 +220,102 @@ func TestCompare(t *testing.T) {
 		t.Fatalf("checkEpochs: %+v", ep)
 	}
 }
+
+// TestOracleUpdating: the queries over updating inputs, by hand.
+func TestOracleUpdating(t *testing.T) {
+	v := func(x int64) *int64 { return &x }
+	// a: 3 rows (n 3, b 3), b: 1 row (b 1), c: 1 row of NULL (b 1), d: 4
+	// rows (b 0).
+	ev := []inRow{
+		{K: "a", V: v(10)}, {K: "b", V: v(700)}, {K: "a", V: v(990)}, {K: "c"}, {K: "a", V: v(5)},
+		{K: "d", V: v(1)}, {K: "d", V: v(2)}, {K: "d"}, {K: "d", V: v(3)},
+	}
+	byB := func(rows []outRow) map[int64]outRow {
+		m := map[int64]outRow{}
+		for _, r := range rows {
+			m[r["b"].(int64)] = r
+		}
+		return m
+	}
+	got := byB(queryByName("run_agg").oracle(input{ev: ev}))
+	want := map[int64]outRow{
+		3: {"b": int64(3), "nk": int64(1), "total": int64(1005), "lo": int64(5), "hi": int64(990), "dn": int64(1)},
+		// c's s, lo and hi are NULL: only b's count.
+		1: {"b": int64(1), "nk": int64(2), "total": int64(700), "lo": int64(700), "hi": int64(700), "dn": int64(1)},
+		0: {"b": int64(0), "nk": int64(1), "total": int64(6), "lo": int64(1), "hi": int64(3), "dn": int64(1)},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("run_agg = %v, want %v", got, want)
+	}
+	// AVG: a 335, b 700, c NULL, d 2: a and d pass a < 500.
+	pos := queryByName("run_pos").oracle(input{ev: ev})
+	sort.Slice(pos, func(i, j int) bool { return pos[i]["k"].(string) < pos[j]["k"].(string) })
+	if want := []outRow{{"k": "a", "n": int64(3), "a": 335.0}, {"k": "d", "n": int64(4), "a": 2.0}}; !reflect.DeepEqual(pos, want) {
+		t.Fatalf("run_pos = %v, want %v", pos, want)
+	}
+	// dim: x 5 -> 6 (b 2), y 9 then deleted, z 1 (b 1), w 2 (b 2), y
+	// deleted again; a delete of a key never seen.
+	dim := []dimRow{{K: "x", Label: v(5)}, {K: "y", Label: v(9)}, {K: "x", Label: v(6)}, {K: "z", Label: v(1)},
+		{K: "y"}, {K: "w", Label: v(2)}, {K: "y"}, {K: "never"}}
+	got = byB(queryByName("dim_agg").oracle(input{dim: dim}))
+	want = map[int64]outRow{
+		2: {"b": int64(2), "n": int64(2), "s": int64(8), "lo_k": "w", "hi": int64(6)},
+		1: {"b": int64(1), "n": int64(1), "s": int64(1), "lo_k": "z", "hi": int64(1)},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("dim_agg = %v, want %v", got, want)
+	}
+}
+
+// TestWorkloadTakesBack: over the short runs' input, from the oracle's
+// view, the queries over updating inputs have rows taken back from their
+// outputs: a key of run_pos passes at some prefix of ev and not at the
+// end; a bucket of run_agg holds another set of keys at some prefix
+// (rows of the buckets updated, MIN and MAX taken back); a key of dim is
+// deleted or changes its bucket of dim_agg. Without them the final
+// comparison would pass against an engine that never takes back.
+func TestWorkloadTakesBack(t *testing.T) {
+	in := genInput(11, 4000)
+	keysOf := func(rows []outRow, col string) map[string]bool {
+		m := map[string]bool{}
+		for _, r := range rows {
+			m[fmt.Sprint(r[col])] = true
+		}
+		return m
+	}
+	final := keysOf(queryByName("run_pos").oracle(in), "k")
+	left, moved := 0, 0
+	finalAgg := map[string]bool{}
+	for _, r := range queryByName("run_agg").oracle(in) {
+		finalAgg[fmt.Sprint(r)] = true
+	}
+	for n := 200; n < len(in.ev); n += 200 {
+		prefix := input{ev: in.ev[:n]}
+		for k := range keysOf(queryByName("run_pos").oracle(prefix), "k") {
+			if !final[k] {
+				left++
+			}
+		}
+		for _, r := range queryByName("run_agg").oracle(prefix) {
+			if !finalAgg[fmt.Sprint(r)] {
+				moved++
+			}
+		}
+	}
+	dimTaken := 0
+	seen := map[string]int64{}
+	for _, d := range in.dim {
+		if old, ok := seen[d.K]; ok && (d.Label == nil || *d.Label%4 != old%4) {
+			dimTaken++
+		}
+		if d.Label == nil {
+			delete(seen, d.K)
+		} else {
+			seen[d.K] = *d.Label
+		}
+	}
+	t.Logf("run_pos: keys passing at a prefix, not at the end: %d; run_agg: bucket rows of a prefix not final: %d; dim: versions taking a row out of its bucket: %d", left, moved, dimTaken)
+	if left == 0 || moved == 0 || dimTaken == 0 {
+		t.Fatal("the input does not take rows back from every query over an updating input")
+	}
+}

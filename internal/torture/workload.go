@@ -206,7 +206,9 @@ var winKey = []string{"window_start", "window_end", "k"}
 // both emit modes, over the HTTP source and the Kafka source, and every
 // join kind: interval INNER and LEFT, an aggregation over a join, a
 // regular join with a TTL, a window join, and an AS OF join with a PRIMARY
-// KEY table (upserts and deletes).
+// KEY table (upserts and deletes); and queries over updating inputs: an
+// aggregation and a filter over a running aggregate, an aggregation over
+// the PRIMARY KEY table.
 var queries = []querySpec{
 	{
 		name: "tumble_all",
@@ -431,6 +433,112 @@ FROM ev e JOIN dim d AS OF TIMESTAMP e.ts ON e.k = d.k`,
 			return out
 		},
 	},
+	// Queries over updating inputs (changelog streams): an aggregation
+	// over a running aggregate (every row of ev moves its key from one
+	// bucket of n % 4 to the next: MIN, MAX and COUNT(DISTINCT) take the
+	// key's values back from the bucket it leaves), a filter over a
+	// running aggregate (a key's row leaves when its average reaches 500,
+	// and comes back below it), and an aggregation over the PRIMARY KEY
+	// table dim (each version takes its key's previous one back, a delete
+	// takes it out).
+	{
+		name: "run_agg",
+		sql: `SELECT {hint} n % 4 AS b, COUNT(*) AS nk, SUM(s) AS total, MIN(lo) AS lo, MAX(hi) AS hi, COUNT(DISTINCT n) AS dn
+FROM (SELECT k, COUNT(*) AS n, SUM(v) AS s, MIN(v) AS lo, MAX(v) AS hi FROM ev GROUP BY k) x GROUP BY b`,
+		cols: []column{{"b", tInt}, {"nk", tInt}, {"total", tInt}, {"lo", tInt}, {"hi", tInt}, {"dn", tInt}},
+		key:  []string{"b"},
+		oracle: func(in input) []outRow {
+			groups := map[int64][]outRow{}
+			for _, r := range runningByK(in.ev) {
+				b := r["n"].(int64) % 4
+				groups[b] = append(groups[b], r)
+			}
+			var out []outRow
+			for b, rs := range groups {
+				var ss, los, his, ns []int64
+				for _, r := range rs {
+					ns = append(ns, r["n"].(int64))
+					if r["s"] != nil {
+						ss, los, his = append(ss, r["s"].(int64)), append(los, r["lo"].(int64)), append(his, r["hi"].(int64))
+					}
+				}
+				out = append(out, outRow{"b": b, "nk": int64(len(rs)), "total": sum(ss), "lo": minOf(los), "hi": maxOf(his), "dn": distinct(ns)})
+			}
+			return out
+		},
+	},
+	{
+		name: "run_pos",
+		sql:  `SELECT {hint} k, n, a FROM (SELECT k, COUNT(*) AS n, AVG(v) AS a FROM ev GROUP BY k) x WHERE a < 500`,
+		cols: []column{{"k", tStr}, {"n", tInt}, {"a", tFloat}},
+		key:  []string{"k"},
+		oracle: func(in input) []outRow {
+			var out []outRow
+			for _, r := range runningByK(in.ev) {
+				if a, ok := r["a"].(float64); ok && a < 500 { // NULL < 500 is not true
+					out = append(out, outRow{"k": r["k"], "n": r["n"], "a": a})
+				}
+			}
+			return out
+		},
+	},
+	{
+		name: "dim_agg",
+		sql:  `SELECT {hint} label % 4 AS b, COUNT(*) AS n, SUM(label) AS s, MIN(k) AS lo_k, MAX(label) AS hi FROM dim GROUP BY b`,
+		cols: []column{{"b", tInt}, {"n", tInt}, {"s", tInt}, {"lo_k", tStr}, {"hi", tInt}},
+		key:  []string{"b"},
+		oracle: func(in input) []outRow {
+			groups := map[int64][]dimRow{}
+			for _, d := range dimState(in.dim) {
+				b := *d.Label % 4
+				groups[b] = append(groups[b], d)
+			}
+			var out []outRow
+			for b, ds := range groups {
+				var labels []int64
+				lo := ds[0].K
+				for _, d := range ds {
+					labels = append(labels, *d.Label)
+					lo = min(lo, d.K)
+				}
+				out = append(out, outRow{"b": b, "n": int64(len(ds)), "s": sum(labels), "lo_k": lo, "hi": maxOf(labels)})
+			}
+			return out
+		},
+	},
+}
+
+// runningByK is the running aggregate SELECT k, COUNT(*) AS n, SUM(v) AS
+// s, MIN(v) AS lo, MAX(v) AS hi, AVG(v) AS a ... GROUP BY k over rows
+// (NULLs where a key's v are all NULL).
+func runningByK(rows []inRow) []outRow {
+	by := map[string][]inRow{}
+	for _, r := range rows {
+		by[r.K] = append(by[r.K], r)
+	}
+	var out []outRow
+	for k, rs := range by {
+		vs := values(rs)
+		out = append(out, outRow{"k": k, "n": int64(len(rs)), "s": sum(vs), "lo": minOf(vs), "hi": maxOf(vs), "a": avg(vs)})
+	}
+	return out
+}
+
+// dimState is the PRIMARY KEY table dim after its versions in posting
+// order: the last version of each key, keys whose last one is a delete
+// left out.
+func dimState(versions []dimRow) []dimRow {
+	last := map[string]dimRow{}
+	for _, d := range versions {
+		last[d.K] = d
+	}
+	var out []dimRow
+	for _, d := range last {
+		if d.Label != nil {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 func queryByName(name string) querySpec {
@@ -463,13 +571,19 @@ var sinks = []sinkSpec{
 	{"k_session_alo", "kafka", "at_least_once", "session_k"},
 	{"pg_asof_eo", "postgres", "exactly_once", "asof"},
 	{"k_left_alo", "kafka", "at_least_once", "jl_rows"},
+	// Updating inputs: upserts and deletes of rows taken back.
+	{"pg_runagg_eo", "postgres", "exactly_once", "run_agg"},
+	{"pg_runpos_alo", "postgres", "at_least_once", "run_pos"},
+	{"k_runpos_eo", "kafka", "exactly_once", "run_pos"},
+	{"k_runagg_alo", "kafka", "at_least_once", "run_agg"},
+	{"pg_dimagg_alo", "postgres", "at_least_once", "dim_agg"},
 }
 
 // parallelism of each query: 2 for some, so exchanges and alignment are
 // exercised, 1 for the rest (the machine may have 2 cores).
 func parallelismOf(name string) int {
 	switch name {
-	case "tumble_all", "j_agg", "session_k", "jl_rows", "pg_tumble_eo", "k_hop_eo":
+	case "tumble_all", "j_agg", "session_k", "jl_rows", "pg_tumble_eo", "k_hop_eo", "run_agg", "pg_runagg_eo", "k_runpos_eo":
 		return 2
 	}
 	return 1
