@@ -71,6 +71,9 @@ func (j *changelogJoin) ProcessSide(side int, b *Batch, out Emitter) error {
 		return fmt.Errorf("changelog join: no side %d", side)
 	}
 	res := &Batch{}
+	// Output rows carry the join's watermark (the lower of the sides'),
+	// not their input row's producer's.
+	wm := min(j.wm[sideLeft], j.wm[sideRight])
 	keys := j.spec.LeftKeys
 	if side == sideRight {
 		keys = j.spec.RightKeys
@@ -80,32 +83,32 @@ func (j *changelogJoin) ProcessSide(side int, b *Batch, out Emitter) error {
 		if !joinable(r, keys, -1) {
 			// A NULL key joins nothing; a LEFT join's left row stands alone.
 			if side == sideLeft && j.spec.Kind == plan.LeftJoin {
-				j.padded(r, m, m.Op.Retracts(), res)
+				j.padded(r, m, wm, m.Op.Retracts(), res)
 			}
 			continue
 		}
 		if m.Op.Retracts() {
-			if err := j.take(side, r, m, res); err != nil {
+			if err := j.take(side, r, m, wm, res); err != nil {
 				return err
 			}
 			continue
 		}
-		j.add(side, r, m, res)
+		j.add(side, r, m, wm, res)
 	}
 	return emitIfAny(res, out)
 }
 
 // add holds row r of side and emits its pairs.
-func (j *changelogJoin) add(side int, r plan.Row, m *RowMeta, res *Batch) {
+func (j *changelogJoin) add(side int, r plan.Row, m *RowMeta, wm int64, res *Batch) {
 	jr := &joinRow{key: m.Key, row: slices.Clone(r), offset: m.Offset, id: m.ID}
 	if t := j.spec.Time[side]; t >= 0 && !r[t].IsNull() {
 		jr.time = r[t].I
 	}
-	n := j.pairs(side, jr, m.WM, false, res)
+	n := j.pairs(side, jr, wm, false, res)
 	if side == sideLeft && j.spec.Kind == plan.LeftJoin {
 		jr.matches = int32(n)
 		if n == 0 {
-			j.emitPaddedOp(jr, m.WM, Upsert, res)
+			j.emitPaddedOp(jr, wm, Upsert, res)
 		}
 	}
 	j.store(side, jr)
@@ -113,7 +116,7 @@ func (j *changelogJoin) add(side int, r plan.Row, m *RowMeta, res *Batch) {
 
 // take takes back row r of side (its held row of the same identity) and
 // its pairs.
-func (j *changelogJoin) take(side int, r plan.Row, m *RowMeta, res *Batch) error {
+func (j *changelogJoin) take(side int, r plan.Row, m *RowMeta, wm int64, res *Batch) error {
 	rows := j.side[side].keys[m.Key]
 	k := slices.IndexFunc(rows, func(jr *joinRow) bool {
 		if m.ID != "" {
@@ -125,9 +128,9 @@ func (j *changelogJoin) take(side int, r plan.Row, m *RowMeta, res *Batch) error
 		return fmt.Errorf("changelog join: %w (%s side, id %x)", errUnmatchedRetraction, sideName(side), m.ID)
 	}
 	jr := rows[k]
-	j.pairs(side, jr, m.WM, true, res)
+	j.pairs(side, jr, wm, true, res)
 	if side == sideLeft && j.spec.Kind == plan.LeftJoin && jr.matches == 0 {
-		j.emitPaddedOp(jr, m.WM, Delete, res)
+		j.emitPaddedOp(jr, wm, Delete, res)
 	}
 	j.remove(jr, k)
 	return nil
@@ -182,12 +185,12 @@ func (j *changelogJoin) pairs(side int, jr *joinRow, wm int64, back bool, res *B
 
 // padded emits a LEFT join's left row that cannot join (a NULL key), or
 // takes it back.
-func (j *changelogJoin) padded(r plan.Row, m *RowMeta, back bool, res *Batch) {
+func (j *changelogJoin) padded(r plan.Row, m *RowMeta, wm int64, back bool, res *Batch) {
 	op := Upsert
 	if back {
 		op = Delete
 	}
-	j.emitPaddedOp(&joinRow{row: r, offset: m.Offset, id: m.ID}, m.WM, op, res)
+	j.emitPaddedOp(&joinRow{row: r, offset: m.Offset, id: m.ID}, wm, op, res)
 }
 
 // emitPaddedOp appends l ++ NULLs as op.

@@ -12,7 +12,7 @@ import (
 // the key of an updating one (branch, key or row id), so rows of two
 // branches never overwrite each other downstream. A batch's new ids are
 // carved from one string (no allocation per row). Its watermark is the
-// lower of its sides'.
+// lower of its sides', and the rows it forwards carry no later one.
 type union struct {
 	noState
 	spec *plan.Union
@@ -35,6 +35,13 @@ func newUnion(spec *plan.Union) *union {
 }
 
 func (u *union) ProcessSide(side int, b *Batch, out Emitter) error {
+	// A row carries its producer's watermark; after the union it is on
+	// time against the lower of the sides' (a fast side's rows must not
+	// close windows the slow side still feeds).
+	wm := min(u.wm[0], u.wm[1])
+	for i := range b.Meta {
+		b.Meta[i].WM = min(b.Meta[i].WM, wm)
+	}
 	tag := u.tags[side]
 	if tag == nil {
 		return out.Emit(b) // a union's rows, tagged already
