@@ -170,6 +170,29 @@ func distinctWitness(log []Row, key string, value func(rows []Row) any) runningV
 	return st
 }
 
+// rightJoin is `bids b RIGHT JOIN auctions a ON b.auction = a.id AND
+// b.ts BETWEEN a.ts AND a.ts + INTERVAL 10 SECOND [AND residual]`:
+// auctions LEFT JOIN bids, NULL-padded once the bids watermark is past
+// a.ts + 10s.
+func rightJoin(residual func(b, a Row) bool) Join {
+	return Join{Kind: LeftJoin, Left: sqlAuctionSide, Right: sqlBidSide,
+		On: func(a, b Row) bool {
+			return bidIn10s(b, a) && (residual == nil || residual(b, a))
+		},
+		Deadline: func(a Row) int64 { return tsOf(a) + 10_000 }}
+}
+
+// oneSidedTTLJoin is `bids b JOIN auctions a ON b.auction = a.id AND
+// b.ts >= a.ts` with state_ttl ttl: the TTL join of the temporal oracle
+// (|b.ts - a.ts| <= ttl) with the one-sided bound, so the pairs with 0 <=
+// b.ts - a.ts <= ttl.
+func oneSidedTTLJoin(ttl int64) Join {
+	j := ttlJoin(InnerJoin, sqlBidSide, sqlAuctionSide, "auction", "id", ttl)
+	within := j.On
+	j.On = func(b, a Row) bool { return within(b, a) && tsOf(b) >= tsOf(a) }
+	return j
+}
+
 // Hand-computed cases; they need no server.
 
 func TestSQLOracleDistinctUnion(t *testing.T) {
@@ -231,3 +254,45 @@ func TestSQLOracleDistinctUnion(t *testing.T) {
 
 // jsonNum is n as the server's JSON decodes it.
 func jsonNum(n int64) any { return json.Number(fmt.Sprint(n)) }
+
+// TestSQLOracleRightTTL: the RIGHT JOIN and one-sided TTL join oracles
+// over a handful of rows at T.
+func TestSQLOracleRightTTL(t *testing.T) {
+	T := probeT
+	auctions := []Row{probeAuction(1, 11, "a1", T), probeAuction(2, 12, nil, T)}
+	bids := []Row{
+		probeBid(1, 2, 20, T-1),      // before a1: in no join
+		probeBid(1, 1, 10, T+10_000), // a1's upper bound: a match
+		probeBid(1, 3, 30, T+10_001), // past the 10s bound; 20s TTL in
+		probeBid(1, 4, 40, T+20_000), // on the 20s TTL
+		probeBid(1, 5, 50, T+20_001), // past it: the 1h TTL only
+	}
+	right := func(bids []Row) []Row {
+		var out []Row
+		for _, r := range EvaluateJoin(rightJoin(nil), auctions, bids) {
+			out = append(out, Row{"id": r["a.id"], "bidder": r["b.bidder"]})
+		}
+		return out
+	}
+	// The bids watermark T+17001 is past a2's bound T+10000: padded.
+	checkRows(t, Result{Rows: right(bids)}, []Row{{"id": int64(1), "bidder": int64(1)}, {"id": int64(2), "bidder": nil}}, 0)
+	// With the bids up to T+10001 the watermark is T+7001: a2 waits.
+	checkRows(t, Result{Rows: right(bids[:3])}, []Row{{"id": int64(1), "bidder": int64(1)}}, 0)
+	// A residual the match fails: a1 gets its NULL row too.
+	var res []Row
+	for _, r := range EvaluateJoin(rightJoin(func(b, _ Row) bool { return bigint(b, "price") > 10 }), auctions, bids) {
+		res = append(res, Row{"id": r["a.id"], "bidder": r["b.bidder"]})
+	}
+	checkRows(t, Result{Rows: res}, []Row{{"id": int64(1), "bidder": nil}, {"id": int64(2), "bidder": nil}}, 0)
+
+	ttl := func(ms int64) []Row {
+		var out []Row
+		for _, r := range EvaluateJoin(oneSidedTTLJoin(ms), bids, auctions) {
+			out = append(out, Row{"bidder": r["b.bidder"], "id": r["a.id"]})
+		}
+		return out
+	}
+	pair := func(bidder int64) Row { return Row{"bidder": bidder, "id": int64(1)} }
+	checkRows(t, Result{Rows: ttl(20_000)}, []Row{pair(1), pair(3), pair(4)}, 0)
+	checkRows(t, Result{Rows: ttl(3_600_000)}, []Row{pair(1), pair(3), pair(4), pair(5)}, 0)
+}

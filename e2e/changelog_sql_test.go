@@ -128,29 +128,6 @@ func perAuction(bids []Row) []Row {
 // and the main query's (vol > 2000).
 func chainKeeps(r Row) bool { return bigint(r, "n")%3 != 0 && bigint(r, "vol") > 2000 }
 
-// rightJoin is `bids b RIGHT JOIN auctions a ON b.auction = a.id AND
-// b.ts BETWEEN a.ts AND a.ts + INTERVAL 10 SECOND [AND residual]`:
-// auctions LEFT JOIN bids, NULL-padded once the bids watermark is past
-// a.ts + 10s.
-func rightJoin(residual func(b, a Row) bool) Join {
-	return Join{Kind: LeftJoin, Left: sqlAuctionSide, Right: sqlBidSide,
-		On: func(a, b Row) bool {
-			return bidIn10s(b, a) && (residual == nil || residual(b, a))
-		},
-		Deadline: func(a Row) int64 { return tsOf(a) + 10_000 }}
-}
-
-// oneSidedTTLJoin is `bids b JOIN auctions a ON b.auction = a.id AND
-// b.ts >= a.ts` with state_ttl ttl: the TTL join of the temporal oracle
-// (|b.ts - a.ts| <= ttl) with the one-sided bound, so the pairs with 0 <=
-// b.ts - a.ts <= ttl.
-func oneSidedTTLJoin(ttl int64) Join {
-	j := ttlJoin(InnerJoin, sqlBidSide, sqlAuctionSide, "auction", "id", ttl)
-	within := j.On
-	j.On = func(b, a Row) bool { return within(b, a) && tsOf(b) >= tsOf(a) }
-	return j
-}
-
 func priceBelow(n int64) func(Row) bool { return func(r Row) bool { return bigint(r, "price") < n } }
 
 // sqlViews are the views at parallelism p, in creation order.
@@ -751,4 +728,82 @@ func TestSQLRefusals(t *testing.T) {
 	if q := srv.query(t, "ok_after"); q.State != "running" {
 		t.Errorf("ok_after: state %q", q.State)
 	}
+}
+
+// TestSQLUnionWatermark: the union's watermark, step by step, on the
+// windowed and running aggregations over the UNION ALL of bids and
+// auctions (sqlViews' sq_union_win, sq_union_win_owc and sq_union_agg,
+// parallelism 1 and 2). Both tables get rows at T; then the bids run
+// ahead, three rows in one request up to T+30s (the bids watermark
+// T+27s, the auctions' still T-3s); then an auction at T+2s, on time on
+// its table and so on the union, whose watermark is the lower one: the
+// window [T, T+10s) takes it. Then the auctions move on, to T+12s (the
+// union's watermark T+8s: that window still open) and to T+15s (T+11s:
+// closed, out in on_window_close). After each step every query equals the
+// oracle, none counts a late row, and GET /v1/queries reports a watermark
+// no later than the union's.
+func TestSQLUnionWatermark(t *testing.T) {
+	var views []dualView
+	for _, p := range []int{1, 2} {
+		for _, v := range sqlViews(p) {
+			if base := strings.TrimSuffix(v.name, "_p"+strconv.Itoa(p)); base == "sq_union_win" || base == "sq_union_win_owc" || base == "sq_union_agg" {
+				views = append(views, v)
+			}
+		}
+	}
+	srv := startServer(t)
+	sc := &dualScenario{srv: srv, js: &joinScenario{srv: srv, next: map[string]int{}, posted: map[string][]Row{}, offset: map[string]int64{}}}
+	srv.sql(t, sqlBidsDDL+";\n"+sqlAuctionsDDL)
+	sc.create(t, views)
+	T := probeT
+	steps := []probeStep{
+		{bids: []Row{probeBid(1, 1, 100, T), probeBid(2, 2, 200, T+1000)}, auctions: []Row{probeAuction(1, 1, "x", T), probeAuction(2, 2, "y", T+1000)}},
+		{bids: []Row{probeBid(3, 3, 300, T+10_000), probeBid(4, 4, 400, T+20_000), probeBid(5, 5, 500, T+30_000)}},
+		{auctions: []Row{probeAuction(3, 3, "z", T+2000)}},
+		{auctions: []Row{probeAuction(4, 4, "w", T+12_000)}},
+		{auctions: []Row{probeAuction(5, 5, "v", T+15_000)}},
+	}
+	for i, s := range steps {
+		if len(s.bids) > 0 {
+			sc.js.postRows(t, "bids", s.bids)
+		}
+		if len(s.auctions) > 0 {
+			sc.js.postRows(t, "auctions", s.auctions)
+		}
+		bids, auctions := sc.js.posted["bids"], sc.js.posted["auctions"]
+		wm, _ := unionWatermark([]Source{sqlBids, sqlAuctions}, [][]Row{bids, auctions})
+		sc.verify(t, "step"+strconv.Itoa(i))
+		t.Run("step"+strconv.Itoa(i)+"/watermark", func(t *testing.T) {
+			for _, v := range sc.views {
+				got, _ := srv.query(t, v.name).raw["watermark"].(string)
+				if want := Timestamp(wm).String(); got > want { // RFC 3339 UTC millis: text order is time order
+					t.Errorf("%s: watermark %q, want at most %s: the union's is the lower of the bids' (%s) and the auctions' (%s)", v.name, got, want,
+						Timestamp(mustWM(sqlBids, bids)), Timestamp(mustWM(sqlAuctions, auctions)))
+				}
+			}
+		})
+	}
+	// The oracle's side: the auction at T+2s is in [T, T+10s) with the
+	// four rows at T and T+1s; that window is out on close only at the
+	// last step.
+	owc := views[slices.IndexFunc(views, func(v dualView) bool { return v.name == "sq_union_win_owc_p1" })]
+	all := owc.expected(sc.js.posted["bids"], sc.js.posted["auctions"])
+	var n int64
+	for _, r := range all.Rows {
+		if startOf(r) == T {
+			n += bigint(r, "n")
+		}
+	}
+	if n != 5 || len(owc.expected(sc.js.posted["bids"], sc.js.posted["auctions"][:4]).Rows) != 0 {
+		t.Errorf("oracle: [T, T+10s) holds %d rows on close (want 5), or is out before the last step", n)
+	}
+}
+
+// mustWM is a table's watermark after log, which has rows.
+func mustWM(src Source, log []Row) int64 {
+	wm, ok := finalWatermark(src, log)
+	if !ok {
+		panic("oracle: no rows, no watermark")
+	}
+	return wm
 }
