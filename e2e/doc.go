@@ -213,7 +213,10 @@
 //     way round, after a SIGKILL right after acknowledged rows, after a
 //     restart from a checkpoint and rows taking back its state, step by
 //     step across a RIGHT JOIN's bound and the TTL's, and at the end;
-//     witnesses from the oracle's side; refusals (422 naming the problem:
+//     the union's watermark step by step; the parallelism-2 queries under
+//     crash_test.go's random SIGKILLs (TestSQLCrash, checked mid-stream
+//     against the prefixes each checkpoint read); witnesses from the
+//     oracle's side; refusals (422 naming the problem:
 //     UNION ALL of other column counts or types, EXCEPT, INTERSECT, mixed
 //     UNION, WITH RECURSIVE, a WITH query reading itself, a WITH column
 //     list, DISTINCT with GROUP BY or aggregates).
