@@ -209,6 +209,29 @@
 //     oracle over its checkpoint's log prefix, every sink at the end over
 //     the whole logs; witnesses first say the input takes rows back from
 //     every sink.
+//   - changelog_sql_oracle_test.go and changelog_sql_test.go: the SQL on
+//     changelog streams (issue 18) over two tables at parallelism 1 and 2:
+//     UNION ALL (of the tables, of two running aggregates on the same
+//     keys: two rows, of a running aggregate and an append-only query),
+//     UNION, running and TUMBLE aggregations over a UNION ALL (on close:
+//     the windows the lower of the tables' watermarks has closed), SELECT
+//     DISTINCT over a table and over a running aggregate (a value leaves
+//     with its last row), WITH (a windowed CTE joined with itself, a CTE
+//     reading an earlier one, an aggregation over a running aggregate
+//     CTE), interval RIGHT JOINs (the LEFT join oracle with the sides
+//     swapped, the columns as written) and regular joins with state_ttl
+//     bounded on one side (0 <= l.ts - r.ts <= the TTL); checked after a
+//     checkpoint with one table 15s ahead of the other and then the other
+//     way round, after a SIGKILL right after acknowledged rows, after a
+//     restart from a checkpoint and rows taking back its state, step by
+//     step across a RIGHT JOIN's bound and the TTL's, and at the end;
+//     the union's watermark step by step; the parallelism-2 queries under
+//     crash_test.go's random SIGKILLs (TestSQLCrash, checked mid-stream
+//     against the prefixes each checkpoint read); witnesses from the
+//     oracle's side; refusals (422 naming the problem:
+//     UNION ALL of other column counts or types, EXCEPT, INTERSECT, mixed
+//     UNION, WITH RECURSIVE, a WITH query reading itself, a WITH column
+//     list, DISTINCT with GROUP BY or aggregates).
 //
 // Run with
 //
