@@ -225,6 +225,8 @@ func (b *builder) rightJoin(j *parser.Join) (*stream, []parser.Expr, error) {
 		nr = len(op.Left)
 	case *plan.TemporalJoin:
 		nr = len(op.Left)
+	case *plan.ChangelogJoin:
+		nr = len(op.Left)
 	default:
 		panic(fmt.Sprintf("planner: a join planned as %s", op.OpName()))
 	}

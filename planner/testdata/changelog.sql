@@ -22,4 +22,5 @@ SELECT DISTINCT k FROM (SELECT channel AS k FROM bids UNION SELECT name FROM auc
 SELECT r.auction, r.n, a.seller FROM (SELECT auction, COUNT(*) AS n FROM bids GROUP BY auction) r JOIN (SELECT id, seller FROM auctions) a ON r.auction = a.id;
 SELECT /*+ SET_VAR(parallelism=2) SET_VAR(state_ttl='1h') */ b.price, r.n FROM bids b JOIN (SELECT auction, COUNT(*) AS n FROM bids GROUP BY auction) r ON b.auction = r.auction;
 SELECT x.channel, x.n, y.v FROM (SELECT channel, COUNT(*) AS n FROM bids GROUP BY channel) x LEFT JOIN (SELECT channel, SUM(price) AS v FROM bids GROUP BY channel HAVING SUM(price) > 100) y ON x.channel = y.channel;
-SELECT n, COUNT(*) AS c FROM (SELECT x.channel, x.n FROM (SELECT channel, COUNT(*) AS n FROM bids GROUP BY channel) x JOIN (SELECT name, state FROM persons) p ON x.channel = p.name) j GROUP BY n
+SELECT n, COUNT(*) AS c FROM (SELECT x.channel, x.n FROM (SELECT channel, COUNT(*) AS n FROM bids GROUP BY channel) x JOIN (SELECT name, state FROM persons) p ON x.channel = p.name) j GROUP BY n;
+SELECT /*+ SET_VAR(parallelism=2) */ x.auction, x.n, y.v FROM (SELECT auction, SUM(price) AS v FROM bids GROUP BY auction HAVING SUM(price) > 100) y RIGHT JOIN (SELECT auction, COUNT(*) AS n FROM bids GROUP BY auction) x ON x.auction = y.auction
