@@ -1,12 +1,13 @@
 package e2e
 
 // Joins of updating inputs (issue 18) end to end, against the oracle of
-// changelog_join_oracle_test.go. Two HTTP tables, t (k, v, ts; keys 1-20)
-// and u (k, w, ts; keys 5-26: some keys only on one side), rows with
-// disorder within the watermark delay (none late), and at parallelism 1
-// and 2, over x = SELECT k, COUNT(*) AS n, SUM(v) AS s FROM t GROUP BY k and
-// y = SELECT k, COUNT(*) AS m, SUM(w) AS sw FROM u GROUP BY k (yh: y HAVING
-// SUM(w) > 0; w's sums go up and down, so a key's row of yh comes and goes):
+// changelog_join_oracle_test.go. Three HTTP tables: t (k, v, ts; keys
+// 1-20) and u (k, w, ts; keys 5-26: some keys only on one side), rows with
+// disorder within the watermark delay (none late), and a PRIMARY KEY
+// table p (id, k, v, ts). At parallelism 1 and 2, over x = SELECT k,
+// COUNT(*) AS n, SUM(v) AS s FROM t GROUP BY k and y = SELECT k, COUNT(*)
+// AS m, SUM(w) AS sw FROM u GROUP BY k (yh: y HAVING SUM(w) > 0; w's sums
+// go up and down, so a key's row of yh comes and goes):
 //
 //   - cj_stream: t joined with SELECT k, COUNT(*) AS n FROM u GROUP BY k
 //     (state_ttl 1h): every row of t shows its key's current count;
@@ -26,21 +27,31 @@ package e2e
 //     a.n % 5 (a row of t moves on as its key's count grows);
 //   - cj_vx, cj_vyh, cj_vleft: x and yh as views, and the LEFT join of the
 //     two views (as cj_left);
-//   - cj_right: x RIGHT JOIN y (the swapped LEFT join), created apart: a
-//     refusal of it is reported and the rest goes on.
+//   - cj_pk_left, cj_pk_agg: a PRIMARY KEY table p (id, k, v, ts; upserts
+//     moving rows between keys k, deletes, ids back after a delete, deletes
+//     of ids without a row) read as a changelog, `(SELECT * FROM p) AS p`:
+//     x LEFT JOIN p ON x.k = p.k, and an aggregation over p JOIN y grouped
+//     by y.m % 3;
+//   - cj_right: x RIGHT JOIN y (the swapped LEFT join), and
+//     cj_right_stream: SELECT k, COUNT(*) AS n FROM u GROUP BY k RIGHT
+//     JOIN t (state_ttl 1h), created apart: a refusal of them is reported
+//     and the rest goes on; cj_right_as_left and cj_right_stream_as_left
+//     are the LEFT joins they stand for, written out, against the same
+//     oracles.
 //
-// Both tables' rows are posted in alternating chunks: the first three
-// pairs of chunks checked one by one, a third checked, half, a
-// checkpoint, two thirds and a SIGKILL right after their acknowledgement,
-// a restart and a check (every acknowledged row counts, once), single rows
-// of each table checked one by one, the rest checked, a SIGKILL after that
-// checkpoint and a check of the restored state. Then the TTL: a row two
-// hours later on each table moves the join's watermark past every earlier
-// row of t by more than the hour (checked), then rows of u change the
-// counts (checked: the expired rows of t keep the counts they had, from
-// the oracle's view a difference), then new rows of t join the current
-// counts (checked). Every check compares each view's committed results
-// (after POST /v1/checkpoints) with the oracle over exactly the rows
+// The three tables' rows are posted in alternating chunks (p's in
+// proportion): the first three rounds of chunks checked one by one, a
+// third checked, half, a checkpoint, two thirds and a SIGKILL right after
+// their acknowledgement, a restart and a check (every acknowledged row
+// counts, once), single rows of each table checked one by one, the rest
+// checked, a SIGKILL after that checkpoint and a check of the restored
+// state. Then the TTL: a row two hours later on each of t and u moves
+// the join's watermark past every earlier row of t by more than the hour
+// (checked), then rows of u change the counts (checked: the expired rows
+// of t keep the rows they had, pairs and NULL rows alike; from the
+// oracle's view a difference), then new rows of t join the current counts
+// (checked). Every check compares each view's committed results (after
+// POST /v1/checkpoints) with the oracle over exactly the rows
 // posted so far, and its rows_in and late_rows (0).
 
 import (
@@ -60,7 +71,10 @@ ENGINE=http ENGINE_ATTRIBUTE='{"event_time": "ts", "watermark_delay": "2s", "idl
 ENGINE=http ENGINE_ATTRIBUTE='{"event_time": "ts", "watermark_delay": "2s", "idle_timeout": "1h"}'`
 	cjDelay = 2000      // both tables' watermark_delay, ms
 	cjTTL   = 3_600_000 // the stream join's state_ttl, ms
-	cjRows  = 1500      // rows per table before the TTL phase
+	cjRows  = 1500      // rows of t and of u before the TTL phase
+	cjPDDL  = `CREATE TABLE p (id BIGINT, k BIGINT, v BIGINT, ts TIMESTAMP(3) NOT NULL, PRIMARY KEY (id))
+ENGINE=http ENGINE_ATTRIBUTE='{"event_time": "ts", "watermark_delay": "2s", "idle_timeout": "1h"}'`
+	cjTableRows = 600 // rows of p
 
 	cjX  = `(SELECT k, COUNT(*) AS n, SUM(v) AS s FROM t GROUP BY k)`
 	cjY  = `(SELECT k, COUNT(*) AS m, SUM(w) AS sw FROM u GROUP BY k)`
@@ -88,16 +102,28 @@ func cjYRows(us []Row, having bool) []Row {
 type cjView struct {
 	name     string
 	create   string
-	only     string // the one table the view reads; "": both
+	reads    []string // the tables the view reads; nil: t and u
 	expected func(events []tagged) Result
 }
 
 // split returns the rows of t and of u among events, each in order.
+// rowsOf returns those of table.
+func rowsOf(events []tagged, table string) []Row {
+	var rows []Row
+	for _, e := range events {
+		if e.table == table {
+			rows = append(rows, e.row)
+		}
+	}
+	return rows
+}
+
 func split(events []tagged) (ts, us []Row) {
 	for _, e := range events {
-		if e.table == "t" {
+		switch e.table {
+		case "t":
 			ts = append(ts, e.row)
-		} else {
+		case "u":
 			us = append(us, e.row)
 		}
 	}
@@ -127,8 +153,8 @@ func cjCountRows(events []tagged) []Row {
 		func(l, r Row) Row { return Row{"xk": l["k"], "yk": r["k"], "n": l["n"], "s": l["s"], "sw": r["sw"]} })
 }
 
-func only(table string, v cjView) cjView {
-	v.only = table
+func reads(v cjView, tables ...string) cjView {
+	v.reads = tables
 	return v
 }
 
@@ -212,22 +238,47 @@ FROM t JOIN (SELECT k, COUNT(*) AS n FROM u GROUP BY k) a ON t.k = a.k GROUP BY 
 				})
 			}),
 		// Running views joined: x and yh as views, LEFT JOIN of the two.
-		only("t", v("cj_vx", `SELECT {hint} k, COUNT(*) AS n, SUM(v) AS s FROM t GROUP BY k`,
+		reads(v("cj_vx", `SELECT {hint} k, COUNT(*) AS n, SUM(v) AS s FROM t GROUP BY k`,
 			func(events []tagged) Result {
 				ts, _ := split(events)
 				return Evaluate(Source{}, cjXQuery, ts)
-			})),
-		only("u", v("cj_vyh", `SELECT {hint} k, COUNT(*) AS m, SUM(w) AS sw FROM u GROUP BY k HAVING SUM(w) > 0`,
+			}), "t"),
+		reads(v("cj_vyh", `SELECT {hint} k, COUNT(*) AS m, SUM(w) AS sw FROM u GROUP BY k HAVING SUM(w) > 0`,
 			func(events []tagged) Result {
 				_, us := split(events)
 				q := cjYQuery
 				q.Having = func(r Row) bool { return bigint(r, "sw") > 0 }
 				return Evaluate(Source{}, q, us)
-			})),
+			}), "u"),
 		v("cj_vleft", `SELECT {hint} x.k, x.n, x.s, y.k AS yk, y.m, y.sw FROM cj_vx{p} x LEFT JOIN cj_vyh{p} y ON x.k = y.k`,
 			func(events []tagged) Result {
 				return multiset([]string{"k", "n", "s", "yk", "m", "sw"}, cjLeftRows(events))
 			}),
+		// The PRIMARY KEY table p read as a changelog: its current rows
+		// (an upsert moving a row to another k, a delete taking it out).
+		reads(v("cj_pk_left", `SELECT {hint} x.k, x.n, p.id, p.v FROM {x} x LEFT JOIN (SELECT * FROM p) AS p ON x.k = p.k`,
+			func(events []tagged) Result {
+				ts, _ := split(events)
+				return multiset([]string{"k", "n", "id", "v"}, leftJoinRows(cjXRows(ts), tableState("id", rowsOf(events, "p")), sameK,
+					func(x, p Row) Row { return Row{"k": x["k"], "n": x["n"], "id": get(p, "id"), "v": get(p, "v")} }))
+			}), "t", "p"),
+		reads(v("cj_pk_agg", `SELECT {hint} y.m % 3 AS b, COUNT(*) AS pairs, SUM(p.v) AS total, COUNT(DISTINCT p.k) AS nk, MAX(p.id) AS top_id
+FROM (SELECT * FROM p) AS p JOIN {y} y ON p.k = y.k GROUP BY b`,
+			func(events []tagged) Result {
+				_, us := split(events)
+				var rows []Row
+				for _, r := range joinRows(tableState("id", rowsOf(events, "p")), cjYRows(us, false), sameK, nil, func(p, y Row) Row {
+					return Row{"b": bigint(y, "m") % 3, "v": p["v"], "k": p["k"], "id": p["id"]}
+				}) {
+					rows = append(rows, r)
+				}
+				return groupAll(rows, []string{"b"}, []Agg{
+					{As: "pairs", Func: CountStar},
+					{As: "total", Func: Sum, Arg: colRef("v")},
+					{As: "nk", Func: CountDistinct, Arg: colRef("k")},
+					{As: "top_id", Func: Max, Arg: colRef("id")},
+				})
+			}), "u", "p"),
 	}
 }
 
@@ -244,6 +295,24 @@ func cjRightView(p int) cjView {
 			return multiset([]string{"k", "n", "yk", "m", "sw"}, leftJoinRows(cjYRows(us, false), cjXRows(ts), sameK, func(y, x Row) Row {
 				return Row{"k": get(x, "k"), "n": get(x, "n"), "yk": y["k"], "m": y["m"], "sw": y["sw"]}
 			}))
+		},
+	}
+}
+
+// cjRightStreamView is a running aggregate RIGHT JOIN t at parallelism
+// p (state_ttl 1h): t LEFT JOIN the aggregate, with the aggregate's
+// columns first.
+func cjRightStreamView(p int) cjView {
+	name := "cj_right_stream_p" + strconv.Itoa(p)
+	count := Query{GroupBy: []string{"k"}, Aggs: []Agg{{As: "n", Func: CountStar}}}
+	return cjView{
+		name: name,
+		create: "CREATE VIEW " + name + " AS\nSELECT /*+ SET_VAR(parallelism=" + strconv.Itoa(p) + ") SET_VAR(state_ttl='1h') */ a.n, t.k, t.v, t.ts " +
+			"FROM (SELECT k, COUNT(*) AS n FROM u GROUP BY k) a RIGHT JOIN t ON t.k = a.k",
+		expected: func(events []tagged) Result {
+			return multiset([]string{"n", "k", "v", "ts"}, streamJoin(events, "t", "u", cjDelay, cjTTL, LeftJoin,
+				func(us []Row) []Row { return Evaluate(Source{}, count, us).Rows },
+				func(s, a Row) Row { return Row{"n": get(a, "n"), "k": s["k"], "v": s["v"], "ts": s["ts"]} }))
 		},
 	}
 }
@@ -266,11 +335,88 @@ func genCJInput(seed uint64, n int) (ts, us []Row) {
 	return ts, us
 }
 
+// genCJTable returns n rows of the PRIMARY KEY table p (id, k, v, ts) in
+// log order: inserts of new ids (k from 1 to 26), upserts of an id with a
+// row (a new v, and half the time a new k: the row moves to another join
+// key), deletes of an id with a row, inserts of a deleted id again, and
+// now and then a delete of an id without a row; ts a clock advancing
+// 0-100ms a row (from baseTime).
+func genCJTable(seed uint64, n int) []Row {
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	clock := baseTime + 1000
+	cur := map[int64]Row{}
+	var live, gone []int64
+	nextID := int64(1)
+	var rows []Row
+	put := func(id, k int64) {
+		r := Row{"id": id, "k": k, "v": rng.Int64N(101) - 50, "ts": Timestamp(clock)}
+		if _, had := cur[id]; !had {
+			live = append(live, id)
+		}
+		cur[id] = r
+		rows = append(rows, r)
+	}
+	for len(rows) < n {
+		clock += rng.Int64N(101)
+		switch op := rng.IntN(100); {
+		case op < 40 && len(live) > 0:
+			id := live[rng.IntN(len(live))]
+			k := bigint(cur[id], "k")
+			if rng.IntN(2) == 0 {
+				k = 1 + rng.Int64N(26)
+			}
+			put(id, k)
+		case op < 55 && len(live) > 0:
+			i := rng.IntN(len(live))
+			id := live[i]
+			live = slices.Delete(live, i, i+1)
+			delete(cur, id)
+			gone = append(gone, id)
+			rows = append(rows, pkDelete(id, clock))
+		case op < 62 && len(gone) > 0:
+			i := rng.IntN(len(gone))
+			id := gone[i]
+			gone = slices.Delete(gone, i, i+1)
+			put(id, 1+rng.Int64N(26))
+		case op < 65:
+			rows = append(rows, pkDelete(10_000+rng.Int64N(100), clock))
+		default:
+			if len(live) < 40 {
+				put(nextID, 1+rng.Int64N(26))
+				nextID++
+			}
+		}
+	}
+	return rows
+}
+
+// pkMoves counts, in p's log, the upserts that move an id's row to
+// another k and the deletes of an id with a row.
+func pkMoves(log []Row) (moved, deleted int) {
+	cur := map[string]Row{}
+	for _, r := range log {
+		id := keyPart(r["id"])
+		old := cur[id]
+		if isDelete(r) {
+			if old != nil {
+				deleted++
+			}
+			delete(cur, id)
+			continue
+		}
+		if old != nil && keyPart(old["k"]) != keyPart(r["k"]) {
+			moved++
+		}
+		cur[id] = r
+	}
+	return moved, deleted
+}
+
 // cjScenario is a server with t and u, views over them, and the rows
 // posted so far in posting order.
 type cjScenario struct {
 	srv    *server
-	st, su *clScenario // posting, one per table
+	tables map[string]*clScenario // posting, one per table
 	views  []cjView
 	events []tagged
 }
@@ -285,11 +431,7 @@ func (sc *cjScenario) names() []string {
 
 func (sc *cjScenario) post(t *testing.T, table string, rows []Row) {
 	t.Helper()
-	if table == "t" {
-		sc.st.post(t, rows)
-	} else {
-		sc.su.post(t, rows)
-	}
+	sc.tables[table].post(t, rows)
 	for _, r := range rows {
 		sc.events = append(sc.events, tagged{table, r})
 	}
@@ -315,7 +457,7 @@ func (sc *cjScenario) verify(t *testing.T, stage string) map[string]int {
 		}
 		read := 0
 		for _, e := range sc.events {
-			if v.only == "" || e.table == v.only {
+			if (v.reads == nil && e.table != "p") || slices.Contains(v.reads, e.table) {
 				read++
 			}
 		}
@@ -339,10 +481,29 @@ func (sc *cjScenario) verify(t *testing.T, stage string) map[string]int {
 // see the top of this file.
 func TestChangelogJoins(t *testing.T) {
 	begin := time.Now()
-	tRows, uRows := genCJInput(testSeed(t, 1803), cjRows)
+	seed := testSeed(t, 1803)
+	tRows, uRows := genCJInput(seed, cjRows)
+	pRows := genCJTable(seed+1, cjTableRows)
 	srv := startServer(t)
-	srv.sql(t, cjTDDL+";\n"+cjUDDL)
+	srv.sql(t, cjTDDL+";\n"+cjUDDL+";\n"+cjPDDL)
 	views := append(cjViews(1), cjViews(2)...)
+	// The RIGHT joins' oracles against the LEFT joins they stand for,
+	// written out: what cj_right and cj_right_stream must equal.
+	for _, p := range []int{1, 2} {
+		for _, c := range []struct {
+			v    cjView
+			from string
+		}{
+			{cjRightView(p), " AS\nSELECT /*+ SET_VAR(parallelism=" + strconv.Itoa(p) + ") */ x.k, x.n, y.k AS yk, y.m, y.sw FROM " +
+				cjY + " y LEFT JOIN " + cjX + " x ON x.k = y.k"},
+			{cjRightStreamView(p), " AS\nSELECT /*+ SET_VAR(parallelism=" + strconv.Itoa(p) + ") SET_VAR(state_ttl='1h') */ a.n, t.k, t.v, t.ts " +
+				"FROM t LEFT JOIN (SELECT k, COUNT(*) AS n FROM u GROUP BY k) a ON t.k = a.k"},
+		} {
+			c.v.name = strings.Replace(c.v.name, "_p", "_as_left_p", 1)
+			c.v.create = "CREATE VIEW " + c.v.name + c.from
+			views = append(views, c.v)
+		}
+	}
 	stmts := make([]string, len(views))
 	for i, v := range views {
 		stmts[i] = v.create
@@ -352,8 +513,7 @@ func TestChangelogJoins(t *testing.T) {
 	}
 	// The RIGHT joins apart: a refusal (or a failure) is an error, and the
 	// other views are checked all the same.
-	for _, p := range []int{1, 2} {
-		rv := cjRightView(p)
+	for _, rv := range []cjView{cjRightView(1), cjRightView(2), cjRightStreamView(1), cjRightStreamView(2)} {
 		if r := srv.do(t, http.MethodPost, "/v1/sql", "application/sql", []byte(rv.create)); r.status != http.StatusOK {
 			t.Errorf("%s: POST /v1/sql answered %d: %s\nSQL: %s", rv.name, r.status, truncate(r.body, 600), rv.create)
 			continue
@@ -361,23 +521,26 @@ func TestChangelogJoins(t *testing.T) {
 		views = append(views, rv)
 	}
 	sc := &cjScenario{srv: srv, views: views,
-		st: &clScenario{srv: srv, table: "t"}, su: &clScenario{srv: srv, table: "u"}}
+		tables: map[string]*clScenario{"t": {srv: srv, table: "t"}, "u": {srv: srv, table: "u"}, "p": {srv: srv, table: "p"}}}
 	srv.waitRunning(t, sc.names()...)
 
 	// posted[table] is how many rows of the table are posted; postTo
-	// posts both tables up to n rows each, chunk by chunk, alternating.
+	// posts every table up to n rows of t's and u's cjRows (p's in
+	// proportion), chunk by chunk, alternating.
+	tables := []struct {
+		name string
+		rows []Row
+	}{{"t", tRows}, {"u", uRows}, {"p", pRows}}
 	posted := map[string]int{}
 	postTo := func(n int) {
-		for posted["t"] < n || posted["u"] < n {
-			for _, tb := range []struct {
-				name string
-				rows []Row
-			}{{"t", tRows}, {"u", uRows}} {
-				i := posted[tb.name]
-				j := min(n, i+changelogChunk)
-				if i < j {
+		for more := true; more; {
+			more = false
+			for _, tb := range tables {
+				i, end := posted[tb.name], n*len(tb.rows)/cjRows
+				if j := min(end, i+changelogChunk); i < j {
 					sc.post(t, tb.name, tb.rows[i:j])
 					posted[tb.name] = j
+					more = more || j < end
 				}
 			}
 		}
@@ -404,10 +567,7 @@ func TestChangelogJoins(t *testing.T) {
 	sc.restart(t) // SIGKILL right after the last acknowledgement
 	verify("after_kill")
 	for i := range 4 { // single rows of each table, each checked
-		for _, tb := range []struct {
-			name string
-			rows []Row
-		}{{"t", tRows}, {"u", uRows}} {
+		for _, tb := range tables {
 			j := posted[tb.name]
 			sc.post(t, tb.name, tb.rows[j:j+1])
 			posted[tb.name] = j + 1
@@ -415,6 +575,9 @@ func TestChangelogJoins(t *testing.T) {
 		}
 	}
 	postTo(n)
+	if posted["p"] != len(pRows) {
+		t.Fatalf("posted %d rows of p, want all %d", posted["p"], len(pRows))
+	}
 	counts := verify("all")
 	sc.restart(t) // SIGKILL after a checkpoint: its state alone
 	verify("restarted")
@@ -424,6 +587,11 @@ func TestChangelogJoins(t *testing.T) {
 	t.Logf("LEFT join NULL rows taken back %d times, back %d times; x.n = y.m pairs gone %d, appeared %d", back, came, gone, appeared)
 	if back == 0 || came == 0 {
 		t.Errorf("the checks saw %d NULL-padded rows of cj_left taken back by a match and %d brought back when the match went: the input must do both (change E2E_SEED or the generator)", back, came)
+	}
+	moved, deleted := pkMoves(pRows[:posted["p"]])
+	t.Logf("p: %d upserts moving a row to another k, %d deletes of a row", moved, deleted)
+	if moved == 0 || deleted == 0 {
+		t.Errorf("p's log has %d upserts moving a row to another k and %d deletes of a row: it must have both", moved, deleted)
 	}
 	if gone == 0 || appeared == 0 {
 		t.Errorf("the checks saw %d pairs of cj_count go and %d appear: the counts must move pairs (change E2E_SEED or the generator)", gone, appeared)

@@ -206,7 +206,8 @@
 //     taken back by a match and back when it goes, asserted), with a
 //     residual, an aggregation over a LEFT join grouped by a right column
 //     (NULL group included), a join on counts both sides update, running
-//     views joined, a RIGHT JOIN; at parallelism 1 and 2, checked chunk by
+//     views joined, a PRIMARY KEY table read as a changelog joined and
+//     aggregated, a RIGHT JOIN; at parallelism 1 and 2, checked chunk by
 //     chunk and row by row, after a SIGKILL right after acknowledged rows
 //     and after one after a checkpoint, at the end and through the TTL.
 //
