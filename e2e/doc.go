@@ -209,7 +209,10 @@
 //     views joined, a PRIMARY KEY table read as a changelog joined and
 //     aggregated, a RIGHT JOIN; at parallelism 1 and 2, checked chunk by
 //     chunk and row by row, after a SIGKILL right after acknowledged rows
-//     and after one after a checkpoint, at the end and through the TTL.
+//     and after one after a checkpoint, at the end and through the TTL;
+//     at parallelism 2 under crash_test.go's random SIGKILLs too
+//     (TestChangelogJoinCrash, checked mid-stream against the prefixes
+//     each checkpoint read).
 //
 // Run with
 //
