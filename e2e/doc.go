@@ -232,6 +232,22 @@
 //     UNION ALL of other column counts or types, EXCEPT, INTERSECT, mixed
 //     UNION, WITH RECURSIVE, a WITH query reading itself, a WITH column
 //     list, DISTINCT with GROUP BY or aggregates).
+//   - changelog_join_oracle_test.go, changelog_join_test.go: joins of
+//     updating inputs (issue 18) against an oracle joining the inner
+//     aggregations' current rows (nested loop, LEFT rows padded once): a
+//     stream joined with a running aggregate (INNER, LEFT, an aggregation
+//     over it; its rows expiring state_ttl behind the join's watermark keep
+//     the rows they had), two running aggregates INNER and LEFT (NULL rows
+//     taken back by a match and back when it goes, asserted), with a
+//     residual, an aggregation over a LEFT join grouped by a right column
+//     (NULL group included), a join on counts both sides update, running
+//     views joined, a PRIMARY KEY table read as a changelog joined and
+//     aggregated, a RIGHT JOIN; at parallelism 1 and 2, checked chunk by
+//     chunk and row by row, after a SIGKILL right after acknowledged rows
+//     and after one after a checkpoint, at the end and through the TTL;
+//     at parallelism 2 under crash_test.go's random SIGKILLs too
+//     (TestChangelogJoinCrash, checked mid-stream against the prefixes
+//     each checkpoint read).
 //
 // Run with
 //
