@@ -73,20 +73,23 @@ type hashAgg struct {
 	removedRecs []winKey
 	removedSets []setChunks
 	nextSet     uint64 // the id of the next set to write chunks
-	// Retracting aggregations (spec.Retract, retract.go): the bags of the
-	// groups whose aggregates keep one, and the bag records of removed
-	// groups to delete.
-	bags        map[*group][]*bag
-	bagAggs     bool // an aggregate keeps a bag
-	removedBags []bagDrop
-	// before (spec.EmitBefore): the row last emitted for each group
-	// changed since (captured before its first change of the epoch).
-	before map[*group]plan.Row
 	// bytes estimates the heap the state takes (StateBytes); groupCost and
 	// keyCost are the fixed parts of a group and of a key.
 	bytes     int64
 	groupCost int
 	keyCost   int
+	// Changelogs, after the fields of every aggregation (their layout is
+	// the append-only per-row path's). retracts, keepOld: spec.Retract,
+	// spec.EmitBefore (changes mode). Retracting aggregations (retract.go):
+	// the bags of the groups whose aggregates keep one, and the bag
+	// records of removed groups to delete. before (keepOld): the row last
+	// emitted for each group changed since (captured before its first
+	// change of the epoch).
+	retracts, keepOld bool
+	bagAggs           bool // an aggregate keeps a bag
+	bags              map[*group][]*bag
+	removedBags       []bagDrop
+	before            map[*group]plan.Row
 }
 
 var _ Operator = (*hashAgg)(nil)
@@ -182,6 +185,7 @@ func newHashAgg(spec *plan.Aggregate, env *Env, c *Counters) (*hashAgg, error) {
 	if spec.EmitBefore {
 		a.before = map[*group]plan.Row{}
 	}
+	a.retracts, a.keepOld = spec.Retract, a.before != nil
 	if spec.Session {
 		a.groupCost += sessCost
 		a.keyCost += sessKeyCost
@@ -199,7 +203,13 @@ func (a *hashAgg) Process(b *Batch, out Emitter) error {
 			}
 		}
 		if !a.spec.Windowed {
-			if err := a.fold(a.keyOf(m.Key), window.Window{}, r, m); err != nil {
+			var err error
+			if a.retracts && m.Op.Retracts() {
+				err = a.takeBack(a.keyOf(m.Key), window.Window{}, r)
+			} else {
+				err = a.add(a.groupIn(a.keyOf(m.Key), window.Window{}), r)
+			}
+			if err != nil {
 				return err
 			}
 			continue
@@ -246,7 +256,13 @@ func (a *hashAgg) Process(b *Batch, out Emitter) error {
 			if kg == nil {
 				kg = a.keyOf(m.Key)
 			}
-			if err := a.fold(kg, win, r, m); err != nil {
+			var err error
+			if a.retracts && m.Op.Retracts() {
+				err = a.takeBack(kg, win, r)
+			} else {
+				err = a.add(a.groupIn(kg, win), r)
+			}
+			if err != nil {
 				return err
 			}
 		}
@@ -257,12 +273,9 @@ func (a *hashAgg) Process(b *Batch, out Emitter) error {
 	return emitIfAny(res, out)
 }
 
-// fold adds row r to kg's group in win, or takes it back when r
-// retracts (an updating input's delete or old row).
-func (a *hashAgg) fold(kg *keyGroups, win window.Window, r plan.Row, m *RowMeta) error {
-	if !a.spec.Retract || !m.Op.Retracts() {
-		return a.add(a.groupIn(kg, win), r)
-	}
+// takeBack takes row r (an updating input's delete or old row) back from
+// kg's group in win.
+func (a *hashAgg) takeBack(kg *keyGroups, win window.Window, r plan.Row) error {
 	g := kg.find(win)
 	if g == nil || g.accs[a.spec.RowCount].n <= 0 {
 		return errUnmatchedRetraction
@@ -270,13 +283,36 @@ func (a *hashAgg) fold(kg *keyGroups, win window.Window, r plan.Row, m *RowMeta)
 	return a.retract(g, r)
 }
 
-// add folds row r into g.
-func (a *hashAgg) add(g *group, r plan.Row) error { return a.apply(g, r, false) }
+// add folds row r into g. An append-only input's aggregation takes the
+// loop of its own: it pays nothing for bags or retraction (the per-row
+// path of most plans).
+func (a *hashAgg) add(g *group, r plan.Row) error {
+	if a.retracts {
+		return a.apply(g, r, false)
+	}
+	if a.keepOld {
+		a.keepBefore(g)
+	}
+	for j, ag := range a.spec.Aggs {
+		v := plan.Null
+		if ag.Arg >= 0 {
+			v = r[ag.Arg]
+		}
+		grown, err := g.accs[j].add(ag.Fn, ag.T, v, &a.valBuf)
+		a.bytes += int64(grown)
+		if err != nil {
+			return err
+		}
+	}
+	a.markDirty(g)
+	return nil
+}
 
 // retract takes row r back from g (a retracting aggregation).
 func (a *hashAgg) retract(g *group, r plan.Row) error { return a.apply(g, r, true) }
 
-// apply folds row r into g, or takes it back (back).
+// apply folds row r into g, or takes it back (back): a retracting
+// aggregation.
 func (a *hashAgg) apply(g *group, r plan.Row, back bool) error {
 	a.keepBefore(g)
 	var bags []*bag

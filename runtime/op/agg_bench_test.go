@@ -167,3 +167,48 @@ func BenchmarkLongSessionDistinct(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAggTumbleMany measures q17's aggregation alone (TUMBLE per
+// auction with COUNT(*), three SUMs, MIN, MAX, AVG and SUM): ns per input
+// row, over 1000-row batches of a sliding range of auctions.
+func BenchmarkAggTumbleMany(b *testing.B) {
+	col := func(i int, t plan.Type) plan.Expr { return &plan.ColRef{Index: i, T: t} }
+	bi := plan.TypeBigint
+	aggs := []plan.Agg{{Fn: plan.AggCountStar, Arg: -1, T: bi}, {Fn: plan.AggSum, Arg: 2, T: bi}, {Fn: plan.AggSum, Arg: 3, T: bi},
+		{Fn: plan.AggSum, Arg: 4, T: bi}, {Fn: plan.AggMin, Arg: 5, T: bi}, {Fn: plan.AggMax, Arg: 5, T: bi},
+		{Fn: plan.AggAvg, Arg: 5, T: plan.TypeDouble}, {Fn: plan.AggSum, Arg: 5, T: bi}}
+	out := []plan.Expr{col(0, plan.TypeTimestamp), col(2, bi)}
+	sc := plan.Schema{{Name: "ws", Type: plan.TypeTimestamp}, {Name: "a", Type: bi}}
+	for i := range aggs {
+		out = append(out, col(3+i, aggs[i].T))
+		sc = append(sc, plan.Column{Name: fmt.Sprint("x", i), Type: aggs[i].T})
+	}
+	spec := &plan.Aggregate{Windowed: true, Window: plan.WindowSpec{Kind: plan.Tumble, Size: 10_000, Slide: 10_000}, Keys: []int{1},
+		Aggs: aggs, Output: out, Out: sc, EmitMode: plan.EmitOnWindowClose}
+	a, err := newHashAgg(spec, &Env{}, &Counters{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	batches := make([]*Batch, 100)
+	for i := range batches {
+		bt := &Batch{}
+		for k := range 1000 {
+			auction := int64((i*50 + k%500) % 5000)
+			price := int64(k * 997 % 2_000_000)
+			r := plan.Row{plan.Time(int64(i) * 100), plan.Int(auction), plan.Int(1), plan.Int(price % 2), plan.Int(price % 3), plan.Int(price)}
+			bt.Append(r, RowMeta{Key: string(value.AppendValue(nil, r[1])), WM: int64(i)*100 - 1})
+		}
+		batches[i] = bt
+	}
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		src := batches[n%len(batches)]
+		bt := &Batch{Rows: append([]plan.Row(nil), src.Rows...), Meta: append([]RowMeta(nil), src.Meta...)}
+		if err := a.Process(bt, nopEmitter{}); err != nil {
+			b.Fatal(err)
+		}
+		n++
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n*1000), "ns/row")
+}
