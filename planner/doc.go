@@ -2,7 +2,9 @@
 // (package plan): it validates table definitions, binds names and types,
 // builds the logical shape of a continuous query and lays it out as a
 // physical graph (source -> calc -> window assignment -> hash exchange ->
-// aggregation -> sink). For EXPLAIN it plans what the statement names
+// aggregation -> sink), inferring what each edge carries (append-only, or
+// a changelog keyed or not: stream.go's changelog, plan.Edge.Kind). For
+// EXPLAIN it plans what the statement names
 // (explain.go); the text is rendered by the plan itself (package plan's
 // Explain methods). It is pure: no I/O, no goroutines; the catalog is
 // passed in.

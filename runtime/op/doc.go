@@ -1,11 +1,14 @@
 // Package op holds the stream operators of a query and what they stand
 // on: the Operator, TwoInput and Emitter interfaces, the batches and row
-// metadata they pass (Batch, RowMeta, the Insert/Upsert/Delete kinds) and
-// the barriers they see (Barrier); Build, the one place a plan.Op becomes
-// an operator; the operators themselves (calc.go: filter and projection;
-// agg.go, aggstate.go: windowed and running aggregation, its snapshot and
-// restore; acc.go: accumulators; distinct.go: COUNT(DISTINCT) sets;
-// join.go: interval join; temporal.go: stream-to-table join); the
+// metadata they pass (Batch, RowMeta, the Insert/Upsert/Delete/Before
+// kinds of a changelog) and the barriers they see (Barrier); Build, the
+// one place a plan.Op becomes an operator; the operators themselves
+// (calc.go: filter and projection; agg.go, aggstate.go: windowed and
+// running aggregation, its snapshot and restore; acc.go: accumulators;
+// retract.go: what aggregations over updating inputs keep; distinct.go:
+// COUNT(DISTINCT) sets; join.go: interval join; temporal.go:
+// stream-to-table join; cjoin.go: the join of updating inputs;
+// normalize.go: a PRIMARY KEY table as a changelog; union.go: UNION ALL); the
 // expression compiler (expr.go, like.go; functions from the registry in
 // funcs/); the state an operator writes at a checkpoint (StateWriter,
 // StateReader) and the state log's record encoding (statelog.go:
