@@ -200,7 +200,7 @@ func (b *builder) changelogJoin(left, right *stream, merged *scope, spec *plan.I
 	jv := b.joinVertex(left, right, spec.LeftKeys, spec.RightKeys, cj)
 	s := &stream{cur: jv, scope: &scope{cols: cj.Out, quals: merged.quals}, eventTime: make([]bool, len(cj.Out)),
 		lateness: max(left.lateness, right.lateness), sources: append(left.sources, right.sources...), winStart: -1, winEnd: -1,
-		changes: &changelog{key: plan.KeyGroup, keyOut: []int{-1, -1}, keyNames: []string{"_left", "_right"}}, rekey: jv.Parallelism > 1}
+		changes: &changelog{key: plan.KeyGroup, keyOut: []int{-1, -1}, keyNames: []string{"_left", "_right"}}, rekey: jv.Parallelism > 1, multi: true}
 	return s, rest, nil
 }
 

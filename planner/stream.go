@@ -73,6 +73,11 @@ type stream struct {
 	// stage's tasks (a join of updating inputs keys its rows on the pair):
 	// a keyed sink takes them through a ByKey exchange.
 	rekey bool
+	// multi: a key's row may change more than once in an epoch (a
+	// PRIMARY KEY table's changes, a union's, a join's come as they
+	// happen; an aggregation emits once per key): a keyed sink nets each
+	// epoch's changes per key.
+	multi bool
 }
 
 // changelog is what an updating stream is keyed on: its rows carry the
@@ -133,7 +138,7 @@ func (b *builder) normalize(s *stream) *stream {
 	par := max(b.opts.Parallelism, 1)
 	v := b.vertex(par, []plan.Edge{s.hashEdge(key)}, &plan.Normalize{Table: s.table.Name, Key: key, Out: s.scope.cols})
 	n := *s
-	n.cur, n.upsert = v, false
+	n.cur, n.upsert, n.multi = v, false, true
 	n.changes = &changelog{key: plan.KeyGroup, keyOut: key, keyNames: append([]string(nil), s.table.PrimaryKey...)}
 	return &n
 }
@@ -142,7 +147,7 @@ func (b *builder) normalize(s *stream) *stream {
 // copies of event-time or window columns keeps that property.
 func (s *stream) project(out plan.Schema, exprs []plan.Expr) *stream {
 	p := &stream{cur: s.cur, scope: newScope("", out), eventTime: make([]bool, len(out)), lateness: s.lateness,
-		sources: s.sources, winStart: -1, winEnd: -1, rekey: s.rekey}
+		sources: s.sources, winStart: -1, winEnd: -1, rekey: s.rekey, multi: s.multi}
 	if c := s.changes; c != nil {
 		p.changes = &changelog{key: c.key, keyOut: make([]int, len(c.keyOut)), keyNames: c.keyNames}
 		for k, col := range c.keyOut {

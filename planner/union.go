@@ -56,6 +56,7 @@ func (b *builder) unionAll(sel *parser.Select) (*planned, error) {
 		}
 		if updating {
 			next.changes = &changelog{key: plan.KeyGroup, keyOut: []int{-1, -1}, keyNames: []string{"_branch", "_key"}}
+			next.multi = acc.multi || ps[i].s.multi
 		}
 		acc = next
 	}

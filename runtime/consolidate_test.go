@@ -23,6 +23,10 @@ func TestConsolidated(t *testing.T) {
 		{"moved, then deleted", []keyedChange{up("a", 2), del("a", 1), del("a", 2)}, []keyedChange{del("a", 1)}},
 		{"reordered across keys", []keyedChange{up("a", 2), up("b", 5), del("a", 1)}, []keyedChange{up("a", 2), up("b", 5)}},
 		{"a delete without its row", []keyedChange{{key: "a", del: true}}, []keyedChange{{key: "a", del: true}}},
+		// A PRIMARY KEY table's key updated then deleted in one epoch:
+		// the update's old row (its Before) is what goes.
+		{"updated, then deleted", []keyedChange{del("a", 0), up("a", 1), del("a", 1)}, []keyedChange{del("a", 0)}},
+		{"inserted, then deleted", []keyedChange{up("a", 1), del("a", 1)}, nil},
 	}
 	for _, c := range cases {
 		got := consolidated(append([]keyedChange(nil), c.in...))

@@ -72,9 +72,10 @@ type upsertResults struct {
 	wm          int64
 	kind        plan.KeyKind
 	task, tasks int
-	// consolidate (plan.Sink.Consolidate): changes of one key may come
-	// from several producer tasks in one epoch, in any order; each epoch's
-	// are netted per key before they apply (consolidated).
+	// consolidate (plan.Sink.Consolidate): a key may change several times
+	// in one epoch, from several producer tasks in any order; each epoch's
+	// changes (an update's old row as a delete) are netted per key before
+	// they apply (consolidated).
 	consolidate bool
 }
 
@@ -131,9 +132,10 @@ func (s *upsertResults) publish() {
 // consolidated nets an epoch's changes per key, whatever order they came
 // in from several producers (a join of updating inputs: a pair that moved
 // from one join task to another is deleted by one and upserted by the
-// other): a delete cancels an upsert of the same row; of what is left, the
-// key's last upsert applies, else its delete (of the row it held before
-// the epoch). Keys keep the order of their first change.
+// other), so an insert and a delete of the same row within one epoch
+// leave nothing: a delete cancels an upsert of the same row; of what is
+// left, the key's last upsert applies, else its delete (of the row it held
+// before the epoch). Keys keep the order of their first change.
 func consolidated(cs []keyedChange) []keyedChange {
 	byKey := map[string][]int{}
 	var order []string
@@ -195,7 +197,13 @@ func (s *upsertResults) Emit(b *op.Batch) error {
 	for i, r := range b.Rows {
 		m := &b.Meta[i]
 		if m.Op == op.Before {
-			continue // the Upsert after it replaces the row
+			if !s.consolidate {
+				continue // the Upsert after it replaces the row
+			}
+			// Netted with the epoch's other changes of the key: the old
+			// row's delete (consolidated).
+			s.pending = append(s.pending, keyedChange{key: m.Key, row: r, del: true})
+			continue
 		}
 		n++
 		if s.tasks > 1 && resultOwner(m.Key, s.kind, s.tasks) != s.task {

@@ -296,9 +296,10 @@ type Sink struct {
 	Key  KeyKind
 	// External is the sink table of a SinkExternal.
 	External *ExternalSink
-	// Consolidate: a key's changes may come from several tasks in one
-	// epoch, unordered (a join of updating inputs): the sink nets each
-	// epoch's changes per key.
+	// Consolidate: a key may change several times in an epoch (a PRIMARY
+	// KEY table's changes, a union's, a join's), from several tasks in any
+	// order (a join of updating inputs): the sink nets each epoch's
+	// changes per key.
 	Consolidate bool
 }
 
