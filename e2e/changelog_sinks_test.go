@@ -300,10 +300,7 @@ func requireSinkWitnesses(t *testing.T, tLog, pLog []Row) {
 	rs := runningWitnesses(changelogInner, "k", tLog)
 	us := upsertWitnesses(upsertSource, "id", clPKWindow.Window, pLog)
 	t.Logf("t: %d rows: %v; p: %d rows: %+v", len(tLog), rs, len(pLog), us)
-	for _, c := range []struct {
-		what string
-		n    int
-	}{
+	requireWitnesses(t, "the logs", []witness{
 		{"an outer MIN whose current extreme was taken back", rs.minTaken},
 		{"an outer MAX whose current extreme was taken back", rs.maxTaken},
 		{"an outer group whose every row was taken back", rs.groupsGone},
@@ -312,11 +309,7 @@ func requireSinkWitnesses(t *testing.T, tLog, pLog []Row) {
 		{"a row of p moved to another window", us.moved},
 		{"a row of p deleted", us.deletes},
 		{"a window of p emptied", us.emptied},
-	} {
-		if c.n == 0 {
-			t.Errorf("the input has no %s: the sinks would equal the oracle with an engine that never takes it back (change E2E_SEED or the generator)", c.what)
-		}
-	}
+	})
 	if us.late != 0 {
 		t.Errorf("%d changes of p are late: the crash test wants none (the order of a replay must not matter)", us.late)
 	}

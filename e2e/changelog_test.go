@@ -458,10 +458,7 @@ func requireRunningWitnesses(t *testing.T, stage string, log []Row) {
 	t.Helper()
 	st := runningWitnesses(clInner, "k", log)
 	t.Logf("%s: %d rows: %v", stage, len(log), st)
-	for _, c := range []struct {
-		what string
-		n    int
-	}{
+	requireWitnesses(t, fmt.Sprintf("%s: the %d rows posted", stage, len(log)), []witness{
 		{"an outer MIN whose current extreme was taken back", st.minTaken},
 		{"an outer MAX whose current extreme was taken back", st.maxTaken},
 		{"an outer COUNT(DISTINCT) value whose last row was taken back", st.distinctLost},
@@ -469,9 +466,23 @@ func requireRunningWitnesses(t *testing.T, stage string, log []Row) {
 		{"an outer group whose every row was taken back", st.groupsGone},
 		{"an inner SUM that went down", st.sumDown},
 		{"an inner row that passed WHERE s > 0 and fails it now", st.filterLeft},
-	} {
-		if c.n == 0 {
-			t.Errorf("%s: the %d rows posted have no %s: the check would pass against an engine that never takes it back (change E2E_SEED or the generator)", stage, len(log), c.what)
+	})
+}
+
+// witness is a kind of row taken back and how often the input has it.
+type witness struct {
+	what string
+	n    int
+}
+
+// requireWitnesses fails t for each kind of row taken back that input (a
+// description of the rows) never has: a check over it would pass against
+// an engine that never takes such rows back.
+func requireWitnesses(t *testing.T, input string, ws []witness) {
+	t.Helper()
+	for _, w := range ws {
+		if w.n == 0 {
+			t.Errorf("%s have no %s: the check would pass against an engine that never takes it back (change E2E_SEED or the generator)", input, w.what)
 		}
 	}
 }

@@ -76,17 +76,7 @@ func BenchmarkAggHop(b *testing.B) {
 	for i := range batches {
 		batches[i] = q5CoreBatch(i*50%5000, 1000, int64(i)*100)
 	}
-	b.ReportAllocs()
-	n := 0
-	for b.Loop() {
-		src := batches[n%len(batches)]
-		bt := &Batch{Rows: append([]plan.Row(nil), src.Rows...), Meta: append([]RowMeta(nil), src.Meta...)}
-		if err := a.Process(bt, nopEmitter{}); err != nil {
-			b.Fatal(err)
-		}
-		n++
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n*1000), "ns/row")
+	benchBatches(b, a, batches)
 }
 
 // sessionDistinctSpec: SESSION_WINDOW(ts, gap) GROUP BY k (BIGINT) with
@@ -200,6 +190,12 @@ func BenchmarkAggTumbleMany(b *testing.B) {
 		}
 		batches[i] = bt
 	}
+	benchBatches(b, a, batches)
+}
+
+// benchBatches feeds a copy of batches[i % len] (1000 rows each) to a
+// per iteration and reports ns per row.
+func benchBatches(b *testing.B, a *hashAgg, batches []*Batch) {
 	b.ReportAllocs()
 	n := 0
 	for b.Loop() {

@@ -195,10 +195,8 @@ func (j *changelogJoin) padded(r plan.Row, m *RowMeta, wm int64, back bool, res 
 
 // emitPaddedOp appends l ++ NULLs as op.
 func (j *changelogJoin) emitPaddedOp(l *joinRow, wm int64, op Op, res *Batch) {
-	row := make(plan.Row, j.nl+j.nr)
-	copy(row, l.row)
 	id := j.rowID(l.offset, l.id, 0, "", true)
-	res.Append(row, RowMeta{Offset: l.offset, WM: wm, Key: id, ID: id, Op: op})
+	res.Append(j.padRow(l.row), RowMeta{Offset: l.offset, WM: wm, Key: id, ID: id, Op: op})
 }
 
 // store holds jr on side; an append-only side's row with its expiry.
@@ -206,34 +204,16 @@ func (j *changelogJoin) store(side int, jr *joinRow) {
 	j.seq++
 	jr.seq, jr.side = j.seq, uint8(side)
 	s := &j.side[side]
-	if s.keys[jr.key] == nil {
-		j.bytes += keyRowsCost
-	}
-	s.keys[jr.key] = append(s.keys[jr.key], jr)
-	s.peak = max(s.peak, len(s.keys))
+	j.bytes += s.hold(jr, len(s.keys[jr.key]))
 	if !j.spec.Updating[side] {
 		s.expires.push(expiryItem{bound: window.SatAdd(jr.time, j.spec.TTL), row: jr})
 	}
-	s.n++
-	j.bytes += heldCost(jr)
 	j.markDirty(jr)
 }
 
 // remove drops held row jr, rows[k] of its key.
 func (j *changelogJoin) remove(jr *joinRow, k int) {
-	s := &j.side[jr.side]
-	rows := removeRow(s.keys[jr.key], k)
-	if len(rows) == 0 {
-		delete(s.keys, jr.key)
-		j.bytes -= keyRowsCost
-		if shrink(len(s.keys), &s.peak) {
-			s.keys = rebuilt(s.keys)
-		}
-	} else {
-		s.keys[jr.key] = rows
-	}
-	s.n--
-	j.bytes -= heldCost(jr)
+	j.bytes -= j.side[jr.side].unhold(jr, k)
 	j.dropped(jr)
 }
 

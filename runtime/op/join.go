@@ -347,9 +347,14 @@ func (j *joinOutput) next() plan.Row {
 
 // emitPadded appends l ++ NULLs (LEFT join, no match), stamped with wm.
 func (j *joinOutput) emitPadded(l plan.Row, lOff int64, lID string, key string, wm int64, res *Batch) {
+	res.Append(j.padRow(l), RowMeta{Offset: lOff, WM: wm, Key: key, Op: Insert, ID: j.rowID(lOff, lID, 0, "", true)})
+}
+
+// padRow is l ++ NULLs, a row of its own.
+func (j *joinOutput) padRow(l plan.Row) plan.Row {
 	row := make(plan.Row, j.nl+j.nr)
 	copy(row, l)
-	res.Append(row, RowMeta{Offset: lOff, WM: wm, Key: key, Op: Insert, ID: j.rowID(lOff, lID, 0, "", true)})
+	return row
 }
 
 // store holds a row until it expires.
@@ -358,20 +363,43 @@ func (j *intervalJoin) store(side int, jr *joinRow) {
 	jr.seq, jr.side = j.seq, uint8(side)
 	s := &j.side[side]
 	rows := s.keys[jr.key]
-	if rows == nil {
-		j.bytes += keyRowsCost
-	}
 	// After every row of equal or smaller time: (time, seq) order.
-	k := sort.Search(len(rows), func(i int) bool { return rows[i].time > jr.time })
-	rows = append(rows, nil)
-	copy(rows[k+1:], rows[k:])
-	rows[k] = jr
-	s.keys[jr.key] = rows
-	s.peak = max(s.peak, len(s.keys))
+	j.bytes += s.hold(jr, sort.Search(len(rows), func(i int) bool { return rows[i].time > jr.time }))
 	s.expires.push(expiryItem{bound: j.bound(side, jr.time), row: jr})
-	s.n++
-	j.bytes += heldCost(jr)
 	j.markDirty(jr)
+}
+
+// hold puts jr among its key's rows at index k and returns the heap bytes
+// it adds (StateBytes).
+func (s *joinSide) hold(jr *joinRow, k int) int64 {
+	rows := s.keys[jr.key]
+	grown := heldCost(jr)
+	if rows == nil {
+		grown += keyRowsCost
+	}
+	s.keys[jr.key] = slices.Insert(rows, k, jr)
+	s.peak = max(s.peak, len(s.keys))
+	s.n++
+	return grown
+}
+
+// unhold takes jr, rows[k] of its key, out of the side and returns the
+// heap bytes it frees; a key left without rows goes (the map is rebuilt
+// when it has shrunk to a quarter of its peak).
+func (s *joinSide) unhold(jr *joinRow, k int) int64 {
+	freed := heldCost(jr)
+	rows := removeRow(s.keys[jr.key], k)
+	if len(rows) == 0 {
+		delete(s.keys, jr.key)
+		freed += keyRowsCost
+		if shrink(len(s.keys), &s.peak) {
+			s.keys = rebuilt(s.keys)
+		}
+	} else {
+		s.keys[jr.key] = rows
+	}
+	s.n--
+	return freed
 }
 
 // bound is a held row's expiry bound: it expires once the other side's
@@ -420,18 +448,7 @@ func (j *intervalJoin) drop(jr *joinRow) {
 			panic("interval join: expired row not held")
 		}
 	}
-	rows = removeRow(rows, k)
-	if len(rows) == 0 {
-		delete(s.keys, jr.key)
-		j.bytes -= keyRowsCost
-		if shrink(len(s.keys), &s.peak) {
-			s.keys = rebuilt(s.keys)
-		}
-	} else {
-		s.keys[jr.key] = rows
-	}
-	s.n--
-	j.bytes -= heldCost(jr)
+	j.bytes -= s.unhold(jr, k)
 	j.dropped(jr)
 }
 
@@ -776,14 +793,8 @@ func (j *intervalJoin) Restore(r StateReader) error {
 	width := [2]int{len(j.spec.Left), len(j.spec.Right)}
 	wm, ok, err := j.restoreRecords(r, "interval join", width, [2]bool{}, func(jr *joinRow) {
 		s := &j.side[jr.side]
-		if s.keys[jr.key] == nil {
-			j.bytes += keyRowsCost
-		}
-		s.keys[jr.key] = append(s.keys[jr.key], jr)
-		s.peak = max(s.peak, len(s.keys))
+		j.bytes += s.hold(jr, len(s.keys[jr.key])) // sorted below
 		s.expires = append(s.expires, expiryItem{bound: j.bound(int(jr.side), jr.time), row: jr})
-		s.n++
-		j.bytes += heldCost(jr)
 		j.seq = max(j.seq, jr.seq)
 	})
 	if err != nil {
