@@ -236,6 +236,63 @@ type Func struct {
 	Star     bool
 }
 
+// Over is a window function call: Name(Args) OVER (PARTITION BY ...
+// ORDER BY ... [frame]). Name is lower case (row_number, rank, dense_rank,
+// or an aggregate: count, sum, avg, min, max, first_value, last_value);
+// Star is COUNT(*). The parser takes any window function TiDB reads; the
+// planner says which it plans (Top-N and deduplication over ROW_NUMBER,
+// RANK and DENSE_RANK; OVER aggregations).
+type Over struct {
+	Name        string
+	Args        []Expr
+	Star        bool
+	Distinct    bool
+	PartitionBy []Expr
+	OrderBy     []OrderItem
+	Frame       *Frame // nil when the OVER clause has none
+	Text        string // the call as written, for messages
+}
+
+// FrameKind is ROWS or RANGE.
+type FrameKind int
+
+const (
+	FrameRows FrameKind = iota
+	FrameRange
+)
+
+func (k FrameKind) String() string {
+	if k == FrameRange {
+		return "RANGE"
+	}
+	return "ROWS"
+}
+
+// Frame is ROWS|RANGE BETWEEN Start AND End.
+type Frame struct {
+	Kind       FrameKind
+	Start, End FrameBound
+}
+
+// BoundKind is where a frame bound lies.
+type BoundKind int
+
+const (
+	BoundPreceding BoundKind = iota
+	BoundCurrentRow
+	BoundFollowing
+)
+
+// FrameBound is UNBOUNDED PRECEDING|FOLLOWING, n PRECEDING|FOLLOWING,
+// INTERVAL n UNIT PRECEDING|FOLLOWING, or CURRENT ROW. N is the
+// offset: a literal for ROWS, an *Interval (or literal) for RANGE; nil for
+// UNBOUNDED and CURRENT ROW.
+type FrameBound struct {
+	Kind      BoundKind
+	Unbounded bool
+	N         Expr
+}
+
 // Interval is INTERVAL n UNIT (inside DATE_ADD/DATE_SUB, or ts + INTERVAL ...).
 type Interval struct {
 	Value Expr
@@ -293,6 +350,7 @@ func (*Binary) exprNode()    {}
 func (*Unary) exprNode()     {}
 func (*Func) exprNode()      {}
 func (*Interval) exprNode()  {}
+func (*Over) exprNode()      {}
 func (*Case) exprNode()      {}
 func (*In) exprNode()        {}
 func (*Between) exprNode()   {}

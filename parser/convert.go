@@ -386,7 +386,7 @@ func convertWith(w *ast.WithClause) ([]CTE, error) {
 
 func convertSelect(n *ast.SelectStmt) (*Select, error) {
 	if len(n.WindowSpecs) > 0 {
-		return nil, unsupported("WINDOW clauses and OVER(); use TUMBLE, HOP or SESSION_WINDOW in GROUP BY")
+		return nil, unsupported("named windows (WINDOW w AS (...)); write the window in OVER (...)")
 	}
 	if n.LockInfo != nil && n.LockInfo.LockType != ast.SelectLockNone {
 		return nil, unsupported("FOR UPDATE / locking reads")
@@ -863,7 +863,7 @@ func convertExpr(n ast.ExprNode) (Expr, error) {
 	case *ast.SubqueryExpr, *ast.ExistsSubqueryExpr, *ast.CompareSubqueryExpr:
 		return nil, unsupported("subqueries")
 	case *ast.WindowFuncExpr:
-		return nil, unsupported("window function %s OVER (...); use TUMBLE, HOP or SESSION_WINDOW in GROUP BY", strings.ToUpper(n.Name))
+		return convertOver(n)
 	case *ast.VariableExpr:
 		return nil, unsupported("variables (@%s)", n.Name)
 	case *ast.RowExpr:
@@ -975,4 +975,99 @@ func literalText(e ast.ExprNode) (string, error) {
 		return v.Name.Name.O, nil
 	}
 	return "", unsupported("SET value must be a literal")
+}
+
+// convertOver converts a window function call. It refuses what no plan
+// could use (named windows, IGNORE NULLS, FROM LAST, GROUPS frames); the
+// planner decides which calls it plans.
+func convertOver(n *ast.WindowFuncExpr) (Expr, error) {
+	name := strings.ToLower(n.Name)
+	text := exprText(n)
+	switch {
+	case n.Spec.Name.L != "" || n.Spec.Ref.L != "":
+		return nil, unsupported("named windows in %s; write the window in OVER (...)", text)
+	case n.IgnoreNull:
+		return nil, unsupported("IGNORE NULLS in %s", text)
+	case n.FromLast:
+		return nil, unsupported("FROM LAST in %s", text)
+	}
+	o := &Over{Name: name, Distinct: n.Distinct, Text: text}
+	if name == "count" && len(n.Args) == 1 && !n.Distinct {
+		if v, ok := n.Args[0].(*test_driver.ValueExpr); ok && v.Kind() == test_driver.KindInt64 {
+			// COUNT(*) parses as COUNT(1).
+			o.Star = true
+		}
+	}
+	if !o.Star {
+		for _, a := range n.Args {
+			e, err := convertExpr(a)
+			if err != nil {
+				return nil, err
+			}
+			o.Args = append(o.Args, e)
+		}
+	}
+	if p := n.Spec.PartitionBy; p != nil {
+		for _, it := range p.Items {
+			e, err := convertExpr(it.Expr)
+			if err != nil {
+				return nil, err
+			}
+			o.PartitionBy = append(o.PartitionBy, e)
+		}
+	}
+	if ob := n.Spec.OrderBy; ob != nil {
+		for _, it := range ob.Items {
+			e, err := convertExpr(it.Expr)
+			if err != nil {
+				return nil, err
+			}
+			o.OrderBy = append(o.OrderBy, OrderItem{Expr: e, Desc: it.Desc})
+		}
+	}
+	if f := n.Spec.Frame; f != nil {
+		fr := &Frame{}
+		switch f.Type {
+		case ast.Rows:
+			fr.Kind = FrameRows
+		case ast.Ranges:
+			fr.Kind = FrameRange
+		default:
+			return nil, unsupported("GROUPS frames in %s; use ROWS or RANGE", text)
+		}
+		var err error
+		if fr.Start, err = convertBound(&f.Extent.Start); err != nil {
+			return nil, err
+		}
+		if fr.End, err = convertBound(&f.Extent.End); err != nil {
+			return nil, err
+		}
+		o.Frame = fr
+	}
+	return o, nil
+}
+
+func convertBound(b *ast.FrameBound) (FrameBound, error) {
+	out := FrameBound{Unbounded: b.UnBounded}
+	switch b.Type {
+	case ast.Preceding:
+		out.Kind = BoundPreceding
+	case ast.Following:
+		out.Kind = BoundFollowing
+	default:
+		out.Kind = BoundCurrentRow
+		return out, nil
+	}
+	if b.UnBounded || b.Expr == nil {
+		return out, nil
+	}
+	e, err := convertExpr(b.Expr)
+	if err != nil {
+		return out, err
+	}
+	if b.Unit != ast.TimeUnitInvalid {
+		e = &Interval{Value: e, Unit: strings.ToUpper(b.Unit.String())}
+	}
+	out.N = e
+	return out, nil
 }

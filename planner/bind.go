@@ -248,6 +248,8 @@ func (s *scope) bindNode(e parser.Expr) (plan.Expr, error) {
 		return nil, errf("INTERVAL", "INTERVAL is only allowed in time arithmetic such as ts + INTERVAL 10 SECOND")
 	case *parser.Position:
 		return nil, errf("", "position %d: positions are for GROUP BY and ORDER BY", e.N)
+	case *parser.Over:
+		return nil, errf(e.Name, "window function %s is not allowed here: ROW_NUMBER, RANK and DENSE_RANK are planned as Top-N (SELECT ... FROM (SELECT ..., ROW_NUMBER() OVER (PARTITION BY k ORDER BY c) AS rn FROM s) t WHERE rn <= N), and aggregates OVER (PARTITION BY k ORDER BY <event time> ROWS|RANGE BETWEEN ... PRECEDING AND CURRENT ROW) in a select list", e.Text)
 	}
 	return nil, errf("", "unsupported expression")
 }
