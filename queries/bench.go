@@ -83,6 +83,7 @@ func BenchQueries() []string {
 
 // exampleSQL reads an example by name.
 func exampleSQL(name string) ([]byte, error) {
+	name = strings.TrimPrefix(name, "nexmark/")
 	for _, p := range []string{"nexmark/" + name + ".sql", name + ".sql"} {
 		if b, err := fs.ReadFile(examples.FS, p); err == nil {
 			return b, nil
