@@ -14,7 +14,8 @@ EVENTS=${EVENTS:-3000000}
 RUNS=${RUNS:-5}
 PARALLELISM=${PARALLELISM:-1}
 CHECKPOINT=${CHECKPOINT:-1s}
-QUERIES=${QUERIES:-"q0 q1 q2 q3 q5 q5-core q7 q8 q12 q17 q20"}
+# Default: every query of queries/examples/nexmark, in numeric order.
+QUERIES=${QUERIES:-$(cd queries/examples/nexmark && ls *.sql | sed 's/\.sql$//' | sort -V | tr '\n' ' ')}
 bin=$(mktemp -d)/streamsql
 go build -o "$bin" ./cmd/streamsql
 for q in $QUERIES; do
