@@ -261,13 +261,6 @@ const (
 	FrameRange
 )
 
-func (k FrameKind) String() string {
-	if k == FrameRange {
-		return "RANGE"
-	}
-	return "ROWS"
-}
-
 // Frame is ROWS|RANGE BETWEEN Start AND End.
 type Frame struct {
 	Kind       FrameKind

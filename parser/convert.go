@@ -452,12 +452,8 @@ func convertSelect(n *ast.SelectStmt) (*Select, error) {
 		}
 	}
 	if n.OrderBy != nil {
-		for _, it := range n.OrderBy.Items {
-			e, err := convertItem(it.Expr)
-			if err != nil {
-				return nil, err
-			}
-			s.OrderBy = append(s.OrderBy, OrderItem{Expr: e, Desc: it.Desc})
+		if s.OrderBy, err = convertOrderBy(n.OrderBy.Items, convertItem); err != nil {
+			return nil, err
 		}
 	}
 	if n.Limit != nil {
@@ -734,12 +730,9 @@ func convertExpr(n ast.ExprNode) (Expr, error) {
 			return nil, unsupported("aggregate %s (streamsql has COUNT, SUM, AVG, MIN, MAX)", strings.ToUpper(name))
 		}
 		f := &Func{Name: name, Distinct: n.Distinct}
-		if name == "count" && len(n.Args) == 1 {
-			if v, ok := n.Args[0].(*test_driver.ValueExpr); ok && !n.Distinct && v.Kind() == test_driver.KindInt64 {
-				// COUNT(*) parses as COUNT(1).
-				f.Star = true
-				return f, nil
-			}
+		if isCountStar(name, n.Args, n.Distinct) {
+			f.Star = true
+			return f, nil
 		}
 		if n.Distinct && name != "count" {
 			return nil, unsupported("%s(DISTINCT ...); only COUNT(DISTINCT ...)", strings.ToUpper(name))
@@ -991,13 +984,8 @@ func convertOver(n *ast.WindowFuncExpr) (Expr, error) {
 	case n.FromLast:
 		return nil, unsupported("FROM LAST in %s", text)
 	}
-	o := &Over{Name: name, Distinct: n.Distinct, Text: text}
-	if name == "count" && len(n.Args) == 1 && !n.Distinct {
-		if v, ok := n.Args[0].(*test_driver.ValueExpr); ok && v.Kind() == test_driver.KindInt64 {
-			// COUNT(*) parses as COUNT(1).
-			o.Star = true
-		}
-	}
+	o := &Over{Name: name, Distinct: n.Distinct, Star: isCountStar(name, n.Args, n.Distinct), Text: text}
+	var err error
 	if !o.Star {
 		for _, a := range n.Args {
 			e, err := convertExpr(a)
@@ -1017,12 +1005,8 @@ func convertOver(n *ast.WindowFuncExpr) (Expr, error) {
 		}
 	}
 	if ob := n.Spec.OrderBy; ob != nil {
-		for _, it := range ob.Items {
-			e, err := convertExpr(it.Expr)
-			if err != nil {
-				return nil, err
-			}
-			o.OrderBy = append(o.OrderBy, OrderItem{Expr: e, Desc: it.Desc})
+		if o.OrderBy, err = convertOrderBy(ob.Items, convertExpr); err != nil {
+			return nil, err
 		}
 	}
 	if f := n.Spec.Frame; f != nil {
@@ -1035,7 +1019,6 @@ func convertOver(n *ast.WindowFuncExpr) (Expr, error) {
 		default:
 			return nil, unsupported("GROUPS frames in %s; use ROWS or RANGE", text)
 		}
-		var err error
 		if fr.Start, err = convertBound(&f.Extent.Start); err != nil {
 			return nil, err
 		}
@@ -1045,6 +1028,30 @@ func convertOver(n *ast.WindowFuncExpr) (Expr, error) {
 		o.Frame = fr
 	}
 	return o, nil
+}
+
+// isCountStar says whether an aggregate call is COUNT(*), which parses as
+// COUNT(1).
+func isCountStar(name string, args []ast.ExprNode, distinct bool) bool {
+	if name != "count" || len(args) != 1 || distinct {
+		return false
+	}
+	v, ok := args[0].(*test_driver.ValueExpr)
+	return ok && v.Kind() == test_driver.KindInt64
+}
+
+// convertOrderBy converts ORDER BY items with conv (convertItem where
+// select-list positions may stand for expressions).
+func convertOrderBy(items []*ast.ByItem, conv func(ast.ExprNode) (Expr, error)) ([]OrderItem, error) {
+	out := make([]OrderItem, 0, len(items))
+	for _, it := range items {
+		e, err := conv(it.Expr)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, OrderItem{Expr: e, Desc: it.Desc})
+	}
+	return out, nil
 }
 
 func convertBound(b *ast.FrameBound) (FrameBound, error) {

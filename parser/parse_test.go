@@ -205,3 +205,41 @@ func TestPositionsInGroupAndOrder(t *testing.T) {
 		}
 	}
 }
+
+func TestWindowCalls(t *testing.T) {
+	stmts, err := Parse("SELECT auction, ROW_NUMBER() OVER (PARTITION BY auction ORDER BY price DESC, date_time) AS rn, " +
+		"COUNT(*) OVER (PARTITION BY seller ORDER BY date_time RANGE BETWEEN INTERVAL 10 SECOND PRECEDING AND CURRENT ROW), " +
+		"AVG(price) OVER (PARTITION BY seller ORDER BY date_time ROWS BETWEEN 10 PRECEDING AND CURRENT ROW) FROM bid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := stmts[0].Stmt.(*Select).Fields
+	rn, ok := f[1].Expr.(*Over)
+	if !ok || rn.Name != "row_number" || len(rn.Args) != 0 || len(rn.PartitionBy) != 1 || rn.Frame != nil ||
+		len(rn.OrderBy) != 2 || !rn.OrderBy[0].Desc || rn.OrderBy[1].Desc || f[1].Alias != "rn" {
+		t.Errorf("ROW_NUMBER: %#v", f[1].Expr)
+	}
+	cnt, ok := f[2].Expr.(*Over)
+	if !ok || cnt.Name != "count" || !cnt.Star || cnt.Frame == nil || cnt.Frame.Kind != FrameRange ||
+		cnt.Frame.Start.Kind != BoundPreceding || cnt.Frame.End.Kind != BoundCurrentRow {
+		t.Fatalf("COUNT(*) OVER RANGE: %#v", f[2].Expr)
+	}
+	if iv, ok := cnt.Frame.Start.N.(*Interval); !ok || iv.Unit != "SECOND" || iv.Value.(*Literal).Int != 10 {
+		t.Errorf("RANGE bound: %#v", cnt.Frame.Start.N)
+	}
+	avg, ok := f[3].Expr.(*Over)
+	if !ok || avg.Name != "avg" || avg.Star || len(avg.Args) != 1 || avg.Frame == nil || avg.Frame.Kind != FrameRows {
+		t.Fatalf("AVG OVER ROWS: %#v", f[3].Expr)
+	}
+	if n, ok := avg.Frame.Start.N.(*Literal); !ok || n.Int != 10 || avg.Frame.Start.Unbounded {
+		t.Errorf("ROWS bound: %#v", avg.Frame.Start)
+	}
+	for sql, want := range map[string]string{
+		"SELECT COUNT(*) OVER w FROM t WINDOW w AS (PARTITION BY a)":                          "named windows",
+		"SELECT COUNT(*) OVER (ORDER BY a GROUPS BETWEEN 1 PRECEDING AND CURRENT ROW) FROM t": "GROUPS frames",
+	} {
+		if _, err := Parse(sql); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err %v, want one naming %q", sql, err, want)
+		}
+	}
+}
