@@ -168,7 +168,8 @@ func (k JoinKind) String() string {
 
 // Join is Left JOIN Right ON On. Chains are left-deep: a JOIN b ON ... JOIN
 // c ON ... is Join{Left: Join{a, b}, Right: c}. Right is never a join (a
-// table or a subquery); Left may be. On is never nil.
+// table or a subquery); Left may be. On is nil only for a comma join
+// (FROM a, b: an inner join whose conditions are in WHERE).
 type Join struct {
 	Kind        JoinKind
 	Left, Right *TableRef

@@ -642,7 +642,11 @@ func convertJoin(n *ast.Join) (*TableRef, error) {
 	}
 	if n.On == nil {
 		if l, ok := n.Left.(*ast.Join); ok && l.Right == nil && !l.ExplicitParens {
-			return nil, unsupported("a comma join (FROM a, b); use JOIN ... ON")
+			// FROM a, b: an inner join whose conditions are in WHERE.
+			return &TableRef{Join: &Join{Kind: JoinInner, Left: left, Right: rt}}, nil
+		}
+		if l, ok := n.Left.(*ast.Join); ok && l.On == nil && l.Tp == ast.CrossJoin && !l.ExplicitParens {
+			return nil, unsupported("a comma join of more than two tables (FROM a, b, %s); join the third with JOIN ... ON", refName(right))
 		}
 		return nil, unsupported("a join without ON (CROSS JOIN, JOIN without ON, or a comma in FROM) of %s; use JOIN ... ON (%s)", refName(right), joinsSupported)
 	}

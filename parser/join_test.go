@@ -118,6 +118,8 @@ func TestJoins(t *testing.T) {
 			"(LEFT bids/b persons ASOF b.ts ON (b.bidder = persons.id))"},
 		{"SELECT * FROM bids b JOIN persons p ON b.bidder = p.id",
 			"(INNER bids/b persons/p ON (b.bidder = p.id))"},
+		// A comma join is an inner join whose conditions are in WHERE.
+		{"SELECT * FROM auction a, bid b WHERE a.id = b.auction", "(INNER auction/a bid/b ON <nil>)"},
 		// Chains are left-deep.
 		{"SELECT * FROM bids b JOIN auctions a ON b.auction = a.id JOIN persons p AS OF TIMESTAMP b.ts ON a.seller = p.id",
 			"(INNER (INNER bids/b auctions/a ON (b.auction = a.id)) persons/p ASOF b.ts ON (a.seller = p.id))"},
@@ -216,8 +218,8 @@ func TestJoinErrors(t *testing.T) {
 		kind ErrorKind
 		msg  string // a substring of the message
 	}{
-		{"SELECT * FROM a, b", Unsupported, "comma join (FROM a, b); use JOIN ... ON"},
-		{"SELECT * FROM a, b, c", Unsupported, "comma join (FROM a, b); use JOIN ... ON"},
+		{"SELECT * FROM a, b, c", Unsupported, "comma join of more than two tables (FROM a, b, c); join the third with JOIN ... ON"},
+		{"SELECT * FROM a JOIN b ON a.x = b.x, c", Unsupported, "a join without ON (CROSS JOIN, JOIN without ON, or a comma in FROM) of c"},
 		{"SELECT * FROM a JOIN b ON a.x = b.x, c", Unsupported, "a join without ON (CROSS JOIN, JOIN without ON, or a comma in FROM) of c"},
 		{"SELECT * FROM a CROSS JOIN b", Unsupported, "a join without ON (CROSS JOIN, JOIN without ON, or a comma in FROM) of b; use JOIN ... ON"},
 		{"SELECT * FROM a JOIN b", Unsupported, "a join without ON"},

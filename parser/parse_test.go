@@ -54,7 +54,7 @@ func TestParseErrors(t *testing.T) {
 		// does; found in the text: line 1.
 		{"SELECT /*+ SETVAR(x=1) */ a FROM t", Unsupported, 0, 1, 0},
 		{"SHOW TABLES; SELECT a FROM t INTERSECT SELECT a FROM u", Unsupported, 1, 1, 1},
-		{"SELECT a FROM t JOIN u ON t.a = u.a; SELECT a FROM t, u", Unsupported, 1, 1, 1},
+		{"SELECT a FROM t JOIN u ON t.a = u.a; SELECT a FROM t, u, v", Unsupported, 1, 1, 1},
 		{"SHOW TABLES;\nSELECT * FROM t FULL OUTER JOIN u ON t.a = u.a", Syntax, 1, 2, 1},
 	}
 	for _, c := range cases {

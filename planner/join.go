@@ -297,6 +297,9 @@ func onlyEventTime(s *stream) int {
 
 // conjuncts splits a AND b AND c.
 func conjuncts(e parser.Expr) []parser.Expr {
+	if e == nil {
+		return nil // a comma join's ON
+	}
 	if bin, ok := e.(*parser.Binary); ok && strings.EqualFold(bin.Op, "AND") {
 		return append(conjuncts(bin.L), conjuncts(bin.R)...)
 	}

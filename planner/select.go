@@ -88,7 +88,14 @@ func (b *builder) query(sel *parser.Select, sub bool) (*planned, error) {
 	}
 	// An inner join takes the WHERE conditions that relate its two sides
 	// (keys, time bounds) as if they were in ON, as SQL allows.
-	s, where, err := b.fromWhere(sel.From, where)
+	var s *stream
+	var err error
+	if inner, at := b.rankCall(sel.From); inner != nil {
+		// FROM (SELECT ..., ROW_NUMBER() OVER (...) AS rn ...) WHERE rn <= N
+		s, where, err = b.topN(sel.From, inner, at, where)
+	} else {
+		s, where, err = b.fromWhere(sel.From, where)
+	}
 	if err != nil {
 		return nil, err
 	}

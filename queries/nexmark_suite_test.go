@@ -147,6 +147,76 @@ var suite = map[string]suiteCase{
 	"q16": {suiteInput{events: 40000, base: nexmark.DefaultBaseTime + 24*3600_000 - 2000}, func(in suiteInput) []string {
 		return bidStats(in, true)
 	}},
+	// The highest bid of each auction while it is open (the earliest of
+	// equal bids, then the first generated), with its auction.
+	"q9": {suiteInput{events: 40000}, func(in suiteInput) []string {
+		aucs := map[int64]plan.Row{}
+		for _, a := range in.rows(nexmark.Auction) {
+			aucs[a[nexmark.AuctionID].I] = a
+		}
+		best := map[int64]plan.Row{}
+		for _, b := range in.rows(nexmark.Bid) {
+			a, ok := aucs[b[nexmark.BidAuction].I]
+			at := b[nexmark.BidDateTime].I
+			if !ok || at < a[nexmark.AuctionDateTime].I || at > a[nexmark.AuctionExpires].I {
+				continue
+			}
+			id := a[nexmark.AuctionID].I
+			if w, seen := best[id]; !seen || b[nexmark.BidPrice].I > w[nexmark.BidPrice].I ||
+				b[nexmark.BidPrice].I == w[nexmark.BidPrice].I && at < w[nexmark.BidDateTime].I {
+				best[id] = b
+			}
+		}
+		var out []string
+		for id, b := range best {
+			a := aucs[id]
+			out = append(out, rowLine(append(append(plan.Row{}, a...), b[nexmark.BidAuction], b[nexmark.BidBidder], b[nexmark.BidPrice],
+				b[nexmark.BidDateTime], b[nexmark.BidExtra])))
+		}
+		return sorted(out)
+	}},
+	// The last bid (by event time, the first generated of equal times) of
+	// each bidder on each auction.
+	"q18": {suiteInput{events: 40000}, func(in suiteInput) []string {
+		type key struct{ bidder, auction int64 }
+		last := map[key]plan.Row{}
+		for _, b := range in.rows(nexmark.Bid) {
+			k := key{b[nexmark.BidBidder].I, b[nexmark.BidAuction].I}
+			if l, seen := last[k]; !seen || b[nexmark.BidDateTime].I > l[nexmark.BidDateTime].I {
+				last[k] = b
+			}
+		}
+		var out []string
+		for _, b := range last {
+			out = append(out, rowLine(b))
+		}
+		return sorted(out)
+	}},
+	// The ten highest bids of each auction (the first generated of equal
+	// prices first), with their rank.
+	"q19": {suiteInput{events: 40000}, func(in suiteInput) []string {
+		per := map[int64][]plan.Row{}
+		for _, b := range in.rows(nexmark.Bid) {
+			per[b[nexmark.BidAuction].I] = append(per[b[nexmark.BidAuction].I], b)
+		}
+		var out []string
+		for _, bids := range per {
+			sort.SliceStable(bids, func(i, j int) bool { return bids[i][nexmark.BidPrice].I > bids[j][nexmark.BidPrice].I })
+			for i, b := range bids[:min(10, len(bids))] {
+				out = append(out, rowLine(append(append(plan.Row{}, b...), plan.Int(int64(i+1)))))
+			}
+		}
+		return sorted(out)
+	}},
+}
+
+// rowLine renders a row as runExample does.
+func rowLine(r plan.Row) string {
+	vals := make([]any, len(r))
+	for i, v := range r {
+		vals[i] = JSONValue(v)
+	}
+	return line(vals...)
 }
 
 // bidStats is q15 (per day) or, perChannel, q16 (per channel and day,

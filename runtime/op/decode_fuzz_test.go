@@ -466,3 +466,102 @@ func checkJoinState(t *testing.T, which uint8, block []byte) {
 		}
 	}
 }
+
+// fuzzTopNs are Top-N specs of each mode over rows (k, t, v): partition
+// k, order v DESC (dedup: t), window end t.
+func fuzzTopNs() []*plan.TopN {
+	out := plan.Schema{{Name: "k", Type: plan.TypeBigint}, {Name: "t", Type: plan.TypeTimestamp}, {Name: "v", Type: plan.TypeBigint}, {Name: "rn", Type: plan.TypeBigint}}
+	keep := []int{0, 1, 2, 3}
+	return []*plan.TopN{
+		{Fn: plan.RowNumber, Partition: []int{0}, Order: []plan.OrderCol{{Col: 2, Desc: true}}, Limit: 2, Keep: keep, RankAt: 3, Out: out, TimeCol: -1},
+		{Fn: plan.Rank, Partition: []int{0}, Order: []plan.OrderCol{{Col: 2}}, Limit: 3, Retract: true, Keep: keep, RankAt: 3, Out: out, TimeCol: -1},
+		{Fn: plan.RowNumber, Partition: []int{0}, Order: []plan.OrderCol{{Col: 1}}, Limit: 1, Mode: plan.TopNDedup, TimeCol: 1, TTL: 50, Keep: keep, RankAt: 3, Out: out},
+		{Fn: plan.DenseRank, Partition: []int{0, 1}, Order: []plan.OrderCol{{Col: 2, Desc: true}}, Limit: 2, Mode: plan.TopNWindow, TimeCol: 1, Keep: keep, RankAt: 3, Out: out},
+	}
+}
+
+func topNSeeds(f testing.TB) [][]byte {
+	var out [][]byte
+	for _, spec := range fuzzTopNs() {
+		op, err := newTopN(spec, &Counters{})
+		if err != nil {
+			f.Fatal(err)
+		}
+		e := &countEmitter{width: 4}
+		for i := range 12 {
+			r := plan.Row{plan.Int(int64(i % 3)), plan.Time(int64(100 + i*7%40)), plan.Int(int64(i * 5 % 11)), plan.Int(0)}
+			b := &Batch{}
+			b.Append(r, RowMeta{Offset: int64(i), Key: string(value.EncodeKey(nil, r, spec.Partition)), WM: 90})
+			if err := op.Process(b, e); err != nil {
+				f.Fatal(err)
+			}
+		}
+		if err := op.Barrier(Barrier{Epoch: 1, CheckpointID: 1}, e); err != nil {
+			f.Fatal(err)
+		}
+		b, _ := snapshotBlock(f, op)
+		out = append(out, b)
+	}
+	return out
+}
+
+// FuzzTopNState restores Top-N state from arbitrary records: a record
+// that does not decode is an error naming the Top-N's state, never a
+// panic; a restored state snapshots to the same records, and takes rows,
+// watermarks and barriers.
+func FuzzTopNState(f *testing.F) {
+	for i, b := range topNSeeds(f) {
+		f.Add(uint8(i), b)
+	}
+	f.Fuzz(func(t *testing.T, which uint8, block []byte) {
+		r, err := blockReader(block)
+		if err != nil {
+			return
+		}
+		specs := fuzzTopNs()
+		spec := specs[int(which)%len(specs)]
+		op, err := newTopN(spec, &Counters{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := op.Restore(r); err != nil {
+			if !strings.Contains(err.Error(), "topn state") {
+				t.Fatalf("error does not name the state: %v", err)
+			}
+			return
+		}
+		b1, recs1 := snapshotBlock(t, op)
+		r1, _ := blockReader(b1)
+		op2, _ := newTopN(spec, &Counters{})
+		if err := op2.Restore(r1); err != nil {
+			t.Fatalf("restoring its own snapshot: %v", err)
+		}
+		if _, recs2 := snapshotBlock(t, op2); !maps.Equal(recs1, recs2) {
+			t.Fatalf("snapshot of the restored snapshot differs:\n%q\n%q", recs1, recs2)
+		}
+		e := &countEmitter{width: 4}
+		for _, k := range r.keys {
+			row := plan.Row{plan.Int(1), plan.Time(120), plan.Int(3), plan.Int(0)}
+			b := &Batch{}
+			b.Append(row, RowMeta{Key: k, Op: Insert, WM: 100})
+			if spec.Retract {
+				b.Append(row, RowMeta{Key: k, Op: Delete, WM: 100})
+			}
+			if err := op.Process(b, e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := op.Watermark(math.MaxInt64-1, e); err != nil {
+			t.Fatal(err)
+		}
+		if err := op.Barrier(Barrier{Epoch: 2}, e); err != nil {
+			t.Fatal(err)
+		}
+		if err := op.Snapshot(&LogWriter{}); err != nil {
+			t.Fatal(err)
+		}
+		if e.bad != "" {
+			t.Fatal(e.bad)
+		}
+	})
+}

@@ -40,8 +40,10 @@ import (
 //	    One row a line, values separated by commas: NULL, TRUE, FALSE,
 //	    numbers, 'text', times ("12s", "1500ms", "2026-01-01 00:00:01");
 //	    each is cast to its column's type. A line "del: ..." is a Delete
-//	    (of a PRIMARY KEY table); other rows of a PRIMARY KEY table are
-//	    Upserts, others Inserts. Every row carries the side's last
+//	    (of a PRIMARY KEY table); "before: ..." the old row of an update;
+//	    other rows of a PRIMARY KEY table are Upserts, others Inserts. A
+//	    line "@id ..." gives the row that RowMeta.ID (an updating input's
+//	    row identity). Every row carries the side's last
 //	    watermark (RowMeta.WM; wm: this one instead) and the side's next
 //	    offset. The rows go in one batch.
 //	watermark t=T [side=N]
@@ -181,6 +183,10 @@ func (d *scriptDriver) run(td *datadriven.TestData) (string, error) {
 			if d.upsert[side] {
 				op = Upsert
 			}
+			var id string
+			if rest, ok := strings.CutPrefix(line, "@"); ok {
+				id, line, _ = strings.Cut(rest, " ")
+			}
 			if rest, ok := strings.CutPrefix(line, "del:"); ok {
 				op, line = Delete, rest
 			}
@@ -191,7 +197,7 @@ func (d *scriptDriver) run(td *datadriven.TestData) (string, error) {
 			if err != nil {
 				return "", err
 			}
-			m := RowMeta{Offset: d.off[side], WM: wm, Op: op}
+			m := RowMeta{Offset: d.off[side], WM: wm, Op: op, ID: id}
 			d.off[side]++
 			b.Append(r, m)
 		}
