@@ -23,7 +23,15 @@ package e2e
 //     leaves the sink when its s drops to 0 or below, and comes back);
 //   - pkwin: a TUMBLE 10s aggregation (COUNT, SUM, MIN, MAX) over p in
 //     changes mode: rows move between open windows, windows empty and are
-//     deleted.
+//     deleted;
+//   - topn: the top 3 rows of each k of t by v (ROW_NUMBER, keyed on k
+//     and rn: a new row moves the ranks below it);
+//   - topagg: the key of the largest s per n of the inner running
+//     aggregate (Top-1 over an updating input: a key leaving its n brings
+//     the next one up);
+//   - first: deduplication, the first row of each v by event time
+//     (append-only, held until the watermark passes it; late rows
+//     dropped), topn_oracle_test.go's oracles.
 //
 // TestChangelogSinksPG: each query into PostgreSQL in both delivery
 // modes (exactly_once at parallelism 2, at_least_once at parallelism 1).
@@ -111,6 +119,15 @@ FROM (` + clSinkInnerSQL + `) x GROUP BY n HAVING COUNT(*) > 1`,
 		sql: `SELECT {hint} window_start, window_end, COUNT(*) AS n, SUM(v) AS s, MIN(v) AS lo, MAX(v) AS hi
 FROM p GROUP BY TUMBLE(ts, '10s')`,
 		expected: func(_, pLog []Row) Result { return EvaluateUpsertTable(upsertSource, "id", clPKWindow, pLog) }},
+	{base: "topn", table: "t",
+		sql: `SELECT {hint} k, v, rn FROM (SELECT k, v, ROW_NUMBER() OVER (PARTITION BY k ORDER BY v DESC) AS rn FROM t) x WHERE rn <= 3`,
+		expected: func(tLog, _ []Row) Result { return topNByKey(tLog, 3) }},
+	{base: "topagg", table: "t",
+		sql: `SELECT {hint} n, k, s FROM (SELECT n, k, s, ROW_NUMBER() OVER (PARTITION BY n ORDER BY s DESC) AS rn FROM (` + clSinkInnerSQL + `) i) x WHERE rn = 1`,
+		expected: func(tLog, _ []Row) Result { return topSumPerCount(clInnerSink(tLog)) }},
+	{base: "first", table: "t",
+		sql: `SELECT {hint} v, k, ts FROM (SELECT k, v, ts, ROW_NUMBER() OVER (PARTITION BY v ORDER BY ts) AS rn FROM t) x WHERE rn = 1`,
+		expected: func(tLog, _ []Row) Result { return firstByTime(changelogSource, tLog) }},
 }
 
 // clSink is a sink of these tests: the query it takes (def) and the
