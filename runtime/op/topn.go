@@ -51,6 +51,7 @@ type topN struct {
 	changed  map[string]struct{} // since the last snapshot
 	due      []*tnPart           // dedup: candidates by time; window: partitions by end
 	expiry   []*tnPart           // dedup with a TTL: done keys by time
+	free     []*tnRow            // released rows nothing refers to, for reuse
 	held     int                 // rows and done keys held
 	bytes    int64
 	wm       int64
@@ -73,12 +74,15 @@ type tnRow struct {
 	// rank: the rank it was last emitted with (0: not emitted); now: its
 	// rank at this barrier (0: not among the top).
 	rank, now int64
+	kept      bool // among its partition's rows
 }
 
 type tnPart struct {
 	key     string
 	rows    []*tnRow // in order
 	emitted []*tnRow // updating: what was last emitted, in rank order
+	// rankKeys: the output keys of ranks 1, 2, ... (ROW_NUMBER, N > 1).
+	rankKeys []string
 	dirty   bool
 	// dedup: done, the first row was emitted; time is its (or the
 	// candidate's) event time. window: time is window_end.
@@ -181,15 +185,41 @@ func rowBytes(r plan.Row) int64 {
 	return n
 }
 
+// keep makes a kept copy of row r, reusing a released one's memory when
+// it can.
 func (t *topN) keep(r plan.Row, m *RowMeta) *tnRow {
 	t.held++
 	t.bytes += rowBytes(r) + int64(len(m.ID))
-	return &tnRow{row: slices.Clone(r), id: m.ID, off: m.Offset}
+	if n := len(t.free); n > 0 && cap(t.free[n-1].row) >= len(r) {
+		x := t.free[n-1]
+		t.free[n-1] = nil
+		t.free = t.free[:n-1]
+		*x = tnRow{row: append(x.row[:0], r...), id: m.ID, off: m.Offset, kept: true}
+		return x
+	}
+	return &tnRow{row: slices.Clone(r), id: m.ID, off: m.Offset, kept: true}
 }
 
+// release forgets a kept row; its memory is reused once nothing refers
+// to it (it is not among what was last emitted).
 func (t *topN) release(r *tnRow) {
 	t.held--
 	t.bytes -= rowBytes(r.row) + int64(len(r.id))
+	r.kept = false
+	if r.rank == 0 {
+		t.recycle(r)
+	}
+}
+
+// maxFree bounds the released rows kept for reuse.
+const maxFree = 1024
+
+func (t *topN) recycle(r *tnRow) {
+	if len(t.free) < maxFree {
+		clear(r.row) // drop the strings it holds
+		r.id = ""
+		t.free = append(t.free, r)
+	}
 }
 
 func (t *topN) touch(p *tnPart) {
@@ -454,7 +484,9 @@ func (t *topN) Barrier(_ Barrier, out Emitter) error {
 	if len(t.dirty) == 0 {
 		return nil
 	}
-	res := &Batch{}
+	// Most changes are an update: the old row and the new one.
+	n := 2 * len(t.dirty)
+	res := &Batch{Rows: make([]plan.Row, 0, n), Meta: make([]RowMeta, 0, n)}
 	for _, p := range t.dirty {
 		p.dirty = false
 		t.diff(p, res)
@@ -475,14 +507,19 @@ func (t *topN) diff(p *tnPart, res *Batch) {
 	n := t.assign(p.rows)
 	top := p.rows[:n]
 	emit := func(r *tnRow, rank int64, op Op) {
-		t.keyBuf = append(t.keyBuf[:0], p.key...)
+		k := p.key
 		switch {
 		case t.spec.KeyByRank():
-			t.keyBuf = value.AppendValue(t.keyBuf, plan.Int(rank))
+			// Each rank's key is made once per partition.
+			for int64(len(p.rankKeys)) < rank {
+				t.keyBuf = value.AppendValue(append(t.keyBuf[:0], p.key...), plan.Int(int64(len(p.rankKeys)+1)))
+				p.rankKeys = append(p.rankKeys, string(t.keyBuf))
+			}
+			k = p.rankKeys[rank-1]
 		case t.spec.Fn != plan.RowNumber:
-			t.keyBuf = rowIDKey(t.keyBuf, r)
+			t.keyBuf = rowIDKey(append(t.keyBuf[:0], p.key...), r)
+			k = string(t.keyBuf)
 		}
-		k := string(t.keyBuf)
 		res.Append(t.output(r, rank), RowMeta{Offset: r.off, Key: k, ID: k, Op: op, WM: t.wm})
 	}
 	if t.spec.Fn == plan.RowNumber {
@@ -524,12 +561,22 @@ func (t *topN) diff(p *tnPart, res *Batch) {
 			}
 		}
 	}
+	for _, r := range top {
+		r.now = -r.now // marks the rows still emitted
+	}
 	for _, r := range p.emitted {
-		r.rank = 0
+		if r.now >= 0 {
+			r.rank = 0
+			if !r.kept {
+				t.recycle(r)
+			}
+		}
 	}
 	for _, r := range top {
+		r.now = -r.now
 		r.rank = r.now
 	}
+	clear(p.emitted)
 	p.emitted = append(p.emitted[:0], top...)
 }
 
