@@ -86,6 +86,65 @@ func DecodeValue(b []byte) (plan.Value, []byte, error) {
 	return v, b, nil
 }
 
+// DecodeValueIn decodes one value from the front of s (AppendValue's
+// encoding), returning the rest: a string value is a substring of s, not
+// a copy, so decoding allocates nothing (and the value keeps s alive).
+func DecodeValueIn(s string) (plan.Value, string, error) {
+	if len(s) == 0 {
+		return plan.Null, "", fmt.Errorf("decode value: empty input")
+	}
+	v := plan.Value{K: plan.Type(s[0])}
+	s = s[1:]
+	switch v.K {
+	case plan.TypeNull:
+	case plan.TypeDouble:
+		if len(s) < 8 {
+			return v, "", fmt.Errorf("decode double: short input")
+		}
+		var u uint64
+		for _, c := range []byte(s[:8]) {
+			u = u<<8 | uint64(c)
+		}
+		v.I = int64(u)
+		s = s[8:]
+	case plan.TypeVarchar:
+		n, k := uvarintString(s)
+		if k <= 0 || uint64(len(s)-k) < n {
+			return v, "", fmt.Errorf("decode string: bad length")
+		}
+		v.S = s[k : k+int(n)]
+		s = s[k+int(n):]
+	case plan.TypeBigint, plan.TypeTimestamp, plan.TypeBoolean:
+		u, k := uvarintString(s)
+		if k <= 0 {
+			return v, "", fmt.Errorf("decode integer: bad varint")
+		}
+		v.I = int64(u>>1) ^ -int64(u&1) // zig-zag, as binary.Varint
+		s = s[k:]
+	default:
+		return v, "", fmt.Errorf("decode value: unknown kind %d", v.K)
+	}
+	return v, s, nil
+}
+
+// uvarintString is binary.Uvarint over a string, without converting it.
+func uvarintString(s string) (uint64, int) {
+	var x uint64
+	var shift uint
+	for i := 0; i < len(s) && i < binary.MaxVarintLen64; i++ {
+		b := s[i]
+		if b < 0x80 {
+			if i == binary.MaxVarintLen64-1 && b > 1 {
+				return 0, -(i + 1) // overflow
+			}
+			return x | uint64(b)<<shift, i + 1
+		}
+		x |= uint64(b&0x7f) << shift
+		shift += 7
+	}
+	return 0, 0
+}
+
 // DecodeRow decodes a row written by AppendRow: all of b.
 func DecodeRow(b []byte) (plan.Row, error) { return DecodeRowIn(b, nil) }
 

@@ -141,3 +141,25 @@ func TestKeysStable(t *testing.T) {
 		}
 	}
 }
+
+// FuzzDecodeValueIn: decoding from a string (string values as
+// substrings) agrees with DecodeValue on any input: the same value and
+// rest, or both an error.
+func FuzzDecodeValueIn(f *testing.F) {
+	for _, v := range []plan.Value{plan.Null, plan.Int(0), plan.Int(-1), plan.Int(math.MaxInt64), plan.Int(math.MinInt64),
+		plan.Float(1.5), plan.Float(math.Inf(-1)), plan.Str(""), plan.Str("héllo"), plan.Time(1_700_000_000_000), plan.Bool(true)} {
+		f.Add(AppendValue(nil, v))
+	}
+	f.Add([]byte{byte(plan.TypeBigint), 0x80, 0x80})
+	f.Add([]byte{byte(plan.TypeVarchar), 5, 'a'})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		want, wrest, werr := DecodeValue(b)
+		got, grest, gerr := DecodeValueIn(string(b))
+		if (werr == nil) != (gerr == nil) {
+			t.Fatalf("%x: DecodeValue err %v, DecodeValueIn err %v", b, werr, gerr)
+		}
+		if werr == nil && (got != want || grest != string(wrest)) {
+			t.Fatalf("%x: DecodeValue %v rest %x, DecodeValueIn %v rest %x", b, want, wrest, got, grest)
+		}
+	})
+}

@@ -48,7 +48,7 @@ type topN struct {
 	parts    map[string]*tnPart
 	peak     int
 	dirty    []*tnPart           // updating: changed since the last barrier
-	changed  map[string]struct{} // since the last snapshot
+	changed  []*tnPart           // since the last snapshot, in the order they first changed
 	due      []*tnPart           // dedup: candidates by time; window: partitions by end
 	expiry   []*tnPart           // dedup with a TTL: done keys by time
 	free     []*tnRow            // released rows nothing refers to, for reuse
@@ -58,6 +58,7 @@ type topN struct {
 	outWM    int64
 	keyBuf   []byte
 	buf      []byte
+	probeOrd []plan.Value
 	slab     []plan.Value
 }
 
@@ -66,11 +67,17 @@ var (
 	_ Stateful = (*topN)(nil)
 )
 
-// tnRow is a kept row and its identity.
+// tnRow is a kept row and its identity. The row is kept encoded: its
+// output columns (spec.Keep) then its ORDER BY values, one string
+// (value.AppendValue's encodings after a count), which the collector
+// does not trace; ord are the ORDER BY values, decoded in place (their
+// strings are substrings of enc), and so are the output rows emitted.
 type tnRow struct {
-	row plan.Row
-	id  string
-	off int64
+	enc    string
+	ord    []plan.Value
+	ordBuf [2]plan.Value // ord's room for one or two ORDER BY columns
+	id     string
+	off    int64
 	// rank: the rank it was last emitted with (0: not emitted); now: its
 	// rank at this barrier (0: not among the top).
 	rank, now int64
@@ -89,11 +96,25 @@ type tnPart struct {
 	done bool
 	time int64
 	gone bool // dropped: heap entries for it are stale
+	// changed: in topN.changed (written, or deleted when gone, at the next
+	// snapshot).
+	changed bool
+	// row1, emit1: the room of rows and emitted for a partition of one row.
+	row1, emit1 [1]*tnRow
 }
 
-// tnProbe is an incoming row as a search target.
+// markChanged lists p for the next snapshot.
+func (t *topN) markChanged(p *tnPart) {
+	if !p.changed {
+		p.changed = true
+		t.changed = append(t.changed, p)
+	}
+}
+
+// tnProbe is an incoming row as a search target: its ORDER BY values
+// and identity.
 type tnProbe struct {
-	row plan.Row
+	ord []plan.Value
 	id  string
 	off int64
 }
@@ -110,15 +131,15 @@ func newTopN(spec *plan.TopN, c *Counters) (*topN, error) {
 	if len(spec.Keep) != len(spec.Out) || spec.RankAt < 0 || spec.RankAt >= len(spec.Out) {
 		return nil, fmt.Errorf("topn: %d kept columns, %d output columns, rank at %d", len(spec.Keep), len(spec.Out), spec.RankAt)
 	}
-	return &topN{spec: spec, counters: c, parts: map[string]*tnPart{}, changed: map[string]struct{}{},
+	return &topN{spec: spec, counters: c, parts: map[string]*tnPart{},
 		wm: window.NoWatermark, outWM: window.NoWatermark}, nil
 }
 
-// cmpOrder orders two rows by the ORDER BY columns: NULL first ascending,
-// last descending.
-func (t *topN) cmpOrder(a, b plan.Row) int {
-	for _, k := range t.spec.Order {
-		x, y := a[k.Col], b[k.Col]
+// cmpOrder orders two rows by their ORDER BY values: NULL first
+// ascending, last descending.
+func (t *topN) cmpOrder(a, b []plan.Value) int {
+	for i, k := range t.spec.Order {
+		x, y := a[i], b[i]
 		var c int
 		switch {
 		case x.IsNull() && y.IsNull():
@@ -140,7 +161,7 @@ func (t *topN) cmpOrder(a, b plan.Row) int {
 }
 
 func (t *topN) cmpProbe(r *tnRow, p tnProbe) int {
-	if c := t.cmpOrder(r.row, p.row); c != 0 {
+	if c := t.cmpOrder(r.ord, p.ord); c != 0 {
 		return c
 	}
 	// A row's identity: its id (an updating input's key, a join's pair:
@@ -156,6 +177,7 @@ func (t *topN) part(key string) *tnPart {
 	p := t.parts[key]
 	if p == nil {
 		p = &tnPart{key: key}
+		p.rows, p.emitted = p.row1[:0:1], p.emit1[:0:1]
 		t.parts[key] = p
 		t.peak = max(t.peak, len(t.parts))
 		t.bytes += int64(tnPartCost + allocSize(len(key)))
@@ -170,41 +192,88 @@ func (t *topN) drop(p *tnPart) {
 	}
 	p.gone = true
 	delete(t.parts, p.key)
-	t.changed[p.key] = struct{}{}
+	t.markChanged(p)
 	t.bytes -= int64(tnPartCost + allocSize(len(p.key)))
 	if shrink(len(t.parts), &t.peak) {
 		t.parts = rebuilt(t.parts)
 	}
 }
 
-func rowBytes(r plan.Row) int64 {
-	n := int64(tnRowCost + allocSize(len(r)*int(unsafe.Sizeof(plan.Value{}))))
-	for _, v := range r {
-		n += int64(len(v.S))
+// rowBytes is what kept row x takes: its struct, its encoding and its
+// ORDER BY values beyond the two it has room for.
+func rowBytes(x *tnRow) int64 {
+	n := int64(tnRowCost + allocSize(len(x.enc)) + len(x.id))
+	if cap(x.ord) > len(x.ordBuf) {
+		n += int64(allocSize(cap(x.ord) * int(unsafe.Sizeof(plan.Value{}))))
 	}
 	return n
 }
 
-// keep makes a kept copy of row r, reusing a released one's memory when
-// it can.
+// probe is row r as a search target (its ORDER BY values in a scratch
+// slice, valid until the next probe).
+func (t *topN) probe(r plan.Row, m *RowMeta) tnProbe {
+	t.probeOrd = t.probeOrd[:0]
+	for _, k := range t.spec.Order {
+		t.probeOrd = append(t.probeOrd, r[k.Col])
+	}
+	return tnProbe{ord: t.probeOrd, id: m.ID, off: m.Offset}
+}
+
+// keep makes a kept, encoded copy of row r, reusing a released row's
+// struct when there is one.
 func (t *topN) keep(r plan.Row, m *RowMeta) *tnRow {
-	t.held++
-	t.bytes += rowBytes(r) + int64(len(m.ID))
-	if n := len(t.free); n > 0 && cap(t.free[n-1].row) >= len(r) {
-		x := t.free[n-1]
+	b := binary.AppendUvarint(t.buf[:0], uint64(len(t.spec.Keep)+len(t.spec.Order)))
+	for _, c := range t.spec.Keep {
+		b = value.AppendValue(b, r[c])
+	}
+	at := len(b)
+	for _, k := range t.spec.Order {
+		b = value.AppendValue(b, r[k.Col])
+	}
+	t.buf = b
+	var x *tnRow
+	if n := len(t.free); n > 0 {
+		x = t.free[n-1]
 		t.free[n-1] = nil
 		t.free = t.free[:n-1]
-		*x = tnRow{row: append(x.row[:0], r...), id: m.ID, off: m.Offset, kept: true}
-		return x
+		*x = tnRow{}
+	} else {
+		x = &tnRow{}
 	}
-	return &tnRow{row: slices.Clone(r), id: m.ID, off: m.Offset, kept: true}
+	x.enc, x.id, x.off, x.kept = string(b), m.ID, m.Offset, true
+	if err := x.decodeOrd(at, len(t.spec.Order)); err != nil {
+		panic("topn: a row it encoded does not decode: " + err.Error())
+	}
+	t.held++
+	t.bytes += rowBytes(x)
+	return x
+}
+
+// decodeOrd decodes the n ORDER BY values at byte at of enc, in place.
+func (x *tnRow) decodeOrd(at, n int) error {
+	x.ord = x.ordBuf[:0]
+	if n > len(x.ordBuf) {
+		x.ord = make([]plan.Value, 0, n)
+	}
+	rest := x.enc[at:]
+	for range n {
+		v, r, err := value.DecodeValueIn(rest)
+		if err != nil {
+			return err
+		}
+		x.ord, rest = append(x.ord, v), r
+	}
+	if rest != "" {
+		return fmt.Errorf("%d bytes after the ORDER BY values", len(rest))
+	}
+	return nil
 }
 
 // release forgets a kept row; its memory is reused once nothing refers
 // to it (it is not among what was last emitted).
 func (t *topN) release(r *tnRow) {
 	t.held--
-	t.bytes -= rowBytes(r.row) + int64(len(r.id))
+	t.bytes -= rowBytes(r)
 	r.kept = false
 	if r.rank == 0 {
 		t.recycle(r)
@@ -216,8 +285,7 @@ const maxFree = 1024
 
 func (t *topN) recycle(r *tnRow) {
 	if len(t.free) < maxFree {
-		clear(r.row) // drop the strings it holds
-		r.id = ""
+		*r = tnRow{} // drop the strings it holds
 		t.free = append(t.free, r)
 	}
 }
@@ -227,7 +295,7 @@ func (t *topN) touch(p *tnPart) {
 		p.dirty = true
 		t.dirty = append(t.dirty, p)
 	}
-	t.changed[p.key] = struct{}{}
+	t.markChanged(p)
 }
 
 // assign sets now to the rank of each row in order, up to the first
@@ -238,7 +306,7 @@ func (t *topN) assign(rows []*tnRow) int {
 		switch {
 		case t.spec.Fn == plan.RowNumber || i == 0:
 			rank = int64(i + 1)
-		case t.cmpOrder(rows[i-1].row, r.row) == 0:
+		case t.cmpOrder(rows[i-1].ord, r.ord) == 0:
 			// tied: the rank stays
 		case t.spec.Fn == plan.Rank:
 			rank = int64(i + 1)
@@ -304,14 +372,14 @@ func (t *topN) Process(b *Batch, out Emitter) error {
 				p.time = end.I
 				t.due = heapPush(t.due, p, earlier)
 			}
-			pos, _ := slices.BinarySearchFunc(p.rows, tnProbe{r, m.ID, m.Offset}, t.cmpProbe)
+			pos, _ := slices.BinarySearchFunc(p.rows, t.probe(r, m), t.cmpProbe)
 			if t.insert(p, pos, r, m) {
-				t.changed[p.key] = struct{}{}
+				t.markChanged(p)
 			}
 			continue
 		}
 		p := t.part(m.Key)
-		pos, found := slices.BinarySearchFunc(p.rows, tnProbe{r, m.ID, m.Offset}, t.cmpProbe)
+		pos, found := slices.BinarySearchFunc(p.rows, t.probe(r, m), t.cmpProbe)
 		if m.Op.Retracts() {
 			if found {
 				t.release(p.rows[pos])
@@ -353,7 +421,7 @@ func (t *topN) dedup(r plan.Row, m *RowMeta) {
 		t.counters.late(m, ts.I)
 		return
 	}
-	probe := tnProbe{r, m.ID, m.Offset}
+	probe := t.probe(r, m)
 	if p == nil {
 		p = t.part(m.Key)
 	} else if t.cmpProbe(p.rows[0], probe) <= 0 {
@@ -365,7 +433,7 @@ func (t *topN) dedup(r plan.Row, m *RowMeta) {
 	p.rows = append(p.rows, t.keep(r, m))
 	p.time = ts.I
 	t.due = heapPush(t.due, p, earlier)
-	t.changed[p.key] = struct{}{}
+	t.markChanged(p)
 }
 
 // earlier orders partitions by time (dedup's candidates, windows' ends).
@@ -405,7 +473,7 @@ func (t *topN) advance(wm int64, res *Batch) {
 				break
 			}
 			_, t.due = heapPop(t.due, earlier)
-			if p.rows[0].row[t.spec.TimeCol].I != p.time {
+			if p.rows[0].ord[0].I != p.time {
 				continue // a stale entry of a replaced candidate
 			}
 			c := p.rows[0]
@@ -413,7 +481,7 @@ func (t *topN) advance(wm int64, res *Batch) {
 			t.release(c)
 			p.rows, p.done = nil, true
 			t.held++ // the done key
-			t.changed[p.key] = struct{}{}
+			t.markChanged(p)
 			if t.spec.TTL > 0 {
 				t.expiry = heapPush(t.expiry, p, earlier)
 			}
@@ -459,8 +527,15 @@ func (t *topN) output(r *tnRow, rank int64) plan.Row {
 	}
 	row := plan.Row(t.slab[:n:n])
 	t.slab = t.slab[n:]
-	for i, c := range t.spec.Keep {
-		row[i] = r.row[c]
+	rest := r.enc
+	if _, k := binary.Uvarint(KeyBytes(rest)); k > 0 {
+		rest = rest[k:]
+	}
+	for i := range row {
+		var err error
+		if row[i], rest, err = value.DecodeValueIn(rest); err != nil {
+			panic("topn: a kept row does not decode: " + err.Error())
+		}
 	}
 	row[t.spec.RankAt] = plan.Int(rank)
 	return row
@@ -591,15 +666,21 @@ func (t *topN) Snapshot(w StateWriter) error {
 			w.Put(KeyBytes(p.key), t.encode(p))
 		}
 	} else {
-		for k := range t.changed {
-			if p, ok := t.parts[k]; ok {
-				w.Put(KeyBytes(k), t.encode(p))
+		// In the order they changed: a partition dropped, then made again
+		// under its key, is deleted before it is written.
+		for _, p := range t.changed {
+			if p.gone {
+				w.Delete(KeyBytes(p.key))
 			} else {
-				w.Delete(KeyBytes(k))
+				w.Put(KeyBytes(p.key), t.encode(p))
 			}
 		}
 	}
+	for _, p := range t.changed {
+		p.changed = false
+	}
 	clear(t.changed)
+	t.changed = t.changed[:0]
 	return nil
 }
 
@@ -615,9 +696,8 @@ func (t *topN) encode(p *tnPart) []byte {
 	b = binary.AppendVarint(b, p.time)
 	b = binary.AppendUvarint(b, uint64(len(p.rows)))
 	for _, r := range p.rows {
-		t.keyBuf = value.AppendRow(t.keyBuf[:0], r.row)
-		b = binary.AppendUvarint(b, uint64(len(t.keyBuf)))
-		b = append(b, t.keyBuf...)
+		b = binary.AppendUvarint(b, uint64(len(r.enc)))
+		b = append(b, r.enc...)
 		b = binary.AppendVarint(b, r.off)
 		b = binary.AppendUvarint(b, uint64(len(r.id)))
 		b = append(b, r.id...)
@@ -627,7 +707,7 @@ func (t *topN) encode(p *tnPart) []byte {
 }
 
 // decodeTopN reads a partition's record (encode's).
-func decodeTopN(v []byte) (done bool, time int64, rows []*tnRow, err error) {
+func (t *topN) decodeTopN(v []byte) (done bool, time int64, rows []*tnRow, err error) {
 	if len(v) < 1 || v[0] > 1 {
 		return false, 0, nil, fmt.Errorf("bad flags")
 	}
@@ -647,12 +727,11 @@ func decodeTopN(v []byte) (done bool, time int64, rows []*tnRow, err error) {
 		if n <= 0 || l > uint64(len(v)-n) {
 			return false, 0, nil, fmt.Errorf("bad row length")
 		}
-		row, err := value.DecodeRow(v[n : n+int(l)])
-		if err != nil {
+		r := &tnRow{enc: string(v[n : n+int(l)])}
+		if err := r.decodeEnc(len(t.spec.Keep), len(t.spec.Order)); err != nil {
 			return false, 0, nil, err
 		}
 		v = v[n+int(l):]
-		r := &tnRow{row: row}
 		if r.off, n = binary.Varint(v); n <= 0 {
 			return false, 0, nil, fmt.Errorf("bad offset")
 		}
@@ -669,37 +748,42 @@ func decodeTopN(v []byte) (done bool, time int64, rows []*tnRow, err error) {
 	return done, time, rows, nil
 }
 
+// decodeEnc checks x's encoding (keep output values, then the ORDER BY
+// values) and decodes its ORDER BY values.
+func (x *tnRow) decodeEnc(keep, order int) error {
+	w, err := value.RowWidth(KeyBytes(x.enc))
+	if err != nil {
+		return err
+	}
+	if w != keep+order {
+		return fmt.Errorf("a row of %d values, want %d", w, keep+order)
+	}
+	_, k := binary.Uvarint(KeyBytes(x.enc))
+	rest := x.enc[k:]
+	for range keep {
+		if _, rest, err = value.DecodeValueIn(rest); err != nil {
+			return err
+		}
+	}
+	return x.decodeOrd(len(x.enc)-len(rest), order)
+}
+
 // Restore loads the partitions this task owns. What was emitted of each
 // is what its rows rank as (snapshots follow the barrier's emission).
 func (t *topN) Restore(r StateReader) error {
-	width := -1
-	for _, c := range t.spec.Keep {
-		width = max(width, c)
-	}
-	for _, k := range t.spec.Partition {
-		width = max(width, k)
-	}
-	for _, k := range t.spec.Order {
-		width = max(width, k.Col)
-	}
 	return r.Scan(func(k, v []byte) error {
 		if !r.Owns(string(k)) {
 			return nil
 		}
-		done, time, rows, err := decodeTopN(v)
+		done, time, rows, err := t.decodeTopN(v)
 		if err != nil {
 			return fmt.Errorf("topn state of partition %x: %w", k, err)
-		}
-		for _, x := range rows {
-			if len(x.row) <= width {
-				return fmt.Errorf("topn state of partition %x: a row of %d values", k, len(x.row))
-			}
 		}
 		p := t.part(string(k))
 		p.done, p.time, p.rows = done, time, rows
 		for _, x := range rows {
 			t.held++
-			t.bytes += rowBytes(x.row) + int64(len(x.id))
+			t.bytes += rowBytes(x)
 		}
 		switch {
 		case done:
