@@ -47,12 +47,12 @@ type topN struct {
 	counters *Counters
 	parts    map[string]*tnPart
 	peak     int
-	dirty    []*tnPart           // updating: changed since the last barrier
-	changed  []*tnPart           // since the last snapshot, in the order they first changed
-	due      []*tnPart           // dedup: candidates by time; window: partitions by end
-	expiry   []*tnPart           // dedup with a TTL: done keys by time
-	free     []*tnRow            // released rows nothing refers to, for reuse
-	held     int                 // rows and done keys held
+	dirty    []*tnPart // updating: changed since the last barrier
+	changed  []*tnPart // since the last snapshot, in the order they first changed
+	due      []*tnPart // dedup: candidates by time; window: partitions by end
+	expiry   []*tnPart // dedup with a TTL: done keys by time
+	free     []*tnRow  // released rows nothing refers to, for reuse
+	held     int       // rows and done keys held
 	bytes    int64
 	wm       int64
 	outWM    int64
@@ -90,7 +90,7 @@ type tnPart struct {
 	emitted []*tnRow // updating: what was last emitted, in rank order
 	// rankKeys: the output keys of ranks 1, 2, ... (ROW_NUMBER, N > 1).
 	rankKeys []string
-	dirty   bool
+	dirty    bool
 	// dedup: done, the first row was emitted; time is its (or the
 	// candidate's) event time. window: time is window_end.
 	done bool
