@@ -821,6 +821,20 @@ func convertExpr(n ast.ExprNode) (Expr, error) {
 			return nil, err
 		}
 		return &Like{X: x, Pattern: p, Not: n.Not}, nil
+	case *ast.PatternRegexpExpr: // s [NOT] REGEXP p, s RLIKE p: REGEXP_LIKE(s, p)
+		x, err := convertExpr(n.Expr)
+		if err != nil {
+			return nil, err
+		}
+		p, err := convertExpr(n.Pattern)
+		if err != nil {
+			return nil, err
+		}
+		var out Expr = &Func{Name: "regexp_like", Args: []Expr{x, p}}
+		if n.Not {
+			out = &Unary{Op: "NOT", X: out}
+		}
+		return out, nil
 	case *ast.FuncCastExpr:
 		x, err := convertExpr(n.Expr)
 		if err != nil {
