@@ -2,6 +2,7 @@ package funcs
 
 import (
 	"regexp"
+	"regexp/syntax"
 	"strings"
 	"unicode/utf8"
 
@@ -33,9 +34,66 @@ type reKey struct{ flags, pat string }
 
 // reSource is the compiled pattern of a call: the constant's, compiled
 // once, or each row's from the cache. Used by its task's goroutine only.
+// The calls of one task with the same constant pattern share one (Env),
+// so that q21's REGEXP_EXTRACT in WHERE and in the select list searches
+// each row once: the source remembers its last search.
 type reSource struct {
 	fixed *regexp.Regexp
+	// lit is a literal every match of fixed contains ("" when there is
+	// none): a text without it is not searched.
+	lit   string
 	cache map[reKey]*regexp.Regexp // a nil value: the pattern does not compile
+	// The last search of fixed by submatch: its text and match.
+	memoOK  bool
+	memoS   string
+	memoLoc []int
+}
+
+// requiredLiteral is a literal (case-sensitive) that every match of re
+// contains, "" when it finds none.
+func requiredLiteral(re *syntax.Regexp) string {
+	switch re.Op {
+	case syntax.OpLiteral:
+		if re.Flags&syntax.FoldCase == 0 {
+			return string(re.Rune)
+		}
+	case syntax.OpCapture, syntax.OpPlus:
+		return requiredLiteral(re.Sub[0])
+	case syntax.OpRepeat:
+		if re.Min >= 1 {
+			return requiredLiteral(re.Sub[0])
+		}
+	case syntax.OpConcat:
+		best := ""
+		for _, sub := range re.Sub {
+			if l := requiredLiteral(sub); len(l) > len(best) {
+				best = l
+			}
+		}
+		return best
+	}
+	return ""
+}
+
+// mayMatch: s contains the literal every match has (when there is one).
+func (s *reSource) mayMatch(text string) bool {
+	return s.lit == "" || strings.Contains(text, s.lit)
+}
+
+// submatch is re's leftmost match of text (FindStringSubmatchIndex).
+func (s *reSource) submatch(re *regexp.Regexp, text string) []int {
+	if s.fixed == nil {
+		return re.FindStringSubmatchIndex(text)
+	}
+	if s.memoOK && text == s.memoS {
+		return s.memoLoc
+	}
+	var loc []int
+	if s.mayMatch(text) {
+		loc = s.fixed.FindStringSubmatchIndex(text)
+	}
+	s.memoOK, s.memoS, s.memoLoc = true, text, loc
+	return loc
 }
 
 // get is the regexp for pat with match_type flags, nil when it does not
@@ -141,11 +199,28 @@ func constRE(name string, args []plan.Expr, l reLayout) (*regexp.Regexp, error) 
 
 // newSource is the call's pattern source: the constant pattern compiled
 // once (Bind checked it compiles), or a cache.
-func newSource(c *plan.Call, l reLayout) *reSource {
-	if re, err := constRE("", c.Args, l); err == nil && re != nil {
-		return &reSource{fixed: re}
+func newSource(c *plan.Call, l reLayout, env *Env) *reSource {
+	re, err := constRE("", c.Args, l)
+	if err != nil || re == nil {
+		return &reSource{cache: map[reKey]*regexp.Regexp{}}
 	}
-	return &reSource{cache: map[reKey]*regexp.Regexp{}}
+	k := reKey{pat: re.String()}
+	if env != nil {
+		if s := env.regexps[k]; s != nil {
+			return s
+		}
+	}
+	s := &reSource{fixed: re}
+	if tree, err := syntax.Parse(re.String(), syntax.Perl); err == nil {
+		s.lit = requiredLiteral(tree.Simplify())
+	}
+	if env != nil {
+		if env.regexps == nil {
+			env.regexps = map[reKey]*reSource{}
+		}
+		env.regexps[k] = s
+	}
+	return s
 }
 
 // rowRE is the row's regexp from vs (the evaluated arguments), nil when
@@ -228,7 +303,10 @@ func charPos(s string, off int) int64 {
 
 // nthMatch is the submatch indexes (into s) of the n-th match of re in s
 // from byte offset off, nil when there are fewer than n.
-func nthMatch(re *regexp.Regexp, s string, off int, n int64) []int {
+func nthMatch(src *reSource, re *regexp.Regexp, s string, off int, n int64) []int {
+	if re == src.fixed && !src.mayMatch(s[off:]) {
+		return nil
+	}
 	if n < 1 {
 		n = 1
 	}
@@ -256,9 +334,9 @@ func argInt(vs []plan.Value, i int, def int64) int64 {
 	return def
 }
 
-func compileRegexpLike(c *plan.Call, a []Eval, _ *Env) Eval {
+func compileRegexpLike(c *plan.Call, a []Eval, env *Env) Eval {
 	l := reLayout{pat: 1, flags: 2}
-	src := newSource(c, l)
+	src := newSource(c, l, env)
 	vs := make([]plan.Value, len(a))
 	return func(r plan.Row) plan.Value {
 		if !evalStrict(a, r, vs) {
@@ -268,14 +346,18 @@ func compileRegexpLike(c *plan.Call, a []Eval, _ *Env) Eval {
 		if re == nil {
 			return plan.Null
 		}
-		return plan.Bool(re.MatchString(ToString(vs[0])))
+		s := ToString(vs[0])
+		if re == src.fixed && !src.mayMatch(s) {
+			return plan.Bool(false)
+		}
+		return plan.Bool(re.MatchString(s))
 	}
 }
 
 // REGEXP_INSTR(s, pat[, pos[, occurrence[, return_option[, match_type]]]]).
-func compileRegexpInstr(c *plan.Call, a []Eval, _ *Env) Eval {
+func compileRegexpInstr(c *plan.Call, a []Eval, env *Env) Eval {
 	l := reLayout{pat: 1, flags: 5}
-	src := newSource(c, l)
+	src := newSource(c, l, env)
 	vs := make([]plan.Value, len(a))
 	return func(r plan.Row) plan.Value {
 		if !evalStrict(a, r, vs) {
@@ -288,7 +370,7 @@ func compileRegexpInstr(c *plan.Call, a []Eval, _ *Env) Eval {
 		if re == nil || !ok || (opt != 0 && opt != 1) {
 			return plan.Null
 		}
-		loc := nthMatch(re, s, off, argInt(vs, 3, 1))
+		loc := nthMatch(src, re, s, off, argInt(vs, 3, 1))
 		if loc == nil {
 			return plan.Int(0)
 		}
@@ -297,9 +379,9 @@ func compileRegexpInstr(c *plan.Call, a []Eval, _ *Env) Eval {
 }
 
 // REGEXP_SUBSTR(s, pat[, pos[, occurrence[, match_type]]]).
-func compileRegexpSubstr(c *plan.Call, a []Eval, _ *Env) Eval {
+func compileRegexpSubstr(c *plan.Call, a []Eval, env *Env) Eval {
 	l := reLayout{pat: 1, flags: 4}
-	src := newSource(c, l)
+	src := newSource(c, l, env)
 	vs := make([]plan.Value, len(a))
 	return func(r plan.Row) plan.Value {
 		if !evalStrict(a, r, vs) {
@@ -311,7 +393,7 @@ func compileRegexpSubstr(c *plan.Call, a []Eval, _ *Env) Eval {
 		if re == nil || !ok {
 			return plan.Null
 		}
-		loc := nthMatch(re, s, off, argInt(vs, 3, 1))
+		loc := nthMatch(src, re, s, off, argInt(vs, 3, 1))
 		if loc == nil {
 			return plan.Null
 		}
@@ -325,7 +407,7 @@ func compileRegexpSubstr(c *plan.Call, a []Eval, _ *Env) Eval {
 // group, as ICU reads them); \ takes the next character as it is.
 func compileRegexpReplace(c *plan.Call, a []Eval, env *Env) Eval {
 	l := reLayout{pat: 1, flags: 5}
-	src := newSource(c, l)
+	src := newSource(c, l, env)
 	vs := make([]plan.Value, len(a))
 	var buf []byte
 	return func(r plan.Row) plan.Value {
@@ -341,8 +423,10 @@ func compileRegexpReplace(c *plan.Call, a []Eval, env *Env) Eval {
 		occ := argInt(vs, 4, 0)
 		var ms [][]int
 		if occ <= 0 {
-			ms = re.FindAllStringSubmatchIndex(s[off:], -1)
-		} else if loc := nthMatch(re, s, off, occ); loc != nil {
+			if re != src.fixed || src.mayMatch(s[off:]) {
+				ms = re.FindAllStringSubmatchIndex(s[off:], -1)
+			}
+		} else if loc := nthMatch(src, re, s, off, occ); loc != nil {
 			for i := range loc {
 				if loc[i] >= 0 {
 					loc[i] -= off
@@ -426,9 +510,9 @@ func bindRegexpReplace(name string, args []plan.Expr, t plan.Type) ([]plan.Expr,
 // default: the whole match) of the first match; NULL when nothing
 // matches, the group took no part in the match or there is no such
 // group.
-func compileRegexpExtract(c *plan.Call, a []Eval, _ *Env) Eval {
+func compileRegexpExtract(c *plan.Call, a []Eval, env *Env) Eval {
 	l := reLayout{pat: 1, flags: -1}
-	src := newSource(c, l)
+	src := newSource(c, l, env)
 	vs := make([]plan.Value, len(a))
 	return func(r plan.Row) plan.Value {
 		if !evalStrict(a, r, vs) {
@@ -443,7 +527,7 @@ func compileRegexpExtract(c *plan.Call, a []Eval, _ *Env) Eval {
 			return plan.Null
 		}
 		s := ToString(vs[0])
-		loc := re.FindStringSubmatchIndex(s)
+		loc := src.submatch(re, s)
 		if loc == nil || loc[2*g] < 0 {
 			return plan.Null
 		}
