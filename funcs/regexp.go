@@ -546,7 +546,11 @@ func bindRegexpExtract(name string, args []plan.Expr, _ plan.Type) ([]plan.Expr,
 		case g < 0:
 			return nil, errorf("", "%s: group %s is negative (0 is the whole match, 1 the first group)", name, ToString(gv))
 		case re != nil && g > int64(re.NumSubexp()):
-			return nil, errorf("", "%s: group %d of a pattern with %d groups", name, g, re.NumSubexp())
+			groups := "groups"
+			if re.NumSubexp() == 1 {
+				groups = "group"
+			}
+			return nil, errorf("", "%s: group %d of a pattern with %d %s", name, g, re.NumSubexp(), groups)
 		}
 	}
 	return args, nil
