@@ -1,8 +1,8 @@
 package funcs
 
 import (
-	"errors"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"

@@ -43,6 +43,14 @@ type reSource struct {
 	// none): a text without it is not searched.
 	lit   string
 	cache map[reKey]*regexp.Regexp // a nil value: the pattern does not compile
+	// skip, when set, finds fixed's leftmost match from skipW bytes
+	// before the first skipLit of a text on (fixed is skipW bytes at most
+	// and then skipLit, ...: no match starts earlier): fixed with its ^
+	// never matching, which at such a start it could not (see
+	// newSkip).
+	skip    *regexp.Regexp
+	skipLit string
+	skipW   int
 	// The last search of fixed by submatch: its text and match.
 	memoOK  bool
 	memoS   string
@@ -80,6 +88,132 @@ func (s *reSource) mayMatch(text string) bool {
 	return s.lit == "" || strings.Contains(text, s.lit)
 }
 
+// from is where fixed's leftmost match in text can start at the earliest,
+// and the regexp that finds it in text[from:] (fixed itself from 0); -1
+// when there is none.
+func (s *reSource) from(text string) (int, *regexp.Regexp) {
+	if s.skip == nil {
+		if !s.mayMatch(text) {
+			return -1, nil
+		}
+		return 0, s.fixed
+	}
+	p := strings.Index(text, s.skipLit)
+	switch {
+	case p < 0:
+		return -1, nil
+	case p <= s.skipW:
+		return 0, s.fixed
+	}
+	at := p - s.skipW
+	for at > 0 && !utf8.RuneStart(text[at]) { // from a character's first byte: a place the search from 0 passes
+		at--
+	}
+	if at == 0 {
+		return 0, s.fixed
+	}
+	return at, s.skip
+}
+
+// match is fixed.MatchString(text).
+func (s *reSource) match(text string) bool {
+	at, re := s.from(text)
+	return at >= 0 && re.MatchString(text[at:])
+}
+
+// newSkip sets s.skip when fixed (tree, simplified) is a concatenation
+// whose items before a case-sensitive literal match skipW bytes at most,
+// and it has no assertion that looks at the text before where a search
+// starts but ^ (\A): a word boundary or a multi-line ^. Then the
+// leftmost match starts at most skipW bytes before the literal's first
+// occurrence in the text (the literal of any match is at or after it),
+// and from there, where ^ cannot match in the text, the search with ^
+// never matching finds the same match.
+func (s *reSource) newSkip(tree *syntax.Regexp) {
+	if tree.Op != syntax.OpConcat || lookBehind(tree) {
+		return
+	}
+	w := 0
+	for _, sub := range tree.Sub {
+		if sub.Op == syntax.OpLiteral && sub.Flags&syntax.FoldCase == 0 {
+			re, err := regexp.Compile(noBeginText(tree).String())
+			if err != nil {
+				return
+			}
+			s.skip, s.skipLit, s.skipW = re, string(sub.Rune), w
+			return
+		}
+		sw, ok := maxWidth(sub)
+		if !ok {
+			return
+		}
+		w += sw
+	}
+}
+
+// lookBehind: re has an assertion about the text before a position
+// other than ^ and \A.
+func lookBehind(re *syntax.Regexp) bool {
+	switch re.Op {
+	case syntax.OpBeginLine, syntax.OpWordBoundary, syntax.OpNoWordBoundary:
+		return true
+	}
+	for _, sub := range re.Sub {
+		if lookBehind(sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// noBeginText is a copy of re with ^ and \A matching nothing.
+func noBeginText(re *syntax.Regexp) *syntax.Regexp {
+	if re.Op == syntax.OpBeginText {
+		return &syntax.Regexp{Op: syntax.OpNoMatch}
+	}
+	c := *re
+	c.Sub = make([]*syntax.Regexp, len(re.Sub))
+	for i, sub := range re.Sub {
+		c.Sub[i] = noBeginText(sub)
+	}
+	return &c
+}
+
+// maxWidth is the most bytes re matches, false when unbounded.
+func maxWidth(re *syntax.Regexp) (int, bool) {
+	switch re.Op {
+	case syntax.OpEmptyMatch, syntax.OpNoMatch, syntax.OpBeginText, syntax.OpEndText, syntax.OpBeginLine, syntax.OpEndLine,
+		syntax.OpWordBoundary, syntax.OpNoWordBoundary:
+		return 0, true
+	case syntax.OpLiteral:
+		return utf8.UTFMax * len(re.Rune), true // case folding may change a rune's width
+	case syntax.OpCharClass, syntax.OpAnyChar, syntax.OpAnyCharNotNL:
+		return utf8.UTFMax, true
+	case syntax.OpCapture, syntax.OpQuest:
+		return maxWidth(re.Sub[0])
+	case syntax.OpRepeat:
+		w, ok := maxWidth(re.Sub[0])
+		if !ok || re.Max < 0 || (w > 0 && re.Max > 1<<20/w) {
+			return 0, false
+		}
+		return w * re.Max, true
+	case syntax.OpConcat, syntax.OpAlternate:
+		most, sum := 0, 0
+		for _, sub := range re.Sub {
+			w, ok := maxWidth(sub)
+			if !ok {
+				return 0, false
+			}
+			most, sum = max(most, w), sum+w
+		}
+		if re.Op == syntax.OpConcat {
+			return sum, true
+		}
+		return most, true
+	}
+	return 0, false
+}
+
 // submatch is re's leftmost match of text (FindStringSubmatchIndex).
 func (s *reSource) submatch(re *regexp.Regexp, text string) []int {
 	if s.fixed == nil {
@@ -89,8 +223,14 @@ func (s *reSource) submatch(re *regexp.Regexp, text string) []int {
 		return s.memoLoc
 	}
 	var loc []int
-	if s.mayMatch(text) {
-		loc = s.fixed.FindStringSubmatchIndex(text)
+	if at, re := s.from(text); at >= 0 {
+		if loc = re.FindStringSubmatchIndex(text[at:]); at > 0 {
+			for i := range loc {
+				if loc[i] >= 0 {
+					loc[i] += at
+				}
+			}
+		}
 	}
 	s.memoOK, s.memoS, s.memoLoc = true, text, loc
 	return loc
@@ -212,7 +352,9 @@ func newSource(c *plan.Call, l reLayout, env *Env) *reSource {
 	}
 	s := &reSource{fixed: re}
 	if tree, err := syntax.Parse(re.String(), syntax.Perl); err == nil {
-		s.lit = requiredLiteral(tree.Simplify())
+		tree = tree.Simplify()
+		s.lit = requiredLiteral(tree)
+		s.newSkip(tree)
 	}
 	if env != nil {
 		if env.regexps == nil {
@@ -347,8 +489,8 @@ func compileRegexpLike(c *plan.Call, a []Eval, env *Env) Eval {
 			return plan.Null
 		}
 		s := ToString(vs[0])
-		if re == src.fixed && !src.mayMatch(s) {
-			return plan.Bool(false)
+		if re == src.fixed {
+			return plan.Bool(src.match(s))
 		}
 		return plan.Bool(re.MatchString(s))
 	}

@@ -3,6 +3,7 @@ package funcs
 import (
 	"regexp"
 	"regexp/syntax"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -80,6 +81,40 @@ func FuzzRegexp(f *testing.F) {
 			}
 		case got.IsNull() || got.S != s[loc[0]:loc[1]] || at.I != int64(utf8.RuneCountInString(s[:loc[0]]))+1:
 			t.Fatalf("REGEXP_SUBSTR, REGEXP_INSTR(%q, %q) = %v, %v; want %q at %d", s, pat, got, at, s[loc[0]:loc[1]], loc[0])
+		}
+	})
+}
+
+// FuzzRegexpConst: a constant pattern's search (compiled once, shared,
+// its texts filtered by the required literal and started near the
+// literal: reSource) finds what Go's regexp finds from the text's start.
+func FuzzRegexpConst(f *testing.F) {
+	f.Add("https://www.nexmark.com/a/item.htm?query=1&channel_id=42", "(&|^)channel_id=([^&]*)")
+	f.Add("channel_id=7&x", "(&|^)channel_id=([^&]*)")
+	f.Add("ééé-x", "..x")
+	f.Add("\xe2\x82x", ".x")
+	f.Add("ab\ncd", "(?m)^cd")
+	f.Add("a bc", `\bbc`)
+	f.Add("xxAbc", "(?i)abc")
+	f.Add("aaab", "a{2,3}b")
+	f.Fuzz(func(t *testing.T, s, pat string) {
+		re, err := regexp.Compile(pat)
+		if err != nil {
+			return
+		}
+		call := &plan.Call{Args: []plan.Expr{&plan.ColRef{}, &plan.Const{V: plan.Str(pat)}}}
+		src := newSource(call, reLayout{pat: 1, flags: -1}, &Env{})
+		if src.fixed == nil {
+			t.Fatalf("%q: not compiled once", pat)
+		}
+		want := re.FindStringSubmatchIndex(s)
+		for i := 0; i < 2; i++ { // the second from the memo
+			if got := src.submatch(src.fixed, s); !slices.Equal(got, want) {
+				t.Fatalf("%q in %q: %v, want %v (skip %v from %q - %d)", pat, s, got, want, src.skip, src.skipLit, src.skipW)
+			}
+		}
+		if got := src.match(s); got != (want != nil) {
+			t.Fatalf("%q matches %q: %v, want %v", pat, s, got, want != nil)
 		}
 	})
 }
