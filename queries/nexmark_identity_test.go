@@ -151,7 +151,7 @@ func firstDiff(a, b []string) string {
 // Engine.Close (a final checkpoint). The queries cover a hopping
 // aggregation (q5-core), a tumbling aggregation joined back to its input
 // by an interval join (q7), a regular join of two streams (q20) and a
-// stateless filter and projection whose rows are counted once (q21). All
+// stateless filter and projection, which a replay must not repeat (q21). All
 // runs are at parallelism 2, so state is restored into several tasks.
 //
 // The generator is throttled: unthrottled, it reads its whole input
