@@ -586,6 +586,10 @@ func compileRegexpReplace(c *plan.Call, a []Eval, env *Env) Eval {
 			if buf, ok = expandRepl(buf, repl, s[off:], m, re.NumSubexp()); !ok {
 				return plan.Null
 			}
+			if len(buf) > MaxStringLen { // as LPAD's: NULL past 1 MiB, before it grows further
+				buf = buf[:0]
+				return plan.Null
+			}
 			last = off + m[1]
 		}
 		buf = append(buf, s[last:]...)
