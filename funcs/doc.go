@@ -1,6 +1,8 @@
-// Package funcs is the function registry: one table (table.go) of every
-// SQL scalar and aggregate function with its names, arity, type rule,
-// NULL behaviour and implementation. The planner binds calls by it
+// Package funcs is the function registry: a table (table.go, and
+// table_text.go for the string, regular expression and JSON functions of
+// strings.go, regexp.go and json.go) of every SQL scalar and aggregate
+// function with its names, arity, type rule, NULL behaviour and
+// implementation. The planner binds calls by it
 // (Lookup, Func.Result, Func.Bind) and the runtime's expression compiler
 // evaluates them by it (ByFn, Func.Compile), so the two cannot disagree
 // on a name. Aggregates are named with their type rules; their
@@ -16,5 +18,6 @@
 //
 // Threading: the registry is built at init and read-only after; a
 // compiled Eval is used by one goroutine (its task's), and its Env is
-// that task's.
+// that task's: what the Evals of one task share through it (compiled
+// constant patterns and their last search, regexp.go) needs no lock.
 package funcs

@@ -87,8 +87,12 @@ var cases = map[string][]fcase{
 		bad("needs a number, not VARCHAR", S("x"))},
 	"round": {c(F(3), F(2.5)), c(F(-3), F(-2.5)), // MySQL rounds a DOUBLE half to even (2)
 		c(I(7), I(7)), c(F(1.23), F(1.2345), I(2)), c(I(1200), I(1234), I(-2)), c(I(20), I(15), I(-1)), c(F(nan), F(nan)),
-		c(F(inf), F(1e308), I(2)), // MySQL: 1e308
-		c(F(-inf), F(-inf)), c(I(math.MaxInt64), I(math.MaxInt64)), c(I(math.MaxInt64), I(math.MaxInt64), I(1))},
+		c(F(1e308), F(1e308), I(2)), c(F(0), F(2.5), I(-400)), c(F(2.5), F(2.5), I(400)), c(F(1200), F(1234.5), I(-2)), c(F(-1300), F(-1250), I(-2)),
+		c(F(nan), F(nan), I(-1)), c(F(inf), F(inf), I(3)), c(F(-inf), F(-inf), I(-3)), c(F(0), F(1e300), I(math.MinInt64)),
+		c(F(-inf), F(-inf)), c(I(math.MaxInt64), I(math.MaxInt64)), c(I(math.MaxInt64), I(math.MaxInt64), I(1)),
+		c(I(-20), I(-15), I(-1)), c(I(0), I(4), I(-1)), c(I(9000000000000000000), I(9000000000000000000), I(-18)),
+		oor(I(math.MaxInt64), I(-1)), // MySQL: an out-of-range error
+		c(I(0), I(4999999999999999999), I(-19)), oor(I(5000000000000000000), I(-19)), oor(I(math.MinInt64), I(-19)), c(I(0), I(math.MaxInt64), I(math.MinInt64))},
 	"floor": {c(F(2), F(2.7)), c(F(-3), F(-2.5)), c(I(5), I(5)), c(F(inf), F(inf)), c(I(math.MinInt64), I(math.MinInt64))},
 	"ceil":  {c(F(3), F(2.1)), c(F(-2), F(-2.5)), c(I(-5), I(-5)), c(F(-inf), F(-inf)), bad("needs a number, not TIMESTAMP(3)", ts)},
 	"mod": {c(I(1), I(7), I(3)), c(I(-1), I(-7), I(3)), c(I(1), I(7), I(-3)), c(N, I(7), I(0)), c(F(1.5), F(7.5), I(2)),

@@ -83,10 +83,21 @@ func (f *Func) Arity() string {
 var (
 	bySQL = map[string]*Func{}
 	byFn  = map[string]*Func{}
+	// all is the registry's table (table.go) and the tables of other
+	// files (textFuncs: strings.go, regexp.go, json.go), in that order.
+	all = concatFuncs(registry, textFuncs)
 )
 
+func concatFuncs(ts ...[]*Func) []*Func {
+	var out []*Func
+	for _, t := range ts {
+		out = append(out, t...)
+	}
+	return out
+}
+
 func init() {
-	for _, f := range registry {
+	for _, f := range all {
 		if f.Fn == "" {
 			f.Fn = f.Names[0]
 		}
@@ -113,7 +124,7 @@ func Lookup(name string) *Func { return bySQL[name] }
 func ByFn(fn string) *Func { return byFn[fn] }
 
 // All lists every registered function, in the registry's order.
-func All() []*Func { return registry }
+func All() []*Func { return all }
 
 // Type rules.
 

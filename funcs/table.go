@@ -68,7 +68,7 @@ var registry = []*Func{
 	{Names: []string{"rpad"}, MinArgs: 3, MaxArgs: 3, Sig: "RPAD(s, n, pad)", Result: fixed(plan.TypeVarchar), Strict: true, Compile: compilePad(false)},
 	// numbers
 	{Names: []string{"abs"}, MinArgs: 1, MaxArgs: 1, Sig: "ABS(x)", Result: numericResult, Strict: true, Compile: compileAbs},
-	{Names: []string{"round"}, MinArgs: 1, MaxArgs: 2, Sig: "ROUND(x[, d])", Result: numericResult, Strict: true, Compile: compileRound},
+	{Names: []string{"round"}, MinArgs: 1, MaxArgs: 2, Sig: "ROUND(x[, d])", Result: numericResult, Strict: true, Compile: compileRoundTo(false)},
 	{Names: []string{"floor"}, MinArgs: 1, MaxArgs: 1, Sig: "FLOOR(x)", Result: numericResult, Strict: true, Compile: keepInt(math.Floor)},
 	{Names: []string{"ceil", "ceiling"}, MinArgs: 1, MaxArgs: 1, Sig: "CEIL(x)", Result: numericResult, Strict: true, Compile: keepInt(math.Ceil)},
 	{Names: []string{"mod"}, Fn: "%", MinArgs: 2, MaxArgs: 2, Sig: "MOD(x, y), x % y",
@@ -330,21 +330,6 @@ func keepInt(f func(float64) float64) func(*plan.Call, []Eval, *Env) Eval {
 			return plan.Int(v.I) // FLOOR, CEIL and ROUND of an integer
 		})
 	}
-}
-
-func compileRound(c *plan.Call, a []Eval, env *Env) Eval {
-	if len(a) == 1 {
-		return keepInt(math.Round)(c, a, env)
-	}
-	t := c.T
-	return Strict2(a[0], a[1], func(x, d plan.Value) plan.Value {
-		p := math.Pow(10, float64(ToInt(d)))
-		r := math.Round(ToFloat(x)*p) / p
-		if t == plan.TypeDouble {
-			return plan.Float(r)
-		}
-		return plan.Int(FloatToInt(r))
-	})
 }
 
 // compileMod is MOD and %: NULL for a zero divisor, as in MySQL (not a

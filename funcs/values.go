@@ -26,6 +26,9 @@ type Env struct {
 	// 9999-12-31) since the task last took it: each is NULL, never a
 	// wrapped value, and counted in the query's out_of_range.
 	OutOfRange int64
+	// regexps are the constant patterns this task's calls compiled,
+	// shared by the calls with the same one (regexp.go).
+	regexps map[reKey]*reSource
 }
 
 // OutOfRangeNull notes a result beyond its type's range and returns what

@@ -332,10 +332,13 @@ type Like struct {
 // the first column), 1-based as written.
 type Position struct{ N int }
 
-// Cast is CAST(X AS type). Type is BIGINT, DOUBLE, VARCHAR, TIMESTAMP.
+// Cast is CAST(X AS type) and CONVERT(X, type). Type is BIGINT (SIGNED),
+// UNSIGNED, DOUBLE, DECIMAL (with Prec digits, Scale of them after the
+// point), VARCHAR (CHAR), TIMESTAMP (DATETIME).
 type Cast struct {
-	X    Expr
-	Type string
+	X           Expr
+	Type        string
+	Prec, Scale int
 }
 
 func (*ColumnRef) exprNode() {}

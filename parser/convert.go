@@ -825,25 +825,47 @@ func convertExpr(n ast.ExprNode) (Expr, error) {
 			return nil, err
 		}
 		return &Like{X: x, Pattern: p, Not: n.Not}, nil
+	case *ast.PatternRegexpExpr: // s [NOT] REGEXP p, s RLIKE p: REGEXP_LIKE(s, p)
+		x, err := convertExpr(n.Expr)
+		if err != nil {
+			return nil, err
+		}
+		p, err := convertExpr(n.Pattern)
+		if err != nil {
+			return nil, err
+		}
+		var out Expr = &Func{Name: "regexp_like", Args: []Expr{x, p}}
+		if n.Not {
+			out = &Unary{Op: "NOT", X: out}
+		}
+		return out, nil
 	case *ast.FuncCastExpr:
 		x, err := convertExpr(n.Expr)
 		if err != nil {
 			return nil, err
 		}
 		var t string
+		c := &Cast{X: x}
 		switch n.Tp.GetType() {
 		case mysql.TypeLonglong, mysql.TypeLong:
 			t = "BIGINT"
-		case mysql.TypeDouble, mysql.TypeFloat, mysql.TypeNewDecimal:
+			if mysql.HasUnsignedFlag(n.Tp.GetFlag()) {
+				t = "UNSIGNED"
+			}
+		case mysql.TypeDouble, mysql.TypeFloat:
 			t = "DOUBLE"
+		case mysql.TypeNewDecimal: // DECIMAL is DECIMAL(10, 0), as in MySQL
+			t, c.Prec, c.Scale = "DECIMAL", n.Tp.GetFlen(), max(n.Tp.GetDecimal(), 0)
 		case mysql.TypeVarString, mysql.TypeString, mysql.TypeVarchar:
 			t = "VARCHAR"
 		case mysql.TypeDatetime, mysql.TypeTimestamp:
 			t = "TIMESTAMP"
 		default:
-			return nil, unsupported("CAST to %s", n.Tp.String())
+			name, _, _ := strings.Cut(strings.Fields(n.Tp.String() + " ?")[0], "(")
+			return nil, unsupported("CAST to %s (streamsql casts to SIGNED, UNSIGNED, DOUBLE, DECIMAL, CHAR and DATETIME)", strings.ToUpper(name))
 		}
-		return &Cast{X: x, Type: t}, nil
+		c.Type = t
+		return c, nil
 	case *ast.IsTruthExpr:
 		x, err := convertExpr(n.Expr)
 		if err != nil {

@@ -304,10 +304,20 @@ func syntaxHint(sql string, off int) string {
 		return "FULL JOIN is not supported; " + joinsSupported
 	case prev == "FOR" && last == "SYSTEM_TIME":
 		return "FOR SYSTEM_TIME AS OF is not MySQL syntax; write JOIN t AS OF TIMESTAMP expr ON ..."
+	case isBoolType(last) && prev == "AS", last == "AS" && isBoolType(word(after, 0)),
+		isBoolType(last) && strings.HasSuffix(prev, ",") && strings.Contains(strings.Join(before[max(0, n-3):], " "), "CONVERT("):
+		return "CAST has no BOOLEAN target (nor has MySQL); write x <> 0, or IF(x, TRUE, FALSE)"
 	case word(before, n-3) == "AS" && prev == "OF":
 		return "AS OF takes TIMESTAMP: JOIN t AS OF TIMESTAMP expr ON ..."
 	}
 	return ""
+}
+
+// isBoolType: the word w (with what follows it up to a space) is BOOL or
+// BOOLEAN.
+func isBoolType(w string) bool {
+	w = strings.TrimRight(w, ");,")
+	return w == "BOOLEAN" || w == "BOOL"
 }
 
 func cleanMsg(s string) string {

@@ -242,6 +242,10 @@ func (s *scope) bindNode(e parser.Expr) (plan.Expr, error) {
 		if err != nil {
 			return nil, err
 		}
+		switch e.Type {
+		case "UNSIGNED", "DECIMAL":
+			return funcs.CastCall(e.Type, x, e.Prec, e.Scale), nil
+		}
 		t := columnTypes[e.Type]
 		return &plan.Call{Fn: "cast", Args: []plan.Expr{x}, T: t}, nil
 	case *parser.Interval:

@@ -208,6 +208,41 @@ var suite = map[string]suiteCase{
 		}
 		return sorted(out)
 	}},
+	// The channel_id of the bids of a hot channel (by its name) or whose
+	// URL has a channel_id parameter (after an '&': the pattern's (&|^)
+	// on a URL, which begins with https).
+	"q21": {suiteInput{events: 40000}, func(in suiteInput) []string {
+		ids := map[string]string{"apple": "0", "google": "1", "facebook": "2", "baidu": "3"}
+		var out []string
+		for _, b := range in.rows(nexmark.Bid) {
+			ch, u := b[nexmark.BidChannel].S, b[nexmark.BidURL].S
+			param, ok := "", false
+			if _, after, found := strings.Cut(u, "&channel_id="); found {
+				param, _, _ = strings.Cut(after, "&")
+				ok = true
+			}
+			id, hot := ids[strings.ToLower(ch)]
+			if !hot {
+				if !ok {
+					continue
+				}
+				id = param
+			}
+			out = append(out, line(b[nexmark.BidAuction].I, b[nexmark.BidBidder].I, b[nexmark.BidPrice].I, ch, id))
+		}
+		return sorted(out)
+	}},
+	// The first three directories of each bid's URL
+	// (https://www.nexmark.com/<dir1>/<dir2>/<dir3>/item.htm?...).
+	"q22": {suiteInput{events: 40000}, func(in suiteInput) []string {
+		var out []string
+		for _, b := range in.rows(nexmark.Bid) {
+			rest := strings.TrimPrefix(b[nexmark.BidURL].S, "https://www.nexmark.com/")
+			dirs := strings.SplitN(rest, "/", 4)
+			out = append(out, line(b[nexmark.BidAuction].I, b[nexmark.BidBidder].I, b[nexmark.BidPrice].I, b[nexmark.BidChannel].S, dirs[0], dirs[1], dirs[2]))
+		}
+		return sorted(out)
+	}},
 }
 
 // rowLine renders a row as runExample does.

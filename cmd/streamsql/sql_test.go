@@ -276,6 +276,7 @@ func TestRunUsage(t *testing.T) {
 		{[]string{"sql", "  "}, "no SQL"},
 		{[]string{"version", "x"}, `version takes no arguments, got ["x"]`},
 		{[]string{"bench", "--query", "q99"}, `--query "q99": use one of`},
+		{[]string{"bench", "--query", "nexmark/q99"}, `--query "q99": use one of`},
 		{[]string{"help", "nope"}, `unknown command "nope"`},
 	} {
 		code, out, errs := run(nil, c.args...)
@@ -328,6 +329,25 @@ func TestCLIDoc(t *testing.T) {
 	for _, meta := range []string{`\x`, `\format`, `\?`, `\q`, "Ctrl-C", "Ctrl-D"} {
 		if !strings.Contains(string(doc), meta) || !strings.Contains(shellHelp, meta) {
 			t.Errorf("the shell's %s is missing from docs/cli.md or \\?", meta)
+		}
+	}
+}
+
+// TestBenchExampleNames: bench runs a Nexmark example by its name or by
+// its path in the examples (nexmark/q21, as the issue names them).
+func TestBenchExampleNames(t *testing.T) {
+	for _, q := range []string{"q22", "nexmark/q21"} {
+		var out, errb bytes.Buffer
+		c := &cli{stdin: strings.NewReader(""), stdout: &out, stderr: &errb, getenv: func(string) string { return "" }}
+		if code := c.run([]string{"bench", "--query", q, "--events", "5000", "--checkpoint-interval", "0", "--json"}); code != 0 {
+			t.Fatalf("%s: exit %d: %s", q, code, errb.String())
+		}
+		var res struct {
+			Query string `json:"query"`
+			Rows  int    `json:"result_rows"`
+		}
+		if err := json.Unmarshal(out.Bytes(), &res); err != nil || res.Query != strings.TrimPrefix(q, "nexmark/") || res.Rows == 0 {
+			t.Errorf("%s: %+v, %v: %s", q, res, err, out.String())
 		}
 	}
 }

@@ -26,7 +26,8 @@ type Const struct{ V Value }
 // the names the runtime compiles (see runtime's expression compiler): the
 // operators "+", "-", "*", "/", "div", "%", "neg", "=", "<>", "<", "<=", ">",
 // ">=", "<=>", "and", "or", "xor", "not", "is_null", "is_not_null", "like",
-// "in", "case" (args: cond1, then1, ..., [else]), "cast", and the scalar
+// "in", "case" (args: cond1, then1, ..., [else]), "cast", "cast_unsigned",
+// "cast_decimal" (args: x, precision, scale; funcs.CastCall), and the scalar
 // functions of the function registry (package funcs: Func.Fn; "%" is
 // MOD's).
 type Call struct {

@@ -114,6 +114,13 @@ var operators = map[string]compileOp{
 		t := c.T
 		return funcs.Strict1(a[0], func(v plan.Value) plan.Value { return funcs.Cast(v, t) }), nil
 	},
+	"cast_unsigned": func(_ *plan.Call, a []Eval, _ *Env) (Eval, error) {
+		return funcs.Strict1(a[0], funcs.CastUnsigned), nil
+	},
+	"cast_decimal": func(c *plan.Call, a []Eval, _ *Env) (Eval, error) {
+		prec, scale := c.Args[1].(*plan.Const).V.I, c.Args[2].(*plan.Const).V.I // funcs.CastCall's constants
+		return funcs.Strict1(a[0], func(v plan.Value) plan.Value { return funcs.CastDecimal(v, prec, scale) }), nil
+	},
 }
 
 func compileCall(c *plan.Call, a []Eval, env *Env) (Eval, error) {

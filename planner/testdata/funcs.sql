@@ -1,0 +1,12 @@
+SELECT n, REGEXP_EXTRACT(url, '(&|^)channel_id=([^&]*)', 2) AS id FROM clicks WHERE url REGEXP 'channel' AND url NOT RLIKE '^x';
+SELECT SPLIT_INDEX(url, '/', 3) AS d, url->>'$.a[0]' AS j, CAST(n AS UNSIGNED) AS u, CAST(n AS DECIMAL(10, 2)) AS m FROM clicks;
+SELECT REGEXP_LIKE(url, '(') FROM clicks;
+SELECT n FROM clicks WHERE url REGEXP 'a{2,1}';
+SELECT REGEXP_LIKE(url, 'a', 'x') FROM clicks;
+SELECT REGEXP_EXTRACT(url, '(a)', 2) FROM clicks;
+SELECT REGEXP_REPLACE(url, 'a', '$1') FROM clicks;
+SELECT REGEXP_INSTR(url, 'a', 0) FROM clicks;
+SELECT JSON_EXTRACT(url, '$.*') FROM clicks;
+SELECT url->'$[1 to 2]' FROM clicks;
+SELECT TRUNCATE(url, 1) FROM clicks;
+SELECT SPLIT_INDEX(url, '/') FROM clicks;
