@@ -595,6 +595,9 @@ func decodeAux(b []byte, ag *plan.Agg, c *acc) ([]byte, error) {
 	if k <= 0 || l > uint64(len(b)-k) {
 		return b, fmt.Errorf("bad %s state length", ag.Fn)
 	}
+	if ag.Fn == plan.AggGroupConcat {
+		c.v, c.i = plan.Null, stale // its result is not in the record
+	}
 	p := b[k : k+int(l)]
 	b = b[k+int(l):]
 	if l == 0 {

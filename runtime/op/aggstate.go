@@ -133,7 +133,11 @@ func (a *hashAgg) encodeGroup(buf []byte, g *group) []byte {
 		buf = binary.AppendVarint(buf, c.n)
 		buf = binary.AppendVarint(buf, c.i)
 		buf = binary.BigEndian.AppendUint64(buf, math.Float64bits(c.f))
-		buf = value.AppendValue(buf, c.v)
+		if fn := a.spec.Aggs[i].Fn; fn == plan.AggGroupConcat {
+			buf = value.AppendValue(buf, plan.Null) // its result: recomputed on restore
+		} else {
+			buf = value.AppendValue(buf, c.v)
+		}
 		if hasAux(a.spec.Aggs[i].Fn) {
 			buf = appendAux(buf, a.spec.Aggs[i].Fn, c)
 		}
