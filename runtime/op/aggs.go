@@ -578,6 +578,14 @@ func appendAux(buf []byte, fn plan.AggFn, c *acc) []byte {
 	}
 	if fn == plan.AggApproxCountDistinct {
 		m, err := c.set.sketch.MarshalBinary()
+		if err == nil && len(m) >= 8 && m[3] == 1 && binary.BigEndian.Uint32(m[4:8]) > 0 {
+			// A sparse sketch's temporary set is written in its hash
+			// order, which depends on its history: merged into the sorted
+			// list first (by Estimate), the same sketch writes the same
+			// bytes, restored or not.
+			c.set.sketch.Estimate()
+			m, err = c.set.sketch.MarshalBinary()
+		}
 		if err != nil {
 			panic("runtime: a sketch does not marshal: " + err.Error())
 		}
@@ -627,23 +635,37 @@ func decodeAux(b []byte, ag *plan.Agg, c *acc) ([]byte, error) {
 		}
 		e := p[k : k+int(el)]
 		p = p[k+int(el):]
-		rest := e
-		for i := 0; i <= len(ag.Concat.Order); i++ {
-			var v plan.Value
-			var err error
-			if v, rest, err = value.DecodeValue(rest); err != nil {
-				return b, fmt.Errorf("GROUP_CONCAT entry: %w", err)
-			}
-			if i == len(ag.Concat.Order) && v.K != plan.TypeVarchar {
-				return b, fmt.Errorf("GROUP_CONCAT entry of a %s value", v.K)
-			}
-		}
-		if len(rest) > 0 {
-			return b, fmt.Errorf("GROUP_CONCAT entry with %d bytes after its value", len(rest))
+		if err := checkMember(ag, e); err != nil {
+			return b, err
 		}
 		if err := c.set.addEntry(e, ag.Concat.Distinct); err != nil {
 			return b, err
 		}
 	}
 	return b, nil
+}
+
+// checkMember rejects a restored bag member or GROUP_CONCAT entry that
+// is not what aggregate ag keeps: one value, or GROUP_CONCAT's ORDER BY
+// keys and its VARCHAR value.
+func checkMember(ag *plan.Agg, m []byte) error {
+	n := 1
+	if ag.Concat != nil {
+		n += len(ag.Concat.Order)
+	}
+	rest := m
+	for i := range n {
+		var v plan.Value
+		var err error
+		if v, rest, err = value.DecodeValue(rest); err != nil {
+			return fmt.Errorf("%s member: %w", ag.Fn, err)
+		}
+		if i == n-1 && ag.Concat != nil && v.K != plan.TypeVarchar {
+			return fmt.Errorf("GROUP_CONCAT entry of a %s value", v.K)
+		}
+	}
+	if len(rest) > 0 {
+		return fmt.Errorf("%s member with %d bytes after its value", ag.Fn, len(rest))
+	}
+	return nil
 }

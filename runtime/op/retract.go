@@ -343,6 +343,9 @@ func (a *hashAgg) restoreBag(ref bagRef, v []byte) error {
 	if k != len(v) || n <= 0 {
 		return fmt.Errorf("bad row count")
 	}
+	if err := checkMember(&a.spec.Aggs[ref.agg], KeyBytes(ref.member)); err != nil {
+		return err
+	}
 	bg := a.bagsOf(g)[ref.agg]
 	if _, dup := bg.counts[ref.member]; dup {
 		return fmt.Errorf("a bag member twice")
