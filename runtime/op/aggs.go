@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/axiomhq/hyperloglog"
 	"github.com/streamsql/streamsql/funcs"
@@ -295,7 +296,7 @@ func sortedMembers(bg *bag) []string {
 // its encoding (marshalled into buf) and returns the change. A dense
 // sketch's size is fixed: it is measured no more.
 func (s *distinctSet) measureSketch(buf *[]byte) int {
-	if s.sketchBytes >= denseSketchBytes {
+	if s.sketchBytes == denseSketchBytes {
 		return 0
 	}
 	var err error
@@ -439,16 +440,22 @@ func (a *acc) pruneConcat(ag *plan.Agg) int {
 	before := s.size()
 	es := decodeEntries(ag.Concat, s, nil)
 	sortEntries(ag.Concat, es)
-	kept := &distinctSet{}
-	l := 0
+	// The entries kept, and their bytes: the new arena has room for what
+	// comes before the next pruning, so it is not regrown meanwhile.
+	keep, l, nb := 0, 0, 0
 	for _, e := range es {
 		if l >= plan.GroupConcatMaxLen {
 			break
 		}
-		if kept.n > 0 {
+		if keep > 0 {
 			l += len(ag.Concat.Sep)
 		}
 		l += len(e.vals[len(e.vals)-1].S)
+		nb += binary.MaxVarintLen32 + len(e.enc)
+		keep++
+	}
+	kept := &distinctSet{arena: make([]byte, 0, 3*nb+4*plan.GroupConcatMaxLen+64)}
+	for _, e := range es[:keep] {
 		_ = kept.addEntry(e.enc, ag.Concat.Distinct) // fewer bytes than the set held
 	}
 	*s = distinctSet{arena: kept.arena, slots: kept.slots, n: kept.n}
@@ -466,18 +473,32 @@ type entry struct {
 
 // decodeEntries decodes the entries of set s (append-only) or of bag bg
 // (retracting).
+//
+// The entries' strings share the bytes of the set's arena or the bag's
+// members, and all their values are one allocation: they are valid while
+// the set or bag is unchanged (a pruning's or a result's time).
 func decodeEntries(c *plan.Concat, s *distinctSet, bg *bag) []entry {
-	var es []entry
+	w := len(c.Order) + 1
+	n := 0
+	switch {
+	case bg != nil:
+		n = len(bg.counts)
+	case s != nil:
+		n = s.n
+	}
+	es := make([]entry, 0, n)
+	slab := make([]plan.Value, 0, n*w)
 	dec := func(e []byte, rows int64) {
-		vals := make([]plan.Value, len(c.Order)+1)
 		rest := e
-		for i := range vals {
+		for range w {
+			var v plan.Value
 			var err error
-			if vals[i], rest, err = value.DecodeValue(rest); err != nil {
+			if v, rest, err = decodeShared(rest); err != nil {
 				panic("runtime: a GROUP_CONCAT entry does not decode: " + err.Error())
 			}
+			slab = append(slab, v)
 		}
-		es = append(es, entry{enc: e, vals: vals, rows: rows})
+		es = append(es, entry{enc: e, vals: slab[len(slab)-w : len(slab) : len(slab)], rows: rows})
 	}
 	if bg != nil {
 		for m, n := range bg.counts {
@@ -493,6 +514,20 @@ func decodeEntries(c *plan.Concat, s *distinctSet, bg *bag) []entry {
 		}
 	}
 	return es
+}
+
+// decodeShared is value.DecodeValue but for a VARCHAR's string, which
+// shares b's bytes.
+func decodeShared(b []byte) (plan.Value, []byte, error) {
+	if len(b) == 0 || plan.Type(b[0]) != plan.TypeVarchar {
+		return value.DecodeValue(b)
+	}
+	n, k := binary.Uvarint(b[1:])
+	if k <= 0 || uint64(len(b)-1-k) < n {
+		return plan.Null, nil, fmt.Errorf("decode string: bad length")
+	}
+	p := b[1+k : 1+k+int(n)]
+	return plan.Str(unsafe.String(unsafe.SliceData(p), len(p))), b[1+k+int(n):], nil
 }
 
 // sortEntries orders entries by the ORDER BY keys (NULLs first ascending,
