@@ -325,6 +325,26 @@ func TestNewAggregatesOracle(t *testing.T) {
 					t.Fatal(err)
 				}
 				check(len(ops))
+				if !retract {
+					return
+				}
+				// Every row taken back: no group, no window, no bag, no
+				// byte left.
+				b := &Batch{}
+				for _, rows := range multiset(len(ops)) {
+					for _, r := range rows {
+						b.Append(slices.Clone(r), RowMeta{Key: string(value.AppendValue(nil, r[0])), Op: Delete})
+					}
+				}
+				if err := a.Process(b, got); err != nil {
+					t.Fatal(err)
+				}
+				if err := a.Barrier(Barrier{}, got); err != nil {
+					t.Fatal(err)
+				}
+				if len(got) != 0 || a.StateRows() != 0 || len(a.wins) != 0 || len(a.keys) != 0 || len(a.bags) != 0 || a.bytes != 0 {
+					t.Fatalf("every row taken back: %d results, %d groups, %d windows, %d keys, %d bags, %d bytes", len(got), a.StateRows(), len(a.wins), len(a.keys), len(a.bags), a.bytes)
+				}
 			})
 		}
 	}
@@ -396,5 +416,58 @@ func TestNewAggregatesAllocs(t *testing.T) {
 	// Process allocates its output batch (one) and nothing per row.
 	if allocs > 2 {
 		t.Fatalf("%v allocations per batch of 64 rows", allocs)
+	}
+}
+
+// TestMergeMatchesAdd: a session merge folds one accumulator into another
+// (acc.merge); for every aggregate of aggs.go the result is the one of
+// adding all the values to one accumulator (the variance to 1e-12; a
+// merged sketch estimates as the sketch of all the values; GROUP_CONCAT's
+// entries pruned alike).
+func TestMergeMatchesAdd(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, ag := range newAggsSpec(false).Aggs[1:] {
+		for _, n := range []int{0, 1, 2, 7, 300, 5000} {
+			var all, x, y acc
+			var buf []byte
+			for i := range n {
+				r := plan.Row{plan.Int(0), plan.Int(rng.Int64N(1000) - 500), plan.Float(rng.NormFloat64() * 1e6), plan.Str(fmt.Sprint("v", rng.IntN(2*n+1))), plan.Int(rng.Int64N(9))}
+				if rng.IntN(10) == 0 {
+					r[ag.Arg] = plan.Null
+				}
+				into := &x
+				if i%3 == 0 {
+					into = &y
+				}
+				for _, c := range []*acc{&all, into} {
+					var err error
+					if ag.Concat != nil {
+						_, err = c.addConcat(&ag, r, &buf)
+					} else {
+						_, err = c.add(ag.Fn, ag.T, r[ag.Arg], &buf)
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if _, err := x.merge(ag.Fn, ag.T, &ag, &y); err != nil {
+				t.Fatal(err)
+			}
+			res := func(c *acc) plan.Value {
+				if c.i == stale && refreshes(ag.Fn) {
+					c.refresh(&ag, nil)
+				}
+				return c.result(ag.Fn, ag.T)
+			}
+			got, want := res(&x), res(&all)
+			ok := got == want
+			if got.K == plan.TypeDouble && want.K == plan.TypeDouble {
+				ok = math.Abs(got.F()-want.F()) <= 1e-12*math.Abs(want.F())
+			}
+			if !ok {
+				t.Errorf("%s over %d values: merged %v, all in one %v", ag, n, got, want)
+			}
+		}
 	}
 }
