@@ -24,8 +24,10 @@ import (
 //     squares (a DOUBLE); sessions merge by Chan's formula. Retracting, a
 //     bag of the values (retract.go) backs them: a row taken back marks
 //     the accumulator stale (i = 1) and its next result recomputes n, mean
-//     and sum of squares from the bag, in the bag's sorted order (so the
-//     same multiset gives the same bits). Welford's removal formula is not
+//     and sum of squares from the bag, over its values in ascending order
+//     (so the same multiset gives the same bits): about 0.2 ms for a group
+//     of 1000 distinct values (BenchmarkRetractingVariance), once per
+//     group and barrier, not per row. Welford's removal formula is not
 //     used: it cancels catastrophically (a 1e15 taken back from among
 //     small values leaves their variance to rounding noise), and the
 //     exact alternative for BIGINT inputs (integer sums of x and x² over
@@ -264,10 +266,19 @@ func (a *acc) refresh(ag *plan.Agg, bg *bag) int {
 		before := len(a.v.S)
 		a.v = concatResult(ag.Concat, a.set, bg)
 		return len(a.v.S) - before
-	default: // the moments, in the bag's sorted order
+	default: // the moments, over the values in ascending order
+		type xc struct {
+			x float64
+			c int64
+		}
+		xs := make([]xc, 0, len(bg.counts))
+		for m, c := range bg.counts {
+			xs = append(xs, xc{funcs.ToFloat(decodeMember(m)), c})
+		}
+		slices.SortFunc(xs, func(p, q xc) int { return cmp.Compare(p.x, q.x) })
 		a.n, a.f, a.v = 0, 0, plan.Null
-		for _, m := range sortedMembers(bg) {
-			a.mergeMoments(bg.counts[m], funcs.ToFloat(decodeMember(m)), 0)
+		for _, e := range xs {
+			a.mergeMoments(e.c, e.x, 0)
 		}
 	}
 	return 0
@@ -279,15 +290,6 @@ func decodeMember(m string) plan.Value {
 		panic("runtime: a bag member does not decode: " + err.Error())
 	}
 	return v
-}
-
-func sortedMembers(bg *bag) []string {
-	ms := make([]string, 0, len(bg.counts))
-	for m := range bg.counts {
-		ms = append(ms, m)
-	}
-	slices.Sort(ms)
-	return ms
 }
 
 // HyperLogLog.

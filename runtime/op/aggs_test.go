@@ -471,3 +471,55 @@ func TestMergeMatchesAdd(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRetractingVariance: one group of a retracting VAR_POP over
+// 1000 values, each operation an update (the old value taken back, a new
+// one added); a barrier every `updates` operations recomputes the
+// variance from the bag (sorted). What a retraction costs is the bag's
+// count change per row and one sort of the group's distinct values per
+// emission.
+func BenchmarkRetractingVariance(b *testing.B) {
+	for _, updates := range []int{1, 100} {
+		b.Run(fmt.Sprintf("barrier-every-%d", updates), func(b *testing.B) {
+			spec := &plan.Aggregate{Keys: []int{0}, Retract: true, RowCount: 0, EmitMode: plan.EmitChanges,
+				Aggs:   []plan.Agg{{Fn: plan.AggCountStar, Arg: -1, T: plan.TypeBigint}, {Fn: plan.AggVarPop, Arg: 1, T: plan.TypeDouble}},
+				Output: []plan.Expr{&plan.ColRef{Index: 2, T: plan.TypeDouble}}, Out: plan.Schema{{Name: "v", Type: plan.TypeDouble}}}
+			a, err := newHashAgg(spec, &Env{}, &Counters{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			key := string(value.AppendValue(nil, plan.Int(1)))
+			vals := make([]float64, 1000)
+			in := &Batch{}
+			for i := range vals {
+				vals[i] = float64(i) * 1.5
+				in.Append(plan.Row{plan.Int(1), plan.Float(vals[i])}, RowMeta{Key: key})
+			}
+			out := rowsEmitter{}
+			if err := a.Process(in, out); err != nil {
+				b.Fatal(err)
+			}
+			old, upd := &Batch{}, &Batch{}
+			old.Append(plan.Row{plan.Int(1), plan.Float(0)}, RowMeta{Key: key, Op: Before})
+			upd.Append(plan.Row{plan.Int(1), plan.Float(0)}, RowMeta{Key: key})
+			b.ResetTimer()
+			for i := range b.N {
+				j := i % len(vals)
+				old.Rows[0][1] = plan.Float(vals[j])
+				vals[j] += 1
+				upd.Rows[0][1] = plan.Float(vals[j])
+				if err := a.Process(old, out); err != nil {
+					b.Fatal(err)
+				}
+				if err := a.Process(upd, out); err != nil {
+					b.Fatal(err)
+				}
+				if i%updates == 0 {
+					if err := a.Barrier(Barrier{}, out); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}
