@@ -101,8 +101,8 @@ func TestImportDirection(t *testing.T) {
 // onlyDeps: packages that may depend on nothing of the module but these
 // (and the standard library, nothing else outside it).
 var onlyDeps = map[string][]string{
-	"funcs":      {mod + "/planner/plan", mod + "/value", mod + "/window"},
-	"value":      {mod + "/planner/plan", mod + "/window"},
+	"funcs": {mod + "/planner/plan", mod + "/value", mod + "/window"},
+	"value": {mod + "/planner/plan", mod + "/window"},
 	"runtime/op": {mod + "/planner/plan", mod + "/window", mod + "/value", mod + "/funcs",
 		// APPROX_COUNT_DISTINCT's HyperLogLog (runtime/op/aggs.go) and what
 		// it imports: computation only (encoding/binary, errors, fmt, iter,
