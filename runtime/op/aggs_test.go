@@ -523,3 +523,139 @@ func BenchmarkRetractingVariance(b *testing.B) {
 		})
 	}
 }
+
+// TestNewAggregatesSessions runs the append-only aggregates of
+// newAggsSpec in session windows (gap 40) over random, mostly ordered
+// rows of a few keys, with checkpoints and restores: sessions that bridge
+// each other fold their accumulators together (acc.merge: Welford's
+// moments by Chan's formula, bits, sketches merged, GROUP_CONCAT's
+// entries added and pruned). Every session's final row must be the
+// oracle's over its rows, and once every session closed nothing is held.
+func TestNewAggregatesSessions(t *testing.T) {
+	const gap = 40
+	base := newAggsSpec(false)
+	spec := &plan.Aggregate{Windowed: true, Session: true, Window: plan.WindowSpec{Kind: plan.Session, Gap: gap}, Keys: []int{1},
+		EmitMode: plan.EmitOnWindowClose}
+	spec.Out = plan.Schema{{Name: "ws", Type: plan.TypeTimestamp}, {Name: "we", Type: plan.TypeTimestamp}}
+	for i, c := range base.Out {
+		spec.Output = append(spec.Output, &plan.ColRef{Index: 2 + i, T: c.Type})
+		spec.Out = append(spec.Out, c)
+	}
+	spec.Output = append([]plan.Expr{&plan.ColRef{Index: 0, T: plan.TypeTimestamp}, &plan.ColRef{Index: 1, T: plan.TypeTimestamp}}, spec.Output...)
+	for _, ag := range base.Aggs { // the row gains the time in front
+		if ag.Arg >= 0 {
+			ag.Arg++
+		}
+		if ag.Concat != nil {
+			c := *ag.Concat
+			c.Order = slices.Clone(c.Order)
+			for i := range c.Order {
+				c.Order[i].Arg++
+			}
+			ag.Concat = &c
+		}
+		spec.Aggs = append(spec.Aggs, ag)
+	}
+	for seed := range uint64(4) {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 40))
+			var rows []plan.Row // [ts, k, x, d, s, o]
+			ts := int64(1000)
+			for range 2000 {
+				ts += rng.Int64N(12)
+				r := plan.Row{plan.Time(ts - rng.Int64N(30)), plan.Int(rng.Int64N(3)), plan.Int(rng.Int64N(64) - 8), plan.Float(rng.NormFloat64()),
+					plan.Str(fmt.Sprint("s", rng.IntN(400))), plan.Int(rng.Int64N(5))}
+				if rng.IntN(8) == 0 {
+					r[2+rng.IntN(4)] = plan.Null
+				}
+				rows = append(rows, r)
+			}
+			a, err := newHashAgg(spec, &Env{}, &Counters{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := rowsEmitter{}
+			var log []byte
+			logAt, gotAt := 0, rowsEmitter{}
+			maxTS := int64(math.MinInt64)
+			for i := 0; i < len(rows); {
+				b := &Batch{}
+				for range 1 + rng.IntN(20) {
+					if i == len(rows) {
+						break
+					}
+					maxTS = max(maxTS, rows[i][0].I)
+					b.Append(slices.Clone(rows[i]), RowMeta{Key: string(value.AppendValue(nil, rows[i][1])), WM: maxTS - 200})
+					i++
+				}
+				if err := a.Process(b, got); err != nil {
+					t.Fatal(err)
+				}
+				if rng.IntN(4) > 0 {
+					continue
+				}
+				w := &LogWriter{all: rng.IntN(4) == 0 || log == nil}
+				if err := a.Snapshot(w); err != nil {
+					t.Fatal(err)
+				}
+				if w.all {
+					log = nil
+				}
+				log = append(log, slices.Concat(w.Close()...)...)
+				logAt, gotAt = i, maps.Clone(got)
+				if rng.IntN(2) > 0 {
+					continue
+				}
+				r, err := blockReader(log)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if a, err = newHashAgg(spec, &Env{}, &Counters{}); err != nil {
+					t.Fatal(err)
+				}
+				if err := a.Restore(r); err != nil {
+					t.Fatalf("restore after row %d: %v", i, err)
+				}
+				got, i, maxTS = maps.Clone(gotAt), logAt, int64(math.MinInt64)
+				for _, r := range rows[:i] {
+					maxTS = max(maxTS, r[0].I)
+				}
+			}
+			if _, err := a.Watermark(math.MaxInt64, got); err != nil {
+				t.Fatal(err)
+			}
+			// The oracle: per key, rows by time; a row at or past the
+			// session's end (last + gap) starts the next one.
+			want := map[string]plan.Row{}
+			byK := map[int64][]plan.Row{}
+			for _, r := range rows {
+				byK[r[1].I] = append(byK[r[1].I], r)
+			}
+			for k, rs := range byK {
+				slices.SortStableFunc(rs, func(x, y plan.Row) int { return cmp.Compare(x[0].I, y[0].I) })
+				for i := 0; i < len(rs); {
+					start, end := rs[i][0].I, rs[i][0].I+gap
+					var in []plan.Row
+					for ; i < len(rs) && rs[i][0].I < end; i++ {
+						in = append(in, rs[i][1:])
+						end = max(end, rs[i][0].I+gap)
+					}
+					key := string(value.AppendValue(value.AppendValue(value.AppendValue(nil, plan.Time(start)), plan.Time(end)), plan.Int(k)))
+					want[key] = append(plan.Row{plan.Time(start), plan.Time(end)}, aggsOracle(k, in, false)...)
+				}
+			}
+			if len(got) != len(want) {
+				t.Fatalf("%d sessions, want %d", len(got), len(want))
+			}
+			t.Logf("%d sessions of %d rows", len(want), len(rows))
+			for key, w := range want {
+				if g := got[key]; len(g) < 2 || g[0] != w[0] || g[1] != w[1] || !sameAggsRow(g[2:], w[2:], 1) {
+					t.Fatalf("session %x:\n got %v\nwant %v", key, g, w)
+				}
+			}
+			if a.StateRows() != 0 || len(a.wins) != 0 || len(a.keys) != 0 || a.bytes != 0 {
+				t.Fatalf("every session closed: %d groups, %d windows, %d keys, %d bytes", a.StateRows(), len(a.wins), len(a.keys), a.bytes)
+			}
+		})
+	}
+}
