@@ -28,8 +28,9 @@ import (
 //     (so the same multiset gives the same bits): about 0.2 ms for a group
 //     of 1000 distinct values (BenchmarkRetractingVariance), once per
 //     group and barrier, not per row. Welford's removal formula is not
-//     used: it cancels catastrophically (a 1e15 taken back from among
-//     small values leaves their variance to rounding noise), and the
+//     used: it cancels catastrophically (1, 2, 3, 4 and 1e15, the 1e15
+//     taken back: it gives VAR_POP 0, the bag 1.25; TestVarianceRetraction),
+//     and the
 //     exact alternative for BIGINT inputs (integer sums of x and x² over
 //     192 bits) would still need a bag for DOUBLE ones.
 //   - BIT_AND, BIT_OR, BIT_XOR: v the bits (NULL before the first value:

@@ -659,3 +659,39 @@ func TestNewAggregatesSessions(t *testing.T) {
 		})
 	}
 }
+
+// TestVarianceRetraction: 1, 2, 3, 4 and 1e15, the 1e15 taken back, then
+// 5 added: VAR_POP is 1.25, then 2 (recomputed from the bag;
+// Welford's removal formula gives 0 after the retraction), and the 1e15
+// re-added and taken back again changes nothing.
+func TestVarianceRetraction(t *testing.T) {
+	spec := &plan.Aggregate{Keys: []int{0}, Retract: true, RowCount: 0, EmitMode: plan.EmitChanges,
+		Aggs:   []plan.Agg{{Fn: plan.AggCountStar, Arg: -1, T: plan.TypeBigint}, {Fn: plan.AggVarPop, Arg: 1, T: plan.TypeDouble}},
+		Output: []plan.Expr{&plan.ColRef{Index: 2, T: plan.TypeDouble}}, Out: plan.Schema{{Name: "v", Type: plan.TypeDouble}}}
+	a, err := newHashAgg(spec, &Env{}, &Counters{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := string(value.AppendValue(nil, plan.Int(1)))
+	out := rowsEmitter{}
+	step := func(want float64, rows ...any) {
+		t.Helper()
+		b := &Batch{}
+		for i := 0; i < len(rows); i += 2 {
+			b.Append(plan.Row{plan.Int(1), plan.Float(rows[i+1].(float64))}, RowMeta{Key: key, Op: rows[i].(Op)})
+		}
+		if err := a.Process(b, out); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Barrier(Barrier{}, out); err != nil {
+			t.Fatal(err)
+		}
+		if got := out[key][0].F(); math.Abs(got-want) > 1e-12*want {
+			t.Fatalf("VAR_POP %v, want %v", got, want)
+		}
+	}
+	step(1.6e29, Insert, 1.0, Insert, 2.0, Insert, 3.0, Insert, 4.0, Insert, 1e15)
+	step(1.25, Delete, 1e15)
+	step(2, Insert, 5.0)
+	step(2, Insert, 1e15, Before, 1e15)
+}
