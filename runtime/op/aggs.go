@@ -445,20 +445,26 @@ func (a *acc) pruneConcat(ag *plan.Agg) int {
 	sortEntries(ag.Concat, es)
 	// The entries kept, and their bytes: the new arena has room for what
 	// comes before the next pruning, so it is not regrown meanwhile.
-	keep, l, nb := 0, 0, 0
+	// An entry that adds no byte (an empty value after an empty
+	// separator) is kept once: the result is "", not NULL.
+	keep, l, nb := es[:0], 0, 0
 	for _, e := range es {
 		if l >= plan.GroupConcatMaxLen {
 			break
 		}
-		if keep > 0 {
-			l += len(ag.Concat.Sep)
+		add := len(e.vals[len(e.vals)-1].S)
+		if len(keep) > 0 {
+			add += len(ag.Concat.Sep)
+			if add == 0 {
+				continue
+			}
 		}
-		l += len(e.vals[len(e.vals)-1].S)
+		l += add
 		nb += binary.MaxVarintLen32 + len(e.enc)
-		keep++
+		keep = append(keep, e)
 	}
 	kept := &distinctSet{arena: make([]byte, 0, 3*nb+4*plan.GroupConcatMaxLen+64)}
-	for _, e := range es[:keep] {
+	for _, e := range keep {
 		_ = kept.addEntry(e.enc, ag.Concat.Distinct) // fewer bytes than the set held
 	}
 	*s = distinctSet{arena: kept.arena, slots: kept.slots, n: kept.n}

@@ -695,3 +695,37 @@ func TestVarianceRetraction(t *testing.T) {
 	step(2, Insert, 5.0)
 	step(2, Insert, 1e15, Before, 1e15)
 }
+
+// TestGroupConcatStateBounded: an append-only GROUP_CONCAT keeps a few
+// KiB however many rows come, with or without ORDER BY, also when its
+// values and separator are empty (each row adds nothing to "").
+func TestGroupConcatStateBounded(t *testing.T) {
+	for _, c := range []struct {
+		sep   string
+		order []plan.AggOrder
+		val   func(i int) string
+		want  func(string) bool
+	}{
+		{",", nil, func(i int) string { return fmt.Sprintf("%07d", 1_000_000-i) }, func(s string) bool { return strings.HasPrefix(s, "0800001,0800002,") }},
+		{"", []plan.AggOrder{{Arg: 1, Desc: true}}, func(i int) string { return "ab" }, func(s string) bool { return s == strings.Repeat("ab", 512) }},
+		{"", nil, func(int) string { return "" }, func(s string) bool { return s == "" }},
+	} {
+		ag := &plan.Agg{Fn: plan.AggGroupConcat, Arg: 0, T: plan.TypeVarchar, Concat: &plan.Concat{Sep: c.sep, Order: c.order}}
+		var a acc
+		var buf []byte
+		peak := 0
+		for i := range 200_000 {
+			if _, err := a.addConcat(ag, plan.Row{plan.Str(c.val(i)), plan.Int(int64(i))}, &buf); err != nil {
+				t.Fatal(err)
+			}
+			peak = max(peak, a.set.size())
+		}
+		a.refresh(ag, nil)
+		if got := a.result(ag.Fn, ag.T); got.K != plan.TypeVarchar || !c.want(got.S) || len(got.S) > plan.GroupConcatMaxLen {
+			t.Errorf("%s: result %.40q... (%d bytes)", ag, got.S, len(got.S))
+		}
+		if peak > 64<<10 {
+			t.Errorf("%s: its entries took %d bytes at their peak", ag, peak)
+		}
+	}
+}
