@@ -1055,6 +1055,11 @@ func convertGroupConcat(n *ast.AggregateFuncExpr) (Expr, error) {
 		f.Args = append(f.Args, e)
 	}
 	if n.Order != nil {
+		for _, it := range n.Order.Items {
+			if _, ok := it.Expr.(*ast.PositionExpr); ok {
+				return nil, unsupported("GROUP_CONCAT(... ORDER BY a position); ORDER BY the expression")
+			}
+		}
 		var err error
 		if f.Order, err = convertOrderBy(n.Order.Items, convertExpr); err != nil {
 			return nil, err
