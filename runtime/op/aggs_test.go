@@ -2,6 +2,7 @@ package op
 
 import (
 	"cmp"
+	"encoding/binary"
 	"fmt"
 	"maps"
 	"math"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/axiomhq/hyperloglog"
 	"github.com/streamsql/streamsql/planner/plan"
 	"github.com/streamsql/streamsql/value"
 )
@@ -726,6 +728,69 @@ func TestGroupConcatStateBounded(t *testing.T) {
 		}
 		if peak > 64<<10 {
 			t.Errorf("%s: its entries took %d bytes at their peak", ag, peak)
+		}
+	}
+}
+
+// TestCheckSketch: the encodings of real sketches, sparse and dense, pass
+// checkSketch; every truncation, extension and single-byte change of them
+// either fails it or gives a sketch that estimates, takes values, merges
+// and encodes again without panicking (the library checks little of what
+// it decodes: a sparse list's varint running off its end, a dense
+// sketch's registers fewer than its precision's, a length it allocates
+// before checking).
+func TestCheckSketch(t *testing.T) {
+	for _, n := range []int{1, 100, 5000, 100_000} {
+		var a acc
+		var buf []byte
+		for i := range n {
+			if _, err := a.add(plan.AggApproxCountDistinct, plan.TypeBigint, plan.Int(int64(i)), &buf); err != nil {
+				t.Fatal(err)
+			}
+		}
+		enc := appendAux(nil, plan.AggApproxCountDistinct, &a)
+		_, k := binary.Uvarint(enc)
+		good := enc[k:]
+		if err := checkSketch(good); err != nil {
+			t.Fatalf("%d values: %v", n, err)
+		}
+		try := func(what string, b []byte) {
+			if checkSketch(b) != nil {
+				return
+			}
+			sk := hyperloglog.New14()
+			if err := sk.UnmarshalBinary(slices.Clone(b)); err != nil {
+				return
+			}
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						t.Fatalf("%d values, %s: passed checkSketch, then panicked: %v", n, what, r)
+					}
+				}()
+				sk.Estimate()
+				sk.Insert([]byte("x"))
+				other := hyperloglog.New14()
+				other.Insert([]byte("y"))
+				_ = sk.Merge(other)
+				_ = other.Merge(sk)
+				sk.Estimate()
+				if _, err := sk.MarshalBinary(); err != nil {
+					t.Fatal(err)
+				}
+			}()
+		}
+		for l := range len(good) {
+			try(fmt.Sprintf("cut at %d", l), good[:l])
+		}
+		try("extended", append(slices.Clone(good), 0, 1))
+		step := max(1, len(good)/500)
+		for i := 0; i < len(good); i += step {
+			for _, x := range []byte{0, 1, 0x7f, 0x80, 0xff} {
+				b := slices.Clone(good)
+				b[i] = x
+				try(fmt.Sprintf("byte %d = %#x", i, x), b)
+			}
 		}
 	}
 }
