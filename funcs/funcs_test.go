@@ -158,6 +158,18 @@ var aggTypes = map[string][]struct {
 		{plan.TypeVarchar, 0, "AVG needs a number, not VARCHAR"}},
 	"min": {{plan.TypeVarchar, plan.TypeVarchar, ""}, {plan.TypeNull, plan.TypeBigint, ""}, {plan.TypeTimestamp, plan.TypeTimestamp, ""}},
 	"max": {{plan.TypeDouble, plan.TypeDouble, ""}, {plan.TypeNull, plan.TypeBigint, ""}, {plan.TypeBoolean, plan.TypeBoolean, ""}},
+	"stddev_pop": {{plan.TypeBigint, plan.TypeDouble, ""}, {plan.TypeDouble, plan.TypeDouble, ""}, {plan.TypeNull, plan.TypeDouble, ""},
+		{plan.TypeVarchar, 0, "STDDEV_POP needs a number, not VARCHAR"}},
+	"stddev_samp": {{plan.TypeBoolean, plan.TypeDouble, ""}, {plan.TypeTimestamp, 0, "STDDEV_SAMP needs a number, not TIMESTAMP(3)"}},
+	"var_pop":     {{plan.TypeBigint, plan.TypeDouble, ""}, {plan.TypeVarchar, 0, "VAR_POP needs a number, not VARCHAR"}},
+	"var_samp":    {{plan.TypeDouble, plan.TypeDouble, ""}, {plan.TypeNull, plan.TypeDouble, ""}},
+	"bit_and": {{plan.TypeBigint, plan.TypeBigint, ""}, {plan.TypeBoolean, plan.TypeBigint, ""}, {plan.TypeNull, plan.TypeBigint, ""},
+		{plan.TypeDouble, 0, "BIT_AND needs a BIGINT, not DOUBLE (CAST it to BIGINT)"}},
+	"bit_or":                {{plan.TypeBigint, plan.TypeBigint, ""}, {plan.TypeVarchar, 0, "BIT_OR needs a BIGINT, not VARCHAR (CAST it to BIGINT)"}},
+	"bit_xor":               {{plan.TypeBigint, plan.TypeBigint, ""}, {plan.TypeTimestamp, 0, "BIT_XOR needs a BIGINT, not TIMESTAMP(3) (CAST it to BIGINT)"}},
+	"approx_count_distinct": {{plan.TypeVarchar, plan.TypeBigint, ""}, {plan.TypeDouble, plan.TypeBigint, ""}, {plan.TypeNull, plan.TypeBigint, ""}},
+	// GROUP_CONCAT's argument is made a VARCHAR by the planner (CONCAT).
+	"group_concat": {{plan.TypeVarchar, plan.TypeVarchar, ""}, {plan.TypeBigint, plan.TypeVarchar, ""}},
 }
 
 // bind types a call of f on constant arguments, as the planner does.

@@ -250,3 +250,23 @@ func minMaxResult(_ string, args []plan.Expr) (plan.Type, error) {
 	}
 	return plan.TypeBigint, nil
 }
+
+// momentResult: VAR_POP, VAR_SAMP, STDDEV_POP and STDDEV_SAMP take a
+// number and give a DOUBLE.
+func momentResult(name string, args []plan.Expr) (plan.Type, error) {
+	if at := args[0].Type(); !at.Numeric() && at != plan.TypeBoolean && at != plan.TypeNull {
+		return 0, errorf("", "%s needs a number, not %s", name, at)
+	}
+	return plan.TypeDouble, nil
+}
+
+// bitResult: BIT_AND, BIT_OR and BIT_XOR take a BIGINT (or BOOLEAN) and
+// give a BIGINT, the 64 bits MySQL's BIGINT UNSIGNED holds read as signed.
+func bitResult(name string, args []plan.Expr) (plan.Type, error) {
+	switch at := args[0].Type(); at {
+	case plan.TypeBigint, plan.TypeBoolean, plan.TypeNull:
+		return plan.TypeBigint, nil
+	default:
+		return 0, errorf("", "%s needs a BIGINT, not %s (CAST it to BIGINT)", name, at)
+	}
+}

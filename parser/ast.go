@@ -230,11 +230,15 @@ type Unary struct {
 }
 
 // Func is a function or aggregate call. Name is lower case. Star is COUNT(*).
+// GROUP_CONCAT has its ORDER BY in Order and its separator in Sep (','
+// when the call names none).
 type Func struct {
 	Name     string
 	Args     []Expr
 	Distinct bool
 	Star     bool
+	Order    []OrderItem
+	Sep      string
 }
 
 // Over is a window function call: Name(Args) OVER (PARTITION BY ...

@@ -729,9 +729,12 @@ func convertExpr(n ast.ExprNode) (Expr, error) {
 	case *ast.AggregateFuncExpr:
 		name := strings.ToLower(n.F)
 		switch name {
-		case "count", "sum", "avg", "min", "max":
+		case "count", "sum", "avg", "min", "max", "stddev_pop", "stddev_samp", "var_pop", "var_samp",
+			"bit_and", "bit_or", "bit_xor", "approx_count_distinct":
+		case "group_concat":
+			return convertGroupConcat(n)
 		default:
-			return nil, unsupported("aggregate %s (streamsql has COUNT, SUM, AVG, MIN, MAX)", strings.ToUpper(name))
+			return nil, unsupported("aggregate %s (streamsql has COUNT, SUM, AVG, MIN, MAX, STDDEV_POP, STDDEV_SAMP, VAR_POP, VAR_SAMP, BIT_AND, BIT_OR, BIT_XOR, APPROX_COUNT_DISTINCT, GROUP_CONCAT)", strings.ToUpper(name))
 		}
 		f := &Func{Name: name, Distinct: n.Distinct}
 		if isCountStar(name, n.Args, n.Distinct) {
@@ -739,7 +742,7 @@ func convertExpr(n ast.ExprNode) (Expr, error) {
 			return f, nil
 		}
 		if n.Distinct && name != "count" {
-			return nil, unsupported("%s(DISTINCT ...); only COUNT(DISTINCT ...)", strings.ToUpper(name))
+			return nil, unsupported("%s(DISTINCT ...); only COUNT(DISTINCT ...) and GROUP_CONCAT(DISTINCT ...)", strings.ToUpper(name))
 		}
 		if len(n.Args) != 1 {
 			return nil, unsupported("%s with %d arguments", strings.ToUpper(name), len(n.Args))
@@ -1054,6 +1057,41 @@ func convertOver(n *ast.WindowFuncExpr) (Expr, error) {
 		o.Frame = fr
 	}
 	return o, nil
+}
+
+// convertGroupConcat converts GROUP_CONCAT([DISTINCT] x, ... [ORDER BY
+// ...] [SEPARATOR 's']): TiDB passes the separator as the last argument.
+func convertGroupConcat(n *ast.AggregateFuncExpr) (Expr, error) {
+	f := &Func{Name: "group_concat", Distinct: n.Distinct, Sep: ","}
+	args := n.Args
+	if len(args) > 0 {
+		if v, ok := args[len(args)-1].(*test_driver.ValueExpr); ok && v.Kind() == test_driver.KindString {
+			f.Sep = v.GetString()
+			args = args[:len(args)-1]
+		}
+	}
+	if len(args) == 0 {
+		return nil, unsupported("GROUP_CONCAT without an argument")
+	}
+	for _, a := range args {
+		e, err := convertExpr(a)
+		if err != nil {
+			return nil, err
+		}
+		f.Args = append(f.Args, e)
+	}
+	if n.Order != nil {
+		for _, it := range n.Order.Items {
+			if _, ok := it.Expr.(*ast.PositionExpr); ok {
+				return nil, unsupported("GROUP_CONCAT(... ORDER BY a position); ORDER BY the expression")
+			}
+		}
+		var err error
+		if f.Order, err = convertOrderBy(n.Order.Items, convertExpr); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
 }
 
 // isCountStar says whether an aggregate call is COUNT(*), which parses as

@@ -271,6 +271,9 @@ func walk(e parser.Expr, fn func(parser.Expr)) {
 		for _, a := range e.Args {
 			walk(a, fn)
 		}
+		for _, o := range e.Order {
+			walk(o.Expr, fn)
+		}
 	case *parser.Interval:
 		walk(e.Value, fn)
 	case *parser.Case:
@@ -374,6 +377,9 @@ const MaxHopWindows = 1000
 type aggKey struct {
 	fn  plan.AggFn
 	arg int // the argument's exprKeys number
+	// concat: GROUP_CONCAT's ORDER BY keys' numbers and directions, its
+	// DISTINCT and separator (aggconcat.go).
+	concat string
 }
 
 func (b *builder) aggregation(sel *parser.Select, st *stream, filter plan.Expr, fields []parser.Field, sub bool) (*planned, error) {
@@ -463,23 +469,36 @@ func (b *builder) aggregation(sel *parser.Select, st *stream, filter plan.Expr, 
 			if !ok || !isAggregate(f.Name) || aggErr != nil {
 				return
 			}
-			a, key, err := bindAgg(f, base, ekeys)
+			a, key, aargs, err := bindAgg(f, base, ekeys)
 			if err != nil {
 				aggErr = err
+				return
+			}
+			if retract && !retractable(a.Fn) {
+				aggErr = errf(f.Name, "%s cannot take rows back, and this input updates (a running aggregate, a join of updating inputs, a PRIMARY KEY table): use COUNT(DISTINCT ...) for an exact count that retracts", strings.ToUpper(f.Name))
 				return
 			}
 			if _, ok := aggIdx[key]; ok {
 				return
 			}
-			if a.Fn != plan.AggCountStar {
-				arg, _ := base.bind(f.Args[0])
+			// The aggregate's input columns: its argument, then GROUP_CONCAT's
+			// ORDER BY keys, each once among all the aggregates' arguments.
+			col := func(arg plan.Expr) int {
 				i, ok := argIdx[ekeys.id(arg)]
 				if !ok {
 					i = len(args)
 					argIdx[ekeys.id(arg)] = i
 					args = append(args, arg)
 				}
-				a.Arg = inOff + len(groups) + i
+				return inOff + len(groups) + i
+			}
+			if a.Fn != plan.AggCountStar {
+				a.Arg = col(aargs[0])
+			}
+			if a.Concat != nil {
+				for k := range a.Concat.Order {
+					a.Concat.Order[k].Arg = col(aargs[1+k])
+				}
 			}
 			aggIdx[key] = len(aggs)
 			aggs = append(aggs, a)
@@ -514,7 +533,7 @@ func (b *builder) aggregation(sel *parser.Select, st *stream, filter plan.Expr, 
 		post = append(post, plan.Column{Name: exprName(g), Type: g.Type(), NotNull: notNull(g, base.cols)})
 	}
 	for _, a := range aggs {
-		counts := a.Fn == plan.AggCountStar || a.Fn == plan.AggCount || a.Fn == plan.AggCountDistinct
+		counts := a.Fn == plan.AggCountStar || a.Fn == plan.AggCount || a.Fn == plan.AggCountDistinct || neverNull(a.Fn)
 		post = append(post, plan.Column{Name: a.String(), Type: a.T, NotNull: counts})
 	}
 	postScope := base.plain()
@@ -524,7 +543,7 @@ func (b *builder) aggregation(sel *parser.Select, st *stream, filter plan.Expr, 
 		switch e := e.(type) {
 		case *parser.Func:
 			if isAggregate(e.Name) {
-				_, key, err := bindAgg(e, base, ekeys)
+				_, key, _, err := bindAgg(e, base, ekeys)
 				if err != nil {
 					return nil, true, err
 				}
@@ -762,32 +781,37 @@ func givenWindow(st *stream, groups []plan.Expr, ekeys *exprKeys) (*plan.WindowS
 	return &plan.WindowSpec{Kind: plan.Given, TimeCol: st.winStart, EndCol: st.winEnd}, rest, idx
 }
 
-// bindAgg binds one aggregate call; the key identifies duplicates.
-func bindAgg(f *parser.Func, base *scope, ekeys *exprKeys) (plan.Agg, aggKey, error) {
+// bindAgg binds one aggregate call; the key identifies duplicates. It
+// returns the call's input expressions too: its argument, then
+// GROUP_CONCAT's ORDER BY keys (the caller numbers them as input columns).
+func bindAgg(f *parser.Func, base *scope, ekeys *exprKeys) (plan.Agg, aggKey, []plan.Expr, error) {
 	if f.Star {
-		return plan.Agg{Fn: plan.AggCountStar, Arg: -1, T: plan.TypeBigint}, aggKey{fn: plan.AggCountStar}, nil
+		return plan.Agg{Fn: plan.AggCountStar, Arg: -1, T: plan.TypeBigint}, aggKey{fn: plan.AggCountStar}, nil, nil
+	}
+	if f.Name == "group_concat" {
+		return bindGroupConcat(f, base, ekeys)
 	}
 	if len(f.Args) != 1 {
-		return plan.Agg{}, aggKey{}, errf(f.Name, "%s takes one argument", strings.ToUpper(f.Name))
+		return plan.Agg{}, aggKey{}, nil, errf(f.Name, "%s takes one argument", strings.ToUpper(f.Name))
 	}
 	if containsAggregate(f.Args[0]) {
-		return plan.Agg{}, aggKey{}, errf(f.Name, "aggregates cannot be nested")
+		return plan.Agg{}, aggKey{}, nil, errf(f.Name, "aggregates cannot be nested")
 	}
 	arg, err := base.bind(f.Args[0])
 	if err != nil {
-		return plan.Agg{}, aggKey{}, err
+		return plan.Agg{}, aggKey{}, nil, err
 	}
 	// The registry's type rule; COUNT with DISTINCT counts distinct values.
 	fn := funcs.Lookup(f.Name)
 	t, err := fn.Result(strings.ToUpper(f.Name), []plan.Expr{arg})
 	if err != nil {
-		return plan.Agg{}, aggKey{}, funcError(f.Name, "", err)
+		return plan.Agg{}, aggKey{}, nil, funcError(f.Name, "", err)
 	}
 	a := plan.Agg{Fn: fn.Agg, T: t}
 	if fn.Agg == plan.AggCount && f.Distinct {
 		a.Fn = plan.AggCountDistinct
 	}
-	return a, aggKey{fn: a.Fn, arg: ekeys.id(arg)}, nil
+	return a, aggKey{fn: a.Fn, arg: ekeys.id(arg)}, []plan.Expr{arg}, nil
 }
 
 // Pull plans SELECT ... FROM view [WHERE] [ORDER BY] [LIMIT] over a view's

@@ -15,7 +15,7 @@ type acc struct {
 	i   int64   // BIGINT SUM
 	f   float64 // DOUBLE SUM, AVG sum
 	v   plan.Value
-	set *distinctSet // COUNT(DISTINCT)
+	set *distinctSet // COUNT(DISTINCT); APPROX_COUNT_DISTINCT's sketch, GROUP_CONCAT's entries (aggs.go)
 }
 
 // errOverflow is returned when a BIGINT SUM overflows.
@@ -67,6 +67,8 @@ func (a *acc) add(fn plan.AggFn, t plan.Type, v plan.Value, buf *[]byte) (int, e
 		grown := len(v.S) - len(a.v.S)
 		a.v = v
 		return grown, nil
+	default:
+		return a.addMore(fn, v, buf)
 	}
 	return 0, nil
 }
@@ -75,7 +77,7 @@ func (a *acc) add(fn plan.AggFn, t plan.Type, v plan.Value, buf *[]byte) (int, e
 // smaller into larger: a takes the larger of the two sets, the other one's
 // members are added to it, and o keeps the smaller one (its caller drops
 // it). It returns how many bytes a's set grew by.
-func (a *acc) merge(fn plan.AggFn, t plan.Type, o *acc) (int, error) {
+func (a *acc) merge(fn plan.AggFn, t plan.Type, ag *plan.Agg, o *acc) (int, error) {
 	switch fn {
 	case plan.AggCountStar, plan.AggCount:
 		a.n += o.n
@@ -104,6 +106,8 @@ func (a *acc) merge(fn plan.AggFn, t plan.Type, o *acc) (int, error) {
 		if !o.v.IsNull() {
 			return a.add(fn, t, o.v, nil)
 		}
+	default:
+		return a.mergeMore(fn, ag, o)
 	}
 	return 0, nil
 }
@@ -130,6 +134,9 @@ func (a *acc) result(fn plan.AggFn, t plan.Type) plan.Value {
 			return plan.Null
 		}
 		return plan.Float(a.f / float64(a.n))
+	case plan.AggMin, plan.AggMax:
+	default:
+		return a.resultMore(fn)
 	}
 	if a.v.IsNull() {
 		return plan.Null

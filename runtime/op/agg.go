@@ -298,7 +298,13 @@ func (a *hashAgg) add(g *group, r plan.Row) error {
 		if ag.Arg >= 0 {
 			v = r[ag.Arg]
 		}
-		grown, err := g.accs[j].add(ag.Fn, ag.T, v, &a.valBuf)
+		var grown int
+		var err error
+		if ag.Concat != nil {
+			grown, err = g.accs[j].addConcat(&a.spec.Aggs[j], r, &a.valBuf)
+		} else {
+			grown, err = g.accs[j].add(ag.Fn, ag.T, v, &a.valBuf)
+		}
 		a.bytes += int64(grown)
 		if err != nil {
 			return err
@@ -331,6 +337,11 @@ func (a *hashAgg) apply(g *group, r plan.Row, back bool) error {
 		var grown int
 		var err error
 		switch {
+		case ag.Concat != nil && back:
+			grown, err = g.accs[j].retractConcat(&a.spec.Aggs[j], r, bg, &a.valBuf)
+			grown = -grown
+		case ag.Concat != nil:
+			grown = g.accs[j].addConcatRetractable(&a.spec.Aggs[j], r, bg, &a.valBuf)
 		case back:
 			grown, err = g.accs[j].retract(ag.Fn, ag.T, v, bg, &a.valBuf)
 			grown = -grown
@@ -362,6 +373,14 @@ func (a *hashAgg) bagsOf(g *group) []*bag {
 		a.bags[g] = bs
 	}
 	return bs
+}
+
+// bagOf is g's bag of aggregate j (nil when it keeps none).
+func (a *hashAgg) bagOf(g *group, j int) *bag {
+	if !a.bagAggs {
+		return nil
+	}
+	return a.bagsOf(g)[j]
 }
 
 // keepBefore keeps the row last emitted for g before its first change of
@@ -655,7 +674,7 @@ func (a *hashAgg) sessionGroup(r plan.Row, m *RowMeta, res *Batch) (*group, erro
 			// Two sessions' sums that each fit may overflow together
 			// (MaxInt64 in one, 1 in the other, and a row between them
 			// merges them): the query fails as when a row's SUM overflows.
-			grown, err := keep.accs[k].merge(ag.Fn, ag.T, &og.accs[k])
+			grown, err := keep.accs[k].merge(ag.Fn, ag.T, &a.spec.Aggs[k], &og.accs[k])
 			a.bytes += int64(grown)
 			if err != nil {
 				return nil, err
@@ -795,6 +814,9 @@ func (a *hashAgg) result(g *group) (plan.Row, bool) {
 		}
 	}
 	for j, ag := range a.spec.Aggs {
+		if c := &g.accs[j]; c.i == stale && refreshes(ag.Fn) {
+			a.bytes += int64(c.refresh(&a.spec.Aggs[j], a.bagOf(g, j)))
+		}
 		p[a.wOff+a.nkeys+j] = g.accs[j].result(ag.Fn, ag.T)
 	}
 	if a.having != nil && !a.having(p).True() {

@@ -133,7 +133,14 @@ func (a *hashAgg) encodeGroup(buf []byte, g *group) []byte {
 		buf = binary.AppendVarint(buf, c.n)
 		buf = binary.AppendVarint(buf, c.i)
 		buf = binary.BigEndian.AppendUint64(buf, math.Float64bits(c.f))
-		buf = value.AppendValue(buf, c.v)
+		if fn := a.spec.Aggs[i].Fn; fn == plan.AggGroupConcat {
+			buf = value.AppendValue(buf, plan.Null) // its result: recomputed on restore
+		} else {
+			buf = value.AppendValue(buf, c.v)
+		}
+		if hasAux(a.spec.Aggs[i].Fn) {
+			buf = appendAux(buf, a.spec.Aggs[i].Fn, c)
+		}
 		if a.spec.Aggs[i].Fn == plan.AggCountDistinct {
 			var id uint64
 			var chunks uint32
@@ -153,7 +160,7 @@ func (a *hashAgg) encodeGroup(buf []byte, g *group) []byte {
 func (a *hashAgg) writeSets(w StateWriter, g *group, all bool, kb []byte) []byte {
 	for i := range g.accs {
 		s := g.accs[i].set
-		if s == nil {
+		if s == nil || a.spec.Aggs[i].Fn != plan.AggCountDistinct {
 			continue
 		}
 		if all {
@@ -225,6 +232,11 @@ func (a *hashAgg) decodeGroup(g *group, b []byte, want []setWant) ([]setWant, er
 		b = b[8:]
 		if c.v, b, err = value.DecodeValue(b); err != nil {
 			return want, fmt.Errorf("accumulator %d: %w", i, err)
+		}
+		if hasAux(a.spec.Aggs[i].Fn) {
+			if b, err = decodeAux(b, &a.spec.Aggs[i], c); err != nil {
+				return want, fmt.Errorf("accumulator %d: %w", i, err)
+			}
 		}
 		if flags&flagChunked != 0 {
 			if !distinct {

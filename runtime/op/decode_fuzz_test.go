@@ -144,7 +144,24 @@ func fuzzAggSpecs() []*plan.Aggregate {
 			{Fn: plan.AggMax, Arg: 2, T: plan.TypeDouble}, {Fn: plan.AggCountDistinct, Arg: 2, T: plan.TypeBigint}, {Fn: plan.AggSum, Arg: 2, T: plan.TypeDouble}},
 		Output: []plan.Expr{col(0, plan.TypeVarchar), col(1, plan.TypeBigint), col(2, plan.TypeBigint), col(3, plan.TypeDouble), col(4, plan.TypeDouble), col(5, plan.TypeBigint), col(6, plan.TypeDouble)},
 		Out:    plan.Schema{k, v, v, {Name: "lo", Type: plan.TypeDouble}, {Name: "hi", Type: plan.TypeDouble}, v, {Name: "s", Type: plan.TypeDouble}}, EmitMode: plan.EmitChanges}
-	return []*plan.Aggregate{hop, session, running, distinct, retracting}
+	// The aggregates of aggs.go: windowed over (ts, k, v), with the
+	// sketch and GROUP_CONCAT's entries in the group records; running over
+	// an updating input, with their bags.
+	D, B, S := plan.TypeDouble, plan.TypeBigint, plan.TypeVarchar
+	more := &plan.Aggregate{Windowed: true, Window: plan.WindowSpec{Kind: plan.Tumble, Size: 30}, Keys: []int{1},
+		Aggs: []plan.Agg{{Fn: plan.AggVarSamp, Arg: 2, T: D}, {Fn: plan.AggBitAnd, Arg: 2, T: B}, {Fn: plan.AggBitXor, Arg: 2, T: B},
+			{Fn: plan.AggApproxCountDistinct, Arg: 2, T: B},
+			{Fn: plan.AggGroupConcat, Arg: 1, T: S, Concat: &plan.Concat{Sep: ";", Order: []plan.AggOrder{{Arg: 2, Desc: true}}}},
+			{Fn: plan.AggGroupConcat, Arg: 1, T: S, Concat: &plan.Concat{Sep: ",", Distinct: true}}},
+		Output:   []plan.Expr{col(0, plan.TypeTimestamp), col(2, S), col(3, D), col(4, B), col(5, B), col(6, B), col(7, S), col(8, S)},
+		Out:      plan.Schema{ts, k, {Name: "d", Type: D}, v, v, v, k, k},
+		EmitMode: plan.EmitOnWindowClose}
+	moreRetracting := &plan.Aggregate{Keys: []int{0, 1}, Retract: true, RowCount: 0,
+		Aggs: []plan.Agg{{Fn: plan.AggCountStar, Arg: -1, T: B}, {Fn: plan.AggStddevPop, Arg: 2, T: D}, {Fn: plan.AggBitOr, Arg: 1, T: B},
+			{Fn: plan.AggBitXor, Arg: 1, T: B}, {Fn: plan.AggGroupConcat, Arg: 0, T: S, Concat: &plan.Concat{Sep: "-", Order: []plan.AggOrder{{Arg: 2}}}}},
+		Output: []plan.Expr{col(0, S), col(1, B), col(2, B), col(3, D), col(4, B), col(5, B), col(6, S)},
+		Out:    plan.Schema{k, v, v, {Name: "d", Type: D}, v, v, k}, EmitMode: plan.EmitChanges}
+	return []*plan.Aggregate{hop, session, running, distinct, retracting, more, moreRetracting}
 }
 
 // fuzzAggRow is an input row of spec for group key vals at time ts.

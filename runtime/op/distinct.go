@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"hash/maphash"
 	"math"
+
+	"github.com/axiomhq/hyperloglog"
 )
 
 // distinctSet is a COUNT(DISTINCT) accumulator's members: their encodings
@@ -29,6 +31,11 @@ type distinctSet struct {
 	id     uint64
 	chunks uint32
 	done   int
+	// sketch is APPROX_COUNT_DISTINCT's HyperLogLog (its set holds no
+	// members), sketchBytes its estimated heap (aggs.go). GROUP_CONCAT's
+	// entries are members of a set too (aggs.go), never in chunk records.
+	sketch      *hyperloglog.Sketch
+	sketchBytes int
 }
 
 // maxSetArena bounds a set's arena: offsets are 32 bits.
@@ -148,12 +155,12 @@ func (s *distinctSet) size() int {
 	if s == nil {
 		return 0
 	}
-	return distinctSetCost + cap(s.arena) + 8*cap(s.slots)
+	return distinctSetCost + cap(s.arena) + 8*cap(s.slots) + s.sketchBytes
 }
 
 // distinctSetCost is the heap size of a distinctSet struct (its size
 // class; TestDistinctSetCost checks it).
-const distinctSetCost = 80
+const distinctSetCost = 96
 
 // len is the number of members (0 for a nil set).
 func (s *distinctSet) len() int {

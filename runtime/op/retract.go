@@ -113,7 +113,12 @@ var errUnmatchedRetraction = fmt.Errorf("an updating input took back a row the a
 
 // usesBag reports whether a retracting aggregation keeps a bag for fn.
 func usesBag(fn plan.AggFn) bool {
-	return fn == plan.AggCountDistinct || fn == plan.AggMin || fn == plan.AggMax
+	switch fn {
+	case plan.AggCountDistinct, plan.AggMin, plan.AggMax, plan.AggVarPop, plan.AggVarSamp, plan.AggStddevPop,
+		plan.AggStddevSamp, plan.AggBitAnd, plan.AggBitOr, plan.AggGroupConcat:
+		return true
+	}
+	return false
 }
 
 // addRetractable folds v into a retracting aggregation's accumulator; bg
@@ -184,6 +189,8 @@ func (a *acc) retract(fn plan.AggFn, t plan.Type, v plan.Value, bg *bag, buf *[]
 			a.v = nv
 		}
 		return shrunk, nil
+	case plan.AggVarPop, plan.AggVarSamp, plan.AggStddevPop, plan.AggStddevSamp, plan.AggBitAnd, plan.AggBitOr, plan.AggBitXor:
+		return a.retractMore(fn, v, bg, buf)
 	}
 	return 0, nil
 }
@@ -335,6 +342,9 @@ func (a *hashAgg) restoreBag(ref bagRef, v []byte) error {
 	n, k := binary.Varint(v)
 	if k != len(v) || n <= 0 {
 		return fmt.Errorf("bad row count")
+	}
+	if err := checkMember(&a.spec.Aggs[ref.agg], KeyBytes(ref.member)); err != nil {
+		return err
 	}
 	bg := a.bagsOf(g)[ref.agg]
 	if _, dup := bg.counts[ref.member]; dup {

@@ -102,6 +102,39 @@ func TestStateBytes(t *testing.T) {
 			return a, closeAll(t, a)
 		})
 	})
+	t.Run("sketches and concat entries", func(t *testing.T) {
+		// TUMBLE(ts, 1h) GROUP BY k (VARCHAR) with APPROX_COUNT_DISTINCT(v)
+		// and GROUP_CONCAT(s): sparse sketches (2,000 keys of 300 values)
+		// and dense ones (40 keys of 20,000), GROUP_CONCAT's entries pruned
+		// to about 1 KiB of result each.
+		col := func(i int, tp plan.Type) plan.Expr { return &plan.ColRef{Index: i, T: tp} }
+		ts, k := plan.Column{Name: "ts", Type: plan.TypeTimestamp}, plan.Column{Name: "k", Type: plan.TypeVarchar}
+		n := plan.Column{Name: "n", Type: plan.TypeBigint}
+		spec := &plan.Aggregate{Windowed: true, Window: plan.WindowSpec{Kind: plan.Tumble, Size: 3_600_000}, Keys: []int{1},
+			Aggs: []plan.Agg{{Fn: plan.AggApproxCountDistinct, Arg: 2, T: plan.TypeBigint},
+				{Fn: plan.AggGroupConcat, Arg: 3, T: plan.TypeVarchar, Concat: &plan.Concat{Sep: ","}}},
+			Output: []plan.Expr{col(0, plan.TypeTimestamp), col(1, plan.TypeTimestamp), col(2, plan.TypeVarchar), col(3, plan.TypeBigint), col(4, plan.TypeVarchar)},
+			Out:    plan.Schema{ts, ts, k, n, k}, EmitMode: plan.EmitOnWindowClose}
+		for _, c := range []struct{ keys, vals int }{{2000, 300}, {40, 20_000}} {
+			t.Run(fmt.Sprintf("%dx%d", c.keys, c.vals), func(t *testing.T) {
+				check(t, func() (Stateful, func()) {
+					a := agg(t, spec)
+					for v := range c.vals {
+						b := &Batch{}
+						for i := range c.keys {
+							kv := plan.Str(fmt.Sprintf("customer-%08d", i))
+							b.Append(plan.Row{plan.Time(int64(v)), kv, plan.Int(int64(v*c.keys + i)), plan.Str(fmt.Sprintf("item %d of customer %d", v, i))},
+								RowMeta{Key: key(kv), WM: window.NoWatermark})
+						}
+						if err := a.Process(b, nopEmitter{}); err != nil {
+							t.Fatal(err)
+						}
+					}
+					return a, closeAll(t, a)
+				})
+			})
+		}
+	})
 	t.Run("retracting bags", func(t *testing.T) {
 		// A running aggregate over an updating input, GROUP BY k (VARCHAR)
 		// with COUNT(*), COUNT(DISTINCT v), MIN(s), MAX(s): bags of 20

@@ -1,0 +1,3 @@
+SELECT auction, STDDEV_POP(price) AS sd, STD(price), STDDEV(price), VARIANCE(price), VAR_SAMP(price), STDDEV_SAMP(price), BIT_AND(price), BIT_OR(bidder), BIT_XOR(price), APPROX_COUNT_DISTINCT(bidder) FROM bids GROUP BY TUMBLE(ts, '10s'), auction;
+SELECT auction, GROUP_CONCAT(channel ORDER BY price DESC, bidder SEPARATOR '; ') AS chans, GROUP_CONCAT(DISTINCT bidder ORDER BY bidder DESC), GROUP_CONCAT(channel, '@', price), GROUP_CONCAT(channel) FROM bids GROUP BY auction;
+SELECT n, VAR_POP(s), BIT_AND(s), BIT_XOR(s), GROUP_CONCAT(auction ORDER BY s) FROM (SELECT auction, COUNT(*) AS n, SUM(price) AS s FROM bids GROUP BY auction) r GROUP BY n;
