@@ -300,7 +300,7 @@ func windowCall(e parser.Expr, st *stream) (*plan.WindowSpec, error) {
 		return nil, nil
 	}
 	name := strings.ToUpper(f.Name)
-	want := map[string]int{"tumble": 2, "hop": 3, "session_window": 2, "session": 2}[f.Name]
+	want := map[string]int{"tumble": 2, "hop": 3, "session_window": 2, "session": 2, "cumulate": 3}[f.Name]
 	if len(f.Args) != want {
 		return nil, errf(f.Name, "%s takes %d arguments (time column and duration%s)", name, want, map[bool]string{true: "s", false: ""}[want == 3])
 	}
@@ -351,6 +351,10 @@ func windowCall(e parser.Expr, st *stream) (*plan.WindowSpec, error) {
 		if spec.Size/spec.Slide > MaxHopWindows {
 			return nil, errf(f.Name, "HOP of size %s sliding every %s puts each row in %d windows; at most %d are allowed",
 				window.FormatDuration(spec.Size), window.FormatDuration(spec.Slide), spec.Size/spec.Slide, MaxHopWindows)
+		}
+	case "cumulate":
+		if err := cumulateSpec(spec, durs[0], durs[1]); err != nil {
+			return nil, err
 		}
 	default:
 		if spec.ProcTime {
@@ -432,6 +436,9 @@ func (b *builder) aggregation(sel *parser.Select, st *stream, filter plan.Expr, 
 	retract := st.changes != nil
 	if retract && win != nil && win.Kind == plan.Session {
 		return nil, errf("SESSION_WINDOW", "SESSION_WINDOW needs an append-only input: a row taken back cannot split a session it merged; this input updates (a running aggregate)")
+	}
+	if retract && win != nil && win.Kind == plan.Cumulate {
+		return nil, errf("CUMULATE", "CUMULATE needs an append-only input (its windows share one state per max window, which does not take rows back); this input updates: use TUMBLE or HOP over it")
 	}
 
 	// Aggregates of SELECT and HAVING, deduplicated, with their arguments.
