@@ -11,12 +11,12 @@ func TestCumulate(t *testing.T) {
 		ts, step, size int64
 		want           []Window
 	}{
-		{0, 2, 6, []Window{{0, 2}, {0, 4}, {0, 6}}},    // first pane: every window
-		{1, 2, 6, []Window{{0, 2}, {0, 4}, {0, 6}}},    // pane end - 1
-		{2, 2, 6, []Window{{0, 4}, {0, 6}}},            // pane boundary: not in [0, 2)
-		{5, 2, 6, []Window{{0, 6}}},                    // last pane: the max window only
-		{6, 2, 6, []Window{{6, 8}, {6, 10}, {6, 12}}},  // the next max window
-		{-1, 2, 6, []Window{{-6, 0}}},                  // negative: floor
+		{0, 2, 6, []Window{{0, 2}, {0, 4}, {0, 6}}},   // first pane: every window
+		{1, 2, 6, []Window{{0, 2}, {0, 4}, {0, 6}}},   // pane end - 1
+		{2, 2, 6, []Window{{0, 4}, {0, 6}}},           // pane boundary: not in [0, 2)
+		{5, 2, 6, []Window{{0, 6}}},                   // last pane: the max window only
+		{6, 2, 6, []Window{{6, 8}, {6, 10}, {6, 12}}}, // the next max window
+		{-1, 2, 6, []Window{{-6, 0}}},                 // negative: floor
 		{-6, 2, 6, []Window{{-6, -4}, {-6, -2}, {-6, 0}}},
 		{-3, 2, 6, []Window{{-6, -2}, {-6, 0}}},
 		{7, 10, 10, []Window{{0, 10}}}, // step = size: TUMBLE
