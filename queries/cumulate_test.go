@@ -119,4 +119,3 @@ func TestCumulateRestart(t *testing.T) {
 		}
 	}
 }
-
