@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math"
 	"math/rand/v2"
+	goruntime "runtime"
 	"slices"
 	"testing"
 	"time"
@@ -436,4 +437,45 @@ func FuzzCumulateState(f *testing.F) {
 			t.Fatalf("SLOW %v", d)
 		}
 	})
+}
+
+// TestCumulateStateBytes: StateBytes (kept by integer adds) is within
+// 0.5x to 2x of the heap a CUMULATE state takes (runtime.MemStats, as
+// TestStateBytes checks the other operators), for 50,000 groups each with
+// run and two panes (COUNT(DISTINCT) sets of a few members), and returns
+// to zero once every window closed.
+func TestCumulateStateBytes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a state of tens of MB")
+	}
+	var before, after goruntime.MemStats
+	readHeap(&before)
+	a, err := newCumAgg(cumSpec(10, 100, 0, plan.EmitOnWindowClose, false), &Env{}, &Counters{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, at := range []int64{1, 2, 11, 12, 25, 26, 27} {
+		b := &Batch{}
+		for i := range 50_000 {
+			k := plan.Int(int64(i))
+			b.Append(plan.Row{plan.Time(at), k, plan.Int(at * int64(i))}, RowMeta{Key: string(value.AppendValue(nil, k)), WM: 10})
+		}
+		if err := a.Process(b, nopEmitter{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	readHeap(&after)
+	grown := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	ratio := float64(a.StateBytes()) / float64(grown)
+	t.Logf("%d groups: estimate %d bytes, heap grew %d bytes (%.2fx)", a.StateRows(), a.StateBytes(), grown, ratio)
+	if ratio < 0.5 || ratio > 2 {
+		t.Errorf("StateBytes %d is %.2fx the heap the state took (%d bytes), want 0.5x to 2x", a.StateBytes(), ratio, grown)
+	}
+	if _, err := a.Watermark(1<<62, nopEmitter{}); err != nil {
+		t.Fatal(err)
+	}
+	if a.StateBytes() != 0 || a.StateRows() != 0 {
+		t.Errorf("every window closed: %d groups, StateBytes %d", a.StateRows(), a.StateBytes())
+	}
+	goruntime.KeepAlive(a)
 }
