@@ -274,6 +274,11 @@ func (a *cumAgg) Restore(r StateReader) error {
 			return fmt.Errorf("CUMULATE state of %x: %w", k, err)
 		}
 		g.flags |= gPersisted
+		if a.spec.EmitMode == plan.EmitChanges {
+			// Snapshots follow barriers: the windows up to the last pane
+			// are out, the later ones wait.
+			g.dirtyFrom = g.pending(a.n)
+		}
 		a.bytes += int64(cumAccBytes(g.run))
 		for _, p := range g.panes {
 			a.bytes += int64(a.paneCost + cumAccBytes(p.accs))

@@ -34,10 +34,13 @@ import (
 //
 // Emission: on_window_close, window k's row when it closes (a group
 // without rows up to k has none); changes, at every barrier each window
-// from the lowest one a row changed since the last barrier to n (its value
-// computed from run and the panes in a scratch accumulator set), and at
-// its close when it changed since: an upsert, or a delete of a window that
-// was emitted and now fails HAVING (emitted windows are a bitset per
+// from the lowest one a row changed since the last barrier to the group's
+// last pane (its value computed from run and the panes in a scratch
+// accumulator set), and at its close when it changed since it was last
+// emitted (or never was: the windows past the last pane wait for a row
+// or their close, so a row costs the windows up to its step, not every
+// window to the max window's end): an upsert, or a delete of a window
+// that was emitted and now fails HAVING (emitted windows are a bitset per
 // group).
 //
 // closed is per group (the windows it has closed): each task closes by its
@@ -104,8 +107,10 @@ type cumGroup struct {
 	run     []acc
 	panes   []cumPane // ascending by k, every k > closed
 	emitted []uint64  // changes mode: bit k, window k's row is out
-	// dirtyFrom: changes mode, windows dirtyFrom..n changed since the
-	// last barrier (0: none).
+	// dirtyFrom: changes mode, windows dirtyFrom..n are not out with
+	// their current value (0: all are). A barrier emits them up to the
+	// last pane (reached: they changed); the later ones, which hold the
+	// same rows, are emitted when a row reaches them or they close.
 	dirtyFrom int
 	flags     groupFlags // gDirty, gChanged, gPersisted, gDead
 }
@@ -529,8 +534,8 @@ func (a *cumAgg) forward(wm int64) int64 {
 }
 
 // Barrier emits, in changes mode, every window a row changed since the
-// last barrier: windows dirtyFrom..n of each dirty group, each run plus
-// its panes up to it.
+// last barrier: windows dirtyFrom up to the last pane of each dirty
+// group, each run plus its panes up to it.
 func (a *cumAgg) Barrier(_ Barrier, out Emitter) error {
 	if len(a.dirty) == 0 {
 		return nil
@@ -545,16 +550,33 @@ func (a *cumAgg) Barrier(_ Barrier, out Emitter) error {
 			return err
 		}
 		g.flags &^= gDirty
-		g.dirtyFrom = 0
+		g.dirtyFrom = g.pending(a.n)
 	}
 	clear(a.dirty)
 	a.dirty = a.dirty[:0]
 	return emitIfAny(res, out)
 }
 
-// emitOpen emits g's open windows from dirtyFrom on.
+// pending is the first window of g past its last pane (n+1 is none: 0),
+// which a barrier leaves for later: dirtyFrom after a barrier.
+func (g *cumGroup) pending(n int) int {
+	hi := g.closed
+	if len(g.panes) > 0 {
+		hi = g.panes[len(g.panes)-1].k
+	}
+	if hi >= n {
+		return 0
+	}
+	return hi + 1
+}
+
+// emitOpen emits g's open windows from dirtyFrom to its last pane.
 func (a *cumAgg) emitOpen(g *cumGroup, res *Batch) error {
 	from := max(g.dirtyFrom, g.closed+1)
+	if len(g.panes) == 0 {
+		return nil
+	}
+	last := g.panes[len(g.panes)-1].k
 	s := a.scratch
 	for j, ag := range a.spec.Aggs {
 		s[j] = g.run[j]
@@ -575,7 +597,7 @@ func (a *cumAgg) emitOpen(g *cumGroup, res *Batch) error {
 		}
 	}
 	rows, pi := g.runRows, 0
-	for k := g.closed + 1; k <= a.n; k++ {
+	for k := g.closed + 1; k <= last; k++ {
 		if pi < len(g.panes) && g.panes[pi].k == k {
 			p := &g.panes[pi]
 			for j, ag := range a.spec.Aggs {
