@@ -1,6 +1,7 @@
 package op
 
 import (
+	"bytes"
 	"errors"
 	"slices"
 	"unsafe"
@@ -570,7 +571,11 @@ func (g *cumGroup) pending(n int) int {
 	return hi + 1
 }
 
-// emitOpen emits g's open windows from dirtyFrom to its last pane.
+// emitOpen emits g's open windows from dirtyFrom to its last pane. The
+// scratch accumulators start as run and take each pane in turn; a
+// COUNT(DISTINCT)'s scratch set holds only the panes' members that run
+// lacks (its count is run's plus theirs), so run's set, which grows with
+// the max window, is not copied at every barrier.
 func (a *cumAgg) emitOpen(g *cumGroup, res *Batch) error {
 	from := max(g.dirtyFrom, g.closed+1)
 	if len(g.panes) == 0 {
@@ -582,18 +587,11 @@ func (a *cumAgg) emitOpen(g *cumGroup, res *Batch) error {
 		s[j] = g.run[j]
 		s[j].set = nil
 		if ag.Fn == plan.AggCountDistinct {
-			ds := a.scratchDS[j]
-			if ds == nil {
-				ds = &distinctSet{}
-				a.scratchDS[j] = ds
+			if a.scratchDS[j] == nil {
+				a.scratchDS[j] = &distinctSet{}
 			}
-			ds.reset()
-			if g.run[j].set != nil {
-				if _, err := ds.addAll(g.run[j].set); err != nil {
-					return err
-				}
-			}
-			s[j].set = ds
+			a.scratchDS[j].reset()
+			s[j].n = int64(g.run[j].set.len())
 		}
 	}
 	rows, pi := g.runRows, 0
@@ -601,15 +599,15 @@ func (a *cumAgg) emitOpen(g *cumGroup, res *Batch) error {
 		if pi < len(g.panes) && g.panes[pi].k == k {
 			p := &g.panes[pi]
 			for j, ag := range a.spec.Aggs {
-				var err error
 				if ag.Fn == plan.AggCountDistinct {
-					if p.accs[j].set != nil {
-						_, err = s[j].set.addAll(p.accs[j].set)
+					if err := a.scratchDS[j].addMissing(p.accs[j].set, g.run[j].set); err != nil {
+						return err
 					}
-				} else {
-					_, err = s[j].merge(ag.Fn, ag.T, &p.accs[j])
+					// result reads a set-less COUNT(DISTINCT)'s n.
+					s[j].n = int64(g.run[j].set.len() + a.scratchDS[j].len())
+					continue
 				}
-				if err != nil {
+				if _, err := s[j].merge(ag.Fn, ag.T, &p.accs[j]); err != nil {
 					return err
 				}
 			}
@@ -628,6 +626,41 @@ func (s *distinctSet) reset() {
 	s.arena = s.arena[:0]
 	clear(s.slots)
 	s.n, s.id, s.chunks, s.done = 0, 0, 0, 0
+}
+
+// addMissing adds o's members that not has not (either may be nil).
+func (s *distinctSet) addMissing(o, not *distinctSet) error {
+	if o == nil {
+		return nil
+	}
+	for off := 0; off < len(o.arena); {
+		var m []byte
+		m, off = o.member(off)
+		if not.contains(m) {
+			continue
+		}
+		if _, err := s.add(m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// contains reports whether m is a member (false for a nil set).
+func (s *distinctSet) contains(m []byte) bool {
+	if s == nil || len(s.slots) == 0 {
+		return false
+	}
+	h := setHash(m)
+	mask := uint32(len(s.slots) - 1)
+	for i := h & mask; s.slots[i] != 0; i = (i + 1) & mask {
+		if uint32(s.slots[i]>>32) == h {
+			if got, _ := s.member(int(uint32(s.slots[i])) - 1); bytes.Equal(got, m) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // StateRows is the number of open groups (one per group and max window).
