@@ -292,7 +292,7 @@ func walk(e parser.Expr, fn func(parser.Expr)) {
 	}
 }
 
-// windowCall recognises TUMBLE, HOP and SESSION_WINDOW in GROUP BY.
+// windowCall recognises TUMBLE, HOP, CUMULATE and SESSION_WINDOW in GROUP BY.
 func windowCall(e parser.Expr, st *stream) (*plan.WindowSpec, error) {
 	base := st.scope
 	f, ok := e.(*parser.Func)
