@@ -160,6 +160,11 @@ func (a *cumAgg) decodeAccs(accs []acc, b []byte) ([]byte, error) {
 		if a.spec.Aggs[i].Fn != plan.AggCountDistinct {
 			continue
 		}
+		if c.n != 0 {
+			// A COUNT(DISTINCT) counts its set (result reads n only for
+			// the scratch of changes mode).
+			return b, fmt.Errorf("accumulator %d: a COUNT(DISTINCT) with a count of %d", i, c.n)
+		}
 		m, k := binary.Uvarint(b)
 		if k <= 0 {
 			return b, fmt.Errorf("accumulator %d: bad set size", i)

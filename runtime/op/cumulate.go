@@ -26,7 +26,8 @@ import (
 // closing window k folds pane k into run and reads run. A single running
 // accumulator would not do: with disorder, a row of a later pane arrives
 // before an earlier window closes and must not count in it. In order, a
-// group holds run and the pane being filled, whatever n is.
+// group holds run and the pane being filled (and the one before, until
+// the watermark closes its window), whatever n is.
 //
 // A row of a pane whose windows are closed (late for them) is counted
 // late once and folded into the first open window's pane: it is in every
