@@ -437,9 +437,6 @@ func (b *builder) aggregation(sel *parser.Select, st *stream, filter plan.Expr, 
 	if retract && win != nil && win.Kind == plan.Session {
 		return nil, errf("SESSION_WINDOW", "SESSION_WINDOW needs an append-only input: a row taken back cannot split a session it merged; this input updates (a running aggregate)")
 	}
-	if retract && win != nil && win.Kind == plan.Cumulate {
-		return nil, errf("CUMULATE", "CUMULATE needs an append-only input (its windows share one state per max window, which does not take rows back); this input updates: use TUMBLE or HOP over it")
-	}
 
 	// Aggregates of SELECT and HAVING, deduplicated, with their arguments.
 	var aggs []plan.Agg

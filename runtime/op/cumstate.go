@@ -22,7 +22,11 @@ import (
 //
 // where an accumulator is n, i (varints), f (8 bytes), v (a value), and
 // for a COUNT(DISTINCT) its members (uvarint count, uvarint byte length,
-// then the members as the set's arena holds them). A group changed since
+// then the members as the set's arena holds them). Retracting (an
+// updating input), run's and each pane's accumulators are followed by
+// the bags of those that keep one (MIN, MAX, COUNT(DISTINCT), in
+// aggregate order): uvarint(members) { uvarint(length) member
+// varint(rows) }..., members in byte order. A group changed since
 // the last snapshot (a row, a window closed, a row emitted or deleted) is
 // written whole; a group whose max window closed is deleted. The max
 // windows and their close order, keys and dirty lists are derived on
@@ -38,11 +42,13 @@ func (a *cumAgg) encodeGroup(buf []byte, g *cumGroup) []byte {
 	buf = binary.AppendUvarint(buf, uint64(g.closed))
 	buf = binary.AppendVarint(buf, g.runRows)
 	buf = a.encodeAccs(buf, g.run)
+	buf = a.encodeBags(buf, g.runBags)
 	buf = binary.AppendUvarint(buf, uint64(len(g.panes)))
 	for _, p := range g.panes {
 		buf = binary.AppendUvarint(buf, uint64(p.k))
 		buf = binary.AppendVarint(buf, p.rows)
 		buf = a.encodeAccs(buf, p.accs)
+		buf = a.encodeBags(buf, p.bags)
 	}
 	buf = binary.AppendUvarint(buf, uint64(len(g.emitted)))
 	for _, w := range g.emitted {
@@ -71,6 +77,100 @@ func (a *cumAgg) encodeAccs(buf []byte, accs []acc) []byte {
 	return buf
 }
 
+// encodeBags appends bags (nil: all empty) of a retracting aggregation.
+// A bag's changed members are not used here (a group is written whole):
+// they are cleared.
+func (a *cumAgg) encodeBags(buf []byte, bags []*bag) []byte {
+	if !a.bagAggs {
+		return buf
+	}
+	for j, ag := range a.spec.Aggs {
+		if !usesBag(ag.Fn) {
+			continue
+		}
+		var b *bag
+		if bags != nil {
+			b = bags[j]
+		}
+		if b == nil {
+			buf = binary.AppendUvarint(buf, 0)
+			continue
+		}
+		clear(b.changed)
+		ms := make([]string, 0, len(b.counts))
+		for m := range b.counts {
+			ms = append(ms, m)
+		}
+		slices.Sort(ms)
+		buf = binary.AppendUvarint(buf, uint64(len(ms)))
+		for _, m := range ms {
+			buf = binary.AppendUvarint(buf, uint64(len(m)))
+			buf = append(buf, m...)
+			buf = binary.AppendVarint(buf, b.counts[m])
+		}
+	}
+	return buf
+}
+
+// decodeBags decodes the bags encodeBags wrote into *bags (left nil when
+// every one is empty), checking each retracting COUNT(DISTINCT) counts its
+// bag's members.
+func (a *cumAgg) decodeBags(bags *[]*bag, accs []acc, b []byte) ([]byte, error) {
+	if !a.bagAggs {
+		return b, nil
+	}
+	for j, ag := range a.spec.Aggs {
+		if !usesBag(ag.Fn) {
+			continue
+		}
+		n, k := binary.Uvarint(b)
+		if k <= 0 || n > uint64(len(b)-k)/2 {
+			// A member takes at least its length and its count.
+			return b, fmt.Errorf("aggregate %d: bad bag size", j)
+		}
+		b = b[k:]
+		var bg *bag
+		if n > 0 {
+			if *bags == nil {
+				*bags = make([]*bag, len(a.spec.Aggs))
+			}
+			bg = newBag()
+			(*bags)[j] = bg
+		}
+		for range n {
+			l, k := binary.Uvarint(b)
+			if k <= 0 || l > uint64(len(b)-k) {
+				return b, fmt.Errorf("aggregate %d: bad bag member", j)
+			}
+			m := string(b[k : k+int(l)])
+			b = b[k+int(l):]
+			c, k := binary.Varint(b)
+			if k <= 0 || c <= 0 {
+				return b, fmt.Errorf("aggregate %d: bad bag count", j)
+			}
+			b = b[k:]
+			if _, dup := bg.counts[m]; dup {
+				return b, fmt.Errorf("aggregate %d: bag member twice", j)
+			}
+			if _, _, err := value.DecodeValue([]byte(m)); err != nil {
+				return b, fmt.Errorf("aggregate %d: bag member: %w", j, err)
+			}
+			bg.counts[m] = c
+		}
+		if ag.Fn == plan.AggCountDistinct && uint64(accs[j].n) != n {
+			return b, fmt.Errorf("aggregate %d: COUNT(DISTINCT) of %d with %d members in its bag", j, accs[j].n, n)
+		}
+	}
+	if *bags != nil {
+		for j, ag := range a.spec.Aggs {
+			if usesBag(ag.Fn) && (*bags)[j] == nil {
+				(*bags)[j] = newBag()
+			}
+		}
+	}
+	return b, nil
+}
+
 // decodeGroup decodes a group record into g (its run, panes and emitted
 // bits), checking it is one this aggregation could have written.
 func (a *cumAgg) decodeGroup(g *cumGroup, b []byte) error {
@@ -90,6 +190,9 @@ func (a *cumAgg) decodeGroup(g *cumGroup, b []byte) error {
 	b = b[k:]
 	var err error
 	if b, err = a.decodeAccs(g.run, b); err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
+	if b, err = a.decodeBags(&g.runBags, g.run, b); err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
 	np, k := binary.Uvarint(b)
@@ -112,6 +215,9 @@ func (a *cumAgg) decodeGroup(g *cumGroup, b []byte) error {
 		if b, err = a.decodeAccs(p.accs, b); err != nil {
 			return fmt.Errorf("pane %d: %w", pk, err)
 		}
+		if b, err = a.decodeBags(&p.bags, p.accs, b); err != nil {
+			return fmt.Errorf("pane %d: %w", pk, err)
+		}
 		g.panes = append(g.panes, p)
 		last = p.k
 	}
@@ -130,7 +236,9 @@ func (a *cumAgg) decodeGroup(g *cumGroup, b []byte) error {
 	if len(b) > 0 {
 		return fmt.Errorf("%d bytes after the group", len(b))
 	}
-	if g.runRows == 0 && len(g.panes) == 0 {
+	if g.runRows == 0 && len(g.panes) == 0 && !a.retracts {
+		// (Retracting, a group whose rows were all taken back stays
+		// until its max window closes.)
 		return fmt.Errorf("a group without rows")
 	}
 	return nil
@@ -160,9 +268,10 @@ func (a *cumAgg) decodeAccs(accs []acc, b []byte) ([]byte, error) {
 		if a.spec.Aggs[i].Fn != plan.AggCountDistinct {
 			continue
 		}
-		if c.n != 0 {
+		if c.n != 0 && !a.retracts {
 			// A COUNT(DISTINCT) counts its set (result reads n only for
-			// the scratch of changes mode).
+			// the scratch of changes mode, and retracting, where n is its
+			// bag's size and the set stays empty).
 			return b, fmt.Errorf("accumulator %d: a COUNT(DISTINCT) with a count of %d", i, c.n)
 		}
 		m, k := binary.Uvarint(b)
@@ -176,13 +285,17 @@ func (a *cumAgg) decodeAccs(accs []acc, b []byte) ([]byte, error) {
 			return b, fmt.Errorf("accumulator %d: bad set length", i)
 		}
 		b = b[k:]
+		if m > 0 && a.retracts {
+			return b, fmt.Errorf("accumulator %d: a retracting COUNT(DISTINCT) with a set", i)
+		}
 		if m > 0 {
 			c.set = &distinctSet{}
 			if _, err := c.set.addEncoded(b[:l]); err != nil {
 				return b, fmt.Errorf("accumulator %d: %w", i, err)
 			}
-			if uint64(c.set.len()) != m {
-				return b, fmt.Errorf("accumulator %d: %d distinct members, the record says %d", i, c.set.len(), m)
+			if uint64(c.set.len()) != m || uint64(len(c.set.arena)) != l {
+				// (A member twice leaves the arena shorter.)
+				return b, fmt.Errorf("accumulator %d: %d distinct members in %d bytes, the record says %d in %d", i, c.set.len(), len(c.set.arena), m, l)
 			}
 		} else if l > 0 {
 			return b, fmt.Errorf("accumulator %d: %d bytes of an empty set", i, l)
@@ -284,9 +397,9 @@ func (a *cumAgg) Restore(r StateReader) error {
 			// are out, the later ones wait.
 			g.dirtyFrom = g.pending(a.n)
 		}
-		a.bytes += int64(cumAccBytes(g.run))
-		for _, p := range g.panes {
-			a.bytes += int64(a.paneCost + cumAccBytes(p.accs))
+		a.bytes += int64(cumAccBytes(g.run) + bagsBytes(g.runBags))
+		for i := range g.panes {
+			a.bytes += int64(a.paneBytes(&g.panes[i]))
 		}
 		return nil
 	})

@@ -30,9 +30,10 @@ import (
 // the watermark closes its window), whatever n is.
 //
 // A row of a pane whose windows are closed (late for them) is counted
-// late once and folded into the first open window's pane: it is in every
-// later window of its max window. A row of a max window all closed is
-// dropped (late).
+// late once and folded into run: it is in every open window of its max
+// window. A row of a max window all closed is dropped (late). So a row
+// is in pane k if k was open when it came, else in run, and a retraction
+// finds it by the same rule.
 //
 // Emission: on_window_close, window k's row when it closes (a group
 // without rows up to k has none); changes, at every barrier each window
@@ -53,8 +54,12 @@ import (
 // next one), so the open max windows are a heap by start and closing looks
 // at its top only.
 //
-// Append-only inputs only: the planner refuses CUMULATE over an updating
-// input (the panes' accumulators take no rows back).
+// Over an updating input (spec.Retract) rows are taken back from where
+// they were added (pane k, or run once k is closed; late for the closed
+// windows, as hashAgg's late retractions are), each accumulator set with
+// its bags (retract.go) for MIN, MAX and COUNT(DISTINCT); run and the
+// panes count their rows, a pane whose rows are all taken back goes, and
+// a window without rows is deleted (changes mode) or has no row.
 type cumAgg struct {
 	spec       *plan.Aggregate
 	step, size int64
@@ -73,6 +78,8 @@ type cumAgg struct {
 	removed    []winKey // records of dead groups a snapshot wrote
 	wm, outWM  int64
 	counters   *Counters
+	retracts   bool // spec.Retract
+	bagAggs    bool // retracting, an aggregate keeps a bag
 	keyBuf     []byte
 	valBuf     []byte
 	post       plan.Row
@@ -107,6 +114,7 @@ type cumGroup struct {
 	closed  int   // windows 1..closed are closed (their panes are in run)
 	runRows int64 // rows in run
 	run     []acc
+	runBags []*bag    // retracting: run's bags (nil until needed)
 	panes   []cumPane // ascending by k, every k > closed
 	emitted []uint64  // changes mode: bit k, window k's row is out
 	// dirtyFrom: changes mode, windows dirtyFrom..n are not out with
@@ -122,6 +130,7 @@ type cumPane struct {
 	k    int
 	rows int64
 	accs []acc
+	bags []*bag // retracting: its bags (nil until needed)
 }
 
 // Heap costs beyond the groups' accumulators (StateBytes): a cumWin (48)
@@ -130,6 +139,8 @@ type cumPane struct {
 const (
 	cumWinCost = 48 + 32 + 8
 	cumKeyCost = 48 + 32
+	// cumBagCost is a bag with its two maps, empty.
+	cumBagCost = 16 + 2*48
 )
 
 func newCumAgg(spec *plan.Aggregate, env *Env, c *Counters) (*cumAgg, error) {
@@ -137,11 +148,15 @@ func newCumAgg(spec *plan.Aggregate, env *Env, c *Counters) (*cumAgg, error) {
 	if w.Slide <= 0 || w.Size <= 0 || w.Size%w.Slide != 0 {
 		return nil, errors.New("CUMULATE: the max size must be a positive multiple of the step")
 	}
-	if spec.Retract || spec.EmitBefore || spec.Session || !spec.Windowed {
-		return nil, errors.New("CUMULATE: an append-only windowed aggregation only")
+	if spec.EmitBefore || spec.Session || !spec.Windowed {
+		return nil, errors.New("CUMULATE: a windowed aggregation emitting no old rows only")
 	}
 	a := &cumAgg{spec: spec, step: w.Slide, size: w.Size, n: int(w.Size / w.Slide), nkeys: len(spec.Keys),
 		wins: map[int64]*cumWin{}, keys: map[string]*cumKey{}, wm: window.NoWatermark, outWM: window.NoWatermark, counters: c}
+	a.retracts = spec.Retract
+	for _, ag := range spec.Aggs {
+		a.bagAggs = a.bagAggs || (a.retracts && usesBag(ag.Fn))
+	}
 	var err error
 	if a.output, err = CompileAll(spec.Output, env); err != nil {
 		return nil, err
@@ -201,11 +216,12 @@ func (a *cumAgg) Process(b *Batch, out Emitter) error {
 		}
 		g := a.groupOf(mw.Start, m.Key)
 		if pane <= g.closed {
-			// Late for windows pane..closed; on time for the later ones.
+			// Late for windows pane..closed; on time for the later ones,
+			// which run feeds.
 			a.counters.late(m, ts)
-			pane = g.closed + 1
+			pane = 0
 		}
-		if err := a.add(g, pane, r); err != nil {
+		if err := a.apply(g, pane, r, a.retracts && m.Op.Retracts()); err != nil {
 			return err
 		}
 	}
@@ -246,51 +262,116 @@ func (a *cumAgg) groupOf(start int64, key string) *cumGroup {
 	return g
 }
 
-// add folds row r into g's pane k (k > g.closed).
-func (a *cumAgg) add(g *cumGroup, k int, r plan.Row) error {
-	p := g.pane(k)
-	if p == nil {
-		i, _ := slices.BinarySearchFunc(g.panes, k, func(p cumPane, k int) int { return p.k - k })
-		g.panes = slices.Insert(g.panes, i, cumPane{k: k, accs: make([]acc, len(a.spec.Aggs))})
-		p = &g.panes[i]
-		a.bytes += int64(a.paneCost)
+// apply folds row r into g's pane k (k > g.closed), or into run (k = 0:
+// the row is late for the windows of its pane), or takes it back from
+// there (back).
+func (a *cumAgg) apply(g *cumGroup, k int, r plan.Row, back bool) error {
+	accs, bags, rows := g.run, &g.runBags, &g.runRows
+	pi := -1
+	if k > 0 {
+		if pi = g.paneIndex(k); pi < 0 {
+			if back {
+				return errUnmatchedRetraction
+			}
+			pi, _ = slices.BinarySearchFunc(g.panes, k, func(p cumPane, k int) int { return p.k - k })
+			g.panes = slices.Insert(g.panes, pi, cumPane{k: k, accs: make([]acc, len(a.spec.Aggs))})
+			a.bytes += int64(a.paneCost)
+		}
+		p := &g.panes[pi]
+		accs, bags, rows = p.accs, &p.bags, &p.rows
 	}
-	p.rows++
+	if back && *rows <= 0 {
+		return errUnmatchedRetraction
+	}
+	if a.bagAggs && *bags == nil {
+		*bags = make([]*bag, len(a.spec.Aggs))
+		for j, ag := range a.spec.Aggs {
+			if usesBag(ag.Fn) {
+				(*bags)[j] = newBag()
+				a.bytes += cumBagCost
+			}
+		}
+	}
 	for j, ag := range a.spec.Aggs {
 		v := plan.Null
 		if ag.Arg >= 0 {
 			v = r[ag.Arg]
 		}
-		grown, err := p.accs[j].add(ag.Fn, ag.T, v, &a.valBuf)
+		var bg *bag
+		if *bags != nil {
+			bg = (*bags)[j]
+		}
+		var grown int
+		var err error
+		switch {
+		case back:
+			grown, err = accs[j].retract(ag.Fn, ag.T, v, bg, &a.valBuf)
+			grown = -grown
+		case bg != nil:
+			grown, err = accs[j].addRetractable(ag.Fn, ag.T, v, bg, &a.valBuf)
+		default:
+			grown, err = accs[j].add(ag.Fn, ag.T, v, &a.valBuf)
+		}
 		a.bytes += int64(grown)
 		if err != nil {
 			return err
 		}
+	}
+	if back {
+		*rows--
+		if pi >= 0 && *rows == 0 {
+			// Every row of the pane taken back: it holds nothing.
+			a.bytes -= int64(a.paneBytes(&g.panes[pi]))
+			g.panes = slices.Delete(g.panes, pi, pi+1)
+		}
+	} else {
+		*rows++
 	}
 	if a.spec.EmitMode == plan.EmitChanges {
 		if !g.is(gDirty) {
 			g.flags |= gDirty
 			a.dirty = append(a.dirty, g)
 		}
-		if g.dirtyFrom == 0 || k < g.dirtyFrom {
-			g.dirtyFrom = k
+		from := k
+		if k == 0 {
+			from = g.closed + 1
+		}
+		if g.dirtyFrom == 0 || from < g.dirtyFrom {
+			g.dirtyFrom = from
 		}
 	}
 	a.markChanged(g)
 	return nil
 }
 
-// pane returns g's pane k, or nil. Rows mostly go to the last pane.
-func (g *cumGroup) pane(k int) *cumPane {
+// paneBytes is what pane p takes: its accumulators and bags.
+func (a *cumAgg) paneBytes(p *cumPane) int {
+	return a.paneCost + cumAccBytes(p.accs) + bagsBytes(p.bags)
+}
+
+// bagsBytes is what bags take (walking them: a pane or group that goes).
+func bagsBytes(bags []*bag) int {
+	n := 0
+	for _, b := range bags {
+		if b != nil {
+			n += cumBagCost + b.size()
+		}
+	}
+	return n
+}
+
+// paneIndex returns the index of g's pane k, or -1. Rows mostly go to the
+// last pane.
+func (g *cumGroup) paneIndex(k int) int {
 	for i := len(g.panes) - 1; i >= 0; i-- {
 		switch p := &g.panes[i]; {
 		case p.k == k:
-			return p
+			return i
 		case p.k < k:
-			return nil
+			return -1
 		}
 	}
-	return nil
+	return -1
 }
 
 func (g *cumGroup) is(f groupFlags) bool { return g.flags&f != 0 }
@@ -348,13 +429,9 @@ func (a *cumAgg) closeNext(cw *cumWin, res *Batch) error {
 		}
 		switch {
 		case a.spec.EmitMode == plan.EmitOnWindowClose:
-			if g.runRows > 0 {
-				a.emitWin(g, g.run, k, res, true)
-			}
+			a.emitWin(g, g.run, k, g.runRows, res, true)
 		case g.dirtyFrom != 0 && g.dirtyFrom <= k:
-			if g.runRows > 0 {
-				a.emitWin(g, g.run, k, res, false)
-			}
+			a.emitWin(g, g.run, k, g.runRows, res, false)
 			if g.dirtyFrom = k + 1; k == a.n {
 				g.dirtyFrom = 0
 			}
@@ -368,7 +445,8 @@ func (a *cumAgg) closeNext(cw *cumWin, res *Batch) error {
 
 // fold merges g's first pane into run and drops it. Two sums that each
 // fit may overflow together: the window's SUM overflows, and the query
-// fails as when a row's does.
+// fails as when a row's does. Retracting, the pane's bags are added to
+// run's (a COUNT(DISTINCT) is then its bag's size).
 func (a *cumAgg) fold(g *cumGroup) error {
 	p := &g.panes[0]
 	before := cumAccBytes(g.run) + cumAccBytes(p.accs)
@@ -377,8 +455,33 @@ func (a *cumAgg) fold(g *cumGroup) error {
 			return err
 		}
 	}
-	g.runRows += p.rows
 	a.bytes += int64(cumAccBytes(g.run) - before - a.paneCost)
+	if p.bags != nil {
+		if g.runBags == nil {
+			g.runBags, p.bags = p.bags, nil // run had none: it takes the pane's
+		} else {
+			for j, pb := range p.bags {
+				if pb == nil {
+					continue
+				}
+				rb := g.runBags[j]
+				for m, c := range pb.counts {
+					if _, ok := rb.counts[m]; !ok {
+						a.bytes += int64(memberCost(len(m)))
+					}
+					rb.counts[m] += c
+					rb.changed[m] = struct{}{}
+				}
+			}
+			a.bytes -= int64(bagsBytes(p.bags))
+		}
+		for j, rb := range g.runBags {
+			if a.spec.Aggs[j].Fn == plan.AggCountDistinct {
+				g.run[j].n = int64(len(rb.counts))
+			}
+		}
+	}
+	g.runRows += p.rows
 	g.panes = slices.Delete(g.panes, 0, 1)
 	return nil
 }
@@ -412,9 +515,9 @@ func (a *cumAgg) dropWindow(cw *cumWin) {
 func (a *cumAgg) kill(g *cumGroup) {
 	g.flags |= gDead
 	a.live--
-	b := a.groupCost + cumAccBytes(g.run)
-	for _, p := range g.panes {
-		b += a.paneCost + cumAccBytes(p.accs)
+	b := a.groupCost + cumAccBytes(g.run) + bagsBytes(g.runBags)
+	for i := range g.panes {
+		b += a.paneBytes(&g.panes[i])
 	}
 	a.bytes -= int64(b)
 	kg := g.kg
@@ -433,11 +536,16 @@ func (a *cumAgg) kill(g *cumGroup) {
 	}
 }
 
-// emitWin appends window k's row of g, whose value accs hold: an upsert,
-// or (not final) a delete when it fails HAVING and was emitted.
-func (a *cumAgg) emitWin(g *cumGroup, accs []acc, k int, res *Batch, final bool) {
+// emitWin appends window k's row of g, whose value accs hold over rows
+// rows: an upsert, or (not final) a delete when it has no rows or fails
+// HAVING and was emitted.
+func (a *cumAgg) emitWin(g *cumGroup, accs []acc, k int, rows int64, res *Batch, final bool) {
 	start, end := g.win.start, a.end(g.win.start, k)
-	row, pass := a.result(g, accs, start, end)
+	var row plan.Row
+	pass := false
+	if rows > 0 {
+		row, pass = a.result(g, accs, start, end)
+	}
 	if !pass {
 		if !final && g.bit(k) {
 			key := a.upsertKey(start, end, g.kg.key)
@@ -592,7 +700,7 @@ func (a *cumAgg) emitOpen(g *cumGroup, res *Batch) error {
 				a.scratchDS[j] = &distinctSet{}
 			}
 			a.scratchDS[j].reset()
-			s[j].n = int64(g.run[j].set.len())
+			s[j].n = int64(a.distinctOfRun(g, j))
 		}
 	}
 	rows, pi := g.runRows, 0
@@ -601,11 +709,11 @@ func (a *cumAgg) emitOpen(g *cumGroup, res *Batch) error {
 			p := &g.panes[pi]
 			for j, ag := range a.spec.Aggs {
 				if ag.Fn == plan.AggCountDistinct {
-					if err := a.scratchDS[j].addMissing(p.accs[j].set, g.run[j].set); err != nil {
+					if err := a.addMissing(g, p, j); err != nil {
 						return err
 					}
 					// result reads a set-less COUNT(DISTINCT)'s n.
-					s[j].n = int64(g.run[j].set.len() + a.scratchDS[j].len())
+					s[j].n = int64(a.distinctOfRun(g, j) + a.scratchDS[j].len())
 					continue
 				}
 				if _, err := s[j].merge(ag.Fn, ag.T, &p.accs[j]); err != nil {
@@ -615,8 +723,44 @@ func (a *cumAgg) emitOpen(g *cumGroup, res *Batch) error {
 			rows += p.rows
 			pi++
 		}
-		if k >= from && rows > 0 {
-			a.emitWin(g, s, k, res, false)
+		if k >= from {
+			a.emitWin(g, s, k, rows, res, false)
+		}
+	}
+	return nil
+}
+
+// distinctOfRun is the distinct members of run's aggregate j, a
+// COUNT(DISTINCT): its set's, or retracting, its bag's.
+func (a *cumAgg) distinctOfRun(g *cumGroup, j int) int {
+	if a.retracts {
+		return int(g.run[j].n)
+	}
+	return g.run[j].set.len()
+}
+
+// addMissing adds to aggregate j's scratch set the members of pane p's
+// COUNT(DISTINCT) that run lacks (its set's, or retracting, its bag's).
+func (a *cumAgg) addMissing(g *cumGroup, p *cumPane, j int) error {
+	ds := a.scratchDS[j]
+	if !a.retracts {
+		return ds.addMissing(p.accs[j].set, g.run[j].set)
+	}
+	if p.bags == nil {
+		return nil
+	}
+	var rb *bag
+	if g.runBags != nil {
+		rb = g.runBags[j]
+	}
+	for m := range p.bags[j].counts {
+		if rb != nil {
+			if _, ok := rb.counts[m]; ok {
+				continue
+			}
+		}
+		if _, err := ds.add(KeyBytes(m)); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -35,17 +35,19 @@ func cumSpec(step, size, lateness int64, mode plan.EmitMode, having bool) *plan.
 	return a
 }
 
-// cumRow is one input row with the watermark before it.
+// cumRow is one input row with the watermark before it; del: it takes
+// back an earlier row (an updating input's delete).
 type cumRow struct {
 	row plan.Row // ts, k, v
 	wm  int64
+	del bool
 }
 
 // cumOracle computes the final rows of cumSpec from scratch: for every
 // cumulative window [s, s+j*step) and key, the rows with s <= ts < s+j*step
 // that were not late for it (its end + lateness above the row's
-// watermark), aggregated; a window without rows, or failing HAVING, has
-// no row.
+// watermark), less the deletes not late for it, aggregated; a window
+// without rows, or failing HAVING, has no row.
 func cumOracle(rows []cumRow, step, size, lateness int64, having bool) (map[string]string, int64) {
 	type wk struct {
 		w window.Window
@@ -66,7 +68,13 @@ func cumOracle(rows []cumRow, step, size, lateness int64, having bool) (map[stri
 				dropped = true
 				continue
 			}
-			in[wk{w, r.row[1].I}] = append(in[wk{w, r.row[1].I}], r.row[2].I)
+			x := wk{w, r.row[1].I}
+			if r.del {
+				i := slices.Index(in[x], r.row[2].I)
+				in[x] = slices.Delete(in[x], i, i+1)
+				continue
+			}
+			in[x] = append(in[x], r.row[2].I)
 		}
 		if dropped {
 			late++
@@ -74,6 +82,9 @@ func cumOracle(rows []cumRow, step, size, lateness int64, having bool) (map[stri
 	}
 	out := map[string]string{}
 	for x, vs := range in {
+		if len(vs) == 0 {
+			continue
+		}
 		sum, lo, hi := int64(0), int64(math.MaxInt64), int64(math.MinInt64)
 		seen := map[int64]bool{}
 		for _, v := range vs {
@@ -104,10 +115,29 @@ func cumRows(rng *rand.Rand, n int, delay, disorder int64) []cumRow {
 		if maxTS != math.MinInt64 {
 			wm = maxTS - delay
 		}
-		rows = append(rows, cumRow{plan.Row{plan.Time(t), plan.Int(rng.Int64N(4)), plan.Int(rng.Int64N(60))}, wm})
+		rows = append(rows, cumRow{plan.Row{plan.Time(t), plan.Int(rng.Int64N(4)), plan.Int(rng.Int64N(60))}, wm, false})
 		maxTS = max(maxTS, t)
 	}
 	return rows
+}
+
+// cumRetractRows is cumRows with deletes: about one row in four takes
+// back an earlier row not yet taken back (same values, its own
+// watermark).
+func cumRetractRows(rng *rand.Rand, n int, delay, disorder int64) []cumRow {
+	var out []cumRow
+	var live []int
+	for _, r := range cumRows(rng, n, delay, disorder) {
+		if len(live) > 0 && rng.IntN(4) == 0 {
+			i := rng.IntN(len(live))
+			out = append(out, cumRow{row: slices.Clone(out[live[i]].row), wm: r.wm, del: true})
+			live = slices.Delete(live, i, i+1)
+			continue
+		}
+		live = append(live, len(out))
+		out = append(out, r)
+	}
+	return out
 }
 
 // TestCumulateOracle runs random, disordered rows through CUMULATE
@@ -124,18 +154,23 @@ func TestCumulateOracle(t *testing.T) {
 	type cfg struct {
 		step, size, lateness int64
 		mode                 plan.EmitMode
-		having               bool
+		having, retract      bool
 	}
 	var cfgs []cfg
 	for _, mode := range []plan.EmitMode{plan.EmitOnWindowClose, plan.EmitChanges} {
-		cfgs = append(cfgs, cfg{10, 60, 0, mode, false}, cfg{7, 35, 12, mode, true}, cfg{25, 25, 5, mode, false}, cfg{3, 90, 4, mode, true})
+		cfgs = append(cfgs, cfg{10, 60, 0, mode, false, false}, cfg{7, 35, 12, mode, true, false}, cfg{25, 25, 5, mode, false, false}, cfg{3, 90, 4, mode, true, false},
+			cfg{10, 60, 0, mode, false, true}, cfg{7, 35, 12, mode, true, true}, cfg{3, 90, 4, mode, false, true})
 	}
 	for ci, c := range cfgs {
 		for seed := range uint64(4) {
-			t.Run(fmt.Sprintf("%d-%d-%d-mode%d-having%v/seed%d", c.step, c.size, c.lateness, c.mode, c.having, seed), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%d-%d-%d-mode%d-having%v-retract%v/seed%d", c.step, c.size, c.lateness, c.mode, c.having, c.retract, seed), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(seed, uint64(ci)))
 				rows := cumRows(rng, 2500, 20, 45)
 				spec := cumSpec(c.step, c.size, c.lateness, c.mode, c.having)
+				if c.retract {
+					rows = cumRetractRows(rng, 2500, 20, 45)
+					spec.Retract, spec.RowCount = true, 0 // COUNT(*) is aggregate 0
+				}
 				want, wantLate := cumOracle(rows, c.step, c.size, c.lateness, c.having)
 				got, late := runCumulate(t, rng, spec, rows)
 				if late != wantLate {
@@ -215,7 +250,11 @@ func runCumulate(t *testing.T, rng *rand.Rand, spec *plan.Aggregate, rows []cumR
 			}
 			r := rows[i]
 			key := string(value.AppendValue(nil, r.row[1]))
-			bs[value.HashKey(key)%uint64(len(tasks))].Append(slices.Clone(r.row), RowMeta{Key: key, WM: r.wm, Offset: int64(i)})
+			op := Insert
+			if r.del {
+				op = Delete
+			}
+			bs[value.HashKey(key)%uint64(len(tasks))].Append(slices.Clone(r.row), RowMeta{Key: key, WM: r.wm, Offset: int64(i), Op: op})
 			wm = max(wm, r.wm)
 			i++
 		}
@@ -357,22 +396,39 @@ func TestCumulateSharesState(t *testing.T) {
 	}
 }
 
+// fuzzCumSpec is FuzzCumulateState's aggregation: which's bit 0 the emit
+// mode, bit 1 an updating input (bags).
+func fuzzCumSpec(which uint8) *plan.Aggregate {
+	spec := cumSpec(10, 40, 5, plan.EmitMode(which%2), true)
+	if which&2 != 0 {
+		spec.Retract, spec.RowCount = true, 0
+	}
+	return spec
+}
+
 // FuzzCumulateState restores a CUMULATE aggregation from any block of
 // records: real snapshots round-trip (restored, they snapshot to the same
 // records), and every input either fails with an error or restores to
 // an operator that runs (rows, every window closed) without panicking.
 func FuzzCumulateState(f *testing.F) {
-	for _, mode := range []plan.EmitMode{plan.EmitOnWindowClose, plan.EmitChanges} {
-		spec := cumSpec(10, 40, 5, mode, true)
+	for which := range uint8(4) {
+		spec := fuzzCumSpec(which)
 		a, err := newCumAgg(spec, &Env{}, &Counters{})
 		if err != nil {
 			f.Fatal(err)
 		}
-		rng := rand.New(rand.NewPCG(1, uint64(mode)))
+		rng := rand.New(rand.NewPCG(1, uint64(which)))
 		rows := cumRows(rng, 60, 5, 15)
+		if spec.Retract {
+			rows = cumRetractRows(rng, 60, 5, 15)
+		}
 		for i, r := range rows {
 			b := &Batch{}
-			b.Append(r.row, RowMeta{Key: string(value.AppendValue(nil, r.row[1])), WM: r.wm})
+			op := Insert
+			if r.del {
+				op = Delete
+			}
+			b.Append(r.row, RowMeta{Key: string(value.AppendValue(nil, r.row[1])), WM: r.wm, Op: op})
 			if err := a.Process(b, nopEmitter{}); err != nil {
 				f.Fatal(err)
 			}
@@ -381,13 +437,13 @@ func FuzzCumulateState(f *testing.F) {
 					f.Fatal(err)
 				}
 				block, _ := snapshotBlock(f, a)
-				f.Add(uint8(mode), block)
+				f.Add(which, block)
 			}
 		}
 	}
-	f.Fuzz(func(t *testing.T, mode uint8, block []byte) {
+	f.Fuzz(func(t *testing.T, which uint8, block []byte) {
 		t0 := time.Now()
-		spec := cumSpec(10, 40, 5, plan.EmitMode(mode%2), true)
+		spec := fuzzCumSpec(which)
 		r, err := blockReader(block)
 		if err != nil {
 			return
