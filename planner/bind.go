@@ -382,7 +382,7 @@ func intervalMillis(unit string) (int64, error) {
 
 func isWindowFunc(name string) bool {
 	switch name {
-	case "tumble", "hop", "session_window", "session":
+	case "tumble", "hop", "session_window", "session", "cumulate":
 		return true
 	}
 	return false

@@ -302,7 +302,7 @@ func walk(e parser.Expr, fn func(parser.Expr)) {
 	}
 }
 
-// windowCall recognises TUMBLE, HOP and SESSION_WINDOW in GROUP BY.
+// windowCall recognises TUMBLE, HOP, CUMULATE and SESSION_WINDOW in GROUP BY.
 func windowCall(e parser.Expr, st *stream) (*plan.WindowSpec, error) {
 	base := st.scope
 	f, ok := e.(*parser.Func)
@@ -310,7 +310,7 @@ func windowCall(e parser.Expr, st *stream) (*plan.WindowSpec, error) {
 		return nil, nil
 	}
 	name := strings.ToUpper(f.Name)
-	want := map[string]int{"tumble": 2, "hop": 3, "session_window": 2, "session": 2}[f.Name]
+	want := map[string]int{"tumble": 2, "hop": 3, "session_window": 2, "session": 2, "cumulate": 3}[f.Name]
 	if len(f.Args) != want {
 		return nil, errf(f.Name, "%s takes %d arguments (time column and duration%s)", name, want, map[bool]string{true: "s", false: ""}[want == 3])
 	}
@@ -361,6 +361,10 @@ func windowCall(e parser.Expr, st *stream) (*plan.WindowSpec, error) {
 		if spec.Size/spec.Slide > MaxHopWindows {
 			return nil, errf(f.Name, "HOP of size %s sliding every %s puts each row in %d windows; at most %d are allowed",
 				window.FormatDuration(spec.Size), window.FormatDuration(spec.Slide), spec.Size/spec.Slide, MaxHopWindows)
+		}
+	case "cumulate":
+		if err := cumulateSpec(spec, durs[0], durs[1]); err != nil {
+			return nil, err
 		}
 	default:
 		if spec.ProcTime {
@@ -669,6 +673,13 @@ func (b *builder) aggregation(sel *parser.Select, st *stream, filter plan.Expr, 
 	key := plan.KeyGroup
 	if win != nil {
 		key = plan.KeyWindowGroup
+	}
+	if win != nil && win.Kind == plan.Cumulate {
+		for _, a := range aggs {
+			if a.Fn >= plan.AggVarPop {
+				return nil, errf("CUMULATE", "%s in a CUMULATE window: CUMULATE windows take COUNT, COUNT(DISTINCT), SUM, AVG, MIN and MAX; use TUMBLE or HOP, or a running aggregate, for %s", strings.ToUpper(a.Fn.String()), strings.ToUpper(a.Fn.String()))
+			}
+		}
 	}
 	ag := &plan.Aggregate{Windowed: win != nil, Keys: keys, Aggs: aggs, Having: having, Output: output, Out: out, EmitMode: opts.EmitMode, AllowedLateness: st.lateness,
 		Retract: retract, RowCount: max(rowCount, 0), EmitBefore: sub && opts.EmitMode == plan.EmitChanges}

@@ -1,5 +1,5 @@
 // Package window owns the event-time arithmetic of streamsql: assigning rows
-// to tumbling, hopping and session windows, merging sessions, deciding when a
+// to tumbling, hopping, cumulating and session windows, merging sessions, deciding when a
 // row is late and when a window is closed, and computing watermarks (per
 // source, combined over an operator's inputs, and advanced by the wall clock
 // when every input is idle).

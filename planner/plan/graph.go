@@ -177,9 +177,15 @@ const (
 	// an upstream window's window_start, window_end); TimeCol and EndCol
 	// are its start and end columns.
 	Given
+	// Cumulate: CUMULATE(ts, Slide, Size), windows [s, s+k*Slide) of each
+	// Size-aligned [s, s+Size) (window.Cumulate); Size is a multiple of
+	// Slide. Built as its own operator (runtime/op/cumulate.go).
+	Cumulate
 )
 
-func (k WindowKind) String() string { return [...]string{"TUMBLE", "HOP", "SESSION", "GIVEN"}[k] }
+func (k WindowKind) String() string {
+	return [...]string{"TUMBLE", "HOP", "SESSION", "GIVEN", "CUMULATE"}[k]
+}
 
 // WindowSpec is a GROUP BY window.
 type WindowSpec struct {
@@ -204,6 +210,8 @@ func (w WindowSpec) String() string {
 		return fmt.Sprintf("HOP(%s, %s, %s)", t, ms(w.Slide), ms(w.Size))
 	case Given:
 		return fmt.Sprintf("WINDOW(#%d, #%d)", w.TimeCol, w.EndCol)
+	case Cumulate:
+		return fmt.Sprintf("CUMULATE(%s, %s, %s)", t, ms(w.Slide), ms(w.Size))
 	}
 	return fmt.Sprintf("SESSION(%s, %s)", t, ms(w.Gap))
 }

@@ -14,6 +14,9 @@ func Build(spec plan.Op, env *Env, c *Counters) (Operator, error) {
 	case *plan.Calc:
 		return newCalc(s, env)
 	case *plan.Aggregate:
+		if s.Window.Kind == plan.Cumulate && s.Windowed {
+			return newCumAgg(s, env, c)
+		}
 		return newHashAgg(s, env, c)
 	case *plan.IntervalJoin:
 		return newIntervalJoin(s, env, c)
