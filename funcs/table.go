@@ -1,7 +1,6 @@
 package funcs
 
 import (
-	"fmt"
 	"math"
 	"strings"
 	"time"
@@ -470,75 +469,142 @@ func compileTimestampdiff(c *plan.Call, a []Eval, _ *Env) Eval {
 	})
 }
 
-func compileDateFormat(_ *plan.Call, a []Eval, _ *Env) Eval {
+func compileDateFormat(c *plan.Call, a []Eval, _ *Env) Eval {
+	if f, ok := constArg(c.Args, 1); ok {
+		// A constant format: its result is the same for every time in one
+		// unit of its finest specifier (a day for '%Y-%m-%d'), so the last
+		// result is kept, with the unit it holds for. The Eval is its
+		// task's: no other goroutine reads the cache.
+		format := ToString(f)
+		unit := dateFormatUnit(format)
+		var lo, hi int64 = 1, 0 // the cached unit [lo, hi); empty
+		var last plan.Value
+		var buf []byte
+		return Strict1(a[0], func(x plan.Value) plan.Value {
+			x = Cast(x, plan.TypeTimestamp)
+			if x.IsNull() {
+				return x
+			}
+			if lo <= x.I && x.I < hi {
+				return last
+			}
+			buf = appendDateFormat(buf[:0], time.UnixMilli(x.I).UTC(), format)
+			last = plan.Str(string(buf))
+			if unit > 0 {
+				lo = x.I - (x.I%unit+unit)%unit
+				hi = lo + unit
+			}
+			return last
+		})
+	}
 	return Strict2(a[0], a[1], func(x, f plan.Value) plan.Value {
 		x = Cast(x, plan.TypeTimestamp)
 		if x.IsNull() {
 			return x
 		}
-		return plan.Str(dateFormat(time.UnixMilli(x.I).UTC(), ToString(f)))
+		return plan.Str(string(appendDateFormat(nil, time.UnixMilli(x.I).UTC(), ToString(f))))
 	})
 }
 
-// dateFormat implements MySQL DATE_FORMAT's common specifiers.
-func dateFormat(t time.Time, f string) string {
-	var b strings.Builder
+// dateFormatUnit is the span of time (ms) over which format's result
+// cannot change: a day for dates, an hour, a minute, a second; 0 for
+// fractions of a second (no caching).
+func dateFormatUnit(format string) int64 {
+	unit := int64(86_400_000)
+	for i := 0; i+1 < len(format); i++ {
+		if format[i] != '%' {
+			continue
+		}
+		i++
+		switch format[i] {
+		case 'H', 'k', 'h', 'I', 'p':
+			unit = min(unit, 3_600_000)
+		case 'i':
+			unit = min(unit, 60_000)
+		case 's', 'S', 'T':
+			unit = min(unit, 1000)
+		case 'f':
+			return 0
+		}
+	}
+	return unit
+}
+
+// appendPad appends v in decimal, zero-padded to width digits.
+func appendPad(b []byte, v, width int) []byte {
+	if v < 0 {
+		b, v = append(b, '-'), -v
+	}
+	var d [20]byte
+	n := len(d)
+	for v >= 10 || len(d)-n < width-1 {
+		n--
+		d[n] = byte('0' + v%10)
+		v /= 10
+	}
+	n--
+	d[n] = byte('0' + v)
+	return append(b, d[n:]...)
+}
+
+// appendDateFormat implements MySQL DATE_FORMAT's common specifiers.
+func appendDateFormat(b []byte, t time.Time, f string) []byte {
 	for i := 0; i < len(f); i++ {
 		if f[i] != '%' || i+1 == len(f) {
-			b.WriteByte(f[i])
+			b = append(b, f[i])
 			continue
 		}
 		i++
 		switch f[i] {
 		case 'Y':
-			fmt.Fprintf(&b, "%04d", t.Year())
+			b = appendPad(b, t.Year(), 4)
 		case 'y':
-			fmt.Fprintf(&b, "%02d", t.Year()%100)
+			b = appendPad(b, t.Year()%100, 2)
 		case 'm':
-			fmt.Fprintf(&b, "%02d", int(t.Month()))
+			b = appendPad(b, int(t.Month()), 2)
 		case 'c':
-			fmt.Fprintf(&b, "%d", int(t.Month()))
+			b = appendPad(b, int(t.Month()), 1)
 		case 'M':
-			b.WriteString(t.Month().String())
+			b = append(b, t.Month().String()...)
 		case 'b':
-			b.WriteString(t.Month().String()[:3])
+			b = append(b, t.Month().String()[:3]...)
 		case 'd':
-			fmt.Fprintf(&b, "%02d", t.Day())
+			b = appendPad(b, t.Day(), 2)
 		case 'e':
-			fmt.Fprintf(&b, "%d", t.Day())
+			b = appendPad(b, t.Day(), 1)
 		case 'H':
-			fmt.Fprintf(&b, "%02d", t.Hour())
+			b = appendPad(b, t.Hour(), 2)
 		case 'k':
-			fmt.Fprintf(&b, "%d", t.Hour())
+			b = appendPad(b, t.Hour(), 1)
 		case 'h', 'I':
 			h := t.Hour() % 12
 			if h == 0 {
 				h = 12
 			}
-			fmt.Fprintf(&b, "%02d", h)
+			b = appendPad(b, h, 2)
 		case 'i':
-			fmt.Fprintf(&b, "%02d", t.Minute())
+			b = appendPad(b, t.Minute(), 2)
 		case 's', 'S':
-			fmt.Fprintf(&b, "%02d", t.Second())
+			b = appendPad(b, t.Second(), 2)
 		case 'f':
-			fmt.Fprintf(&b, "%06d", t.Nanosecond()/1000)
+			b = appendPad(b, t.Nanosecond()/1000, 6)
 		case 'p':
 			if t.Hour() < 12 {
-				b.WriteString("AM")
+				b = append(b, "AM"...)
 			} else {
-				b.WriteString("PM")
+				b = append(b, "PM"...)
 			}
 		case 'T':
-			b.WriteString(t.Format("15:04:05"))
+			b = t.AppendFormat(b, "15:04:05")
 		case 'j':
-			fmt.Fprintf(&b, "%03d", t.YearDay())
+			b = appendPad(b, t.YearDay(), 3)
 		case 'W':
-			b.WriteString(t.Weekday().String())
+			b = append(b, t.Weekday().String()...)
 		case 'a':
-			b.WriteString(t.Weekday().String()[:3])
+			b = append(b, t.Weekday().String()[:3]...)
 		default:
-			b.WriteByte(f[i])
+			b = append(b, f[i])
 		}
 	}
-	return b.String()
+	return b
 }
