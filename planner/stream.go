@@ -334,6 +334,8 @@ func schemaOf(v *plan.Vertex) plan.Schema {
 		return op.Out
 	case *plan.Aggregate:
 		return op.Out
+	case *plan.Over:
+		return op.Out
 	}
 	panic(fmt.Sprintf("planner: no schema for %s", v.Ops[len(v.Ops)-1].OpName()))
 }

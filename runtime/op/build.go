@@ -25,6 +25,8 @@ func Build(spec plan.Op, env *Env, c *Counters) (Operator, error) {
 		return newChangelogJoin(s, env, c)
 	case *plan.Union:
 		return newUnion(s), nil
+	case *plan.Over:
+		return newOver(s, env, c)
 	}
 	return nil, fmt.Errorf("no operator for %s", spec.OpName())
 }
