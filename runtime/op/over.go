@@ -324,6 +324,9 @@ func (o *overOp) advance(wm int64, res *Batch) error {
 				}
 			}
 			res.Append(o.emitRow(r, p.cur), RowMeta{Offset: r.off, ID: r.id, Key: p.key, Op: Insert, WM: stamp})
+			if fr.Unit == plan.FrameRows && !fr.Unbounded && int64(len(p.f.rows)-p.f.head) > fr.N {
+				o.popFront(&p.f) // the next row's frame holds the N before it
+			}
 			if fr.Unbounded { // in no frame: the accumulators have it
 				o.bytes -= o.rowCost(r)
 			}
