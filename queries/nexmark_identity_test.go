@@ -165,7 +165,7 @@ func firstDiff(a, b []string) string {
 func TestNexmarkRestartIdentity(t *testing.T) {
 	const events, par = 10000, 2
 	tables := nexmarkTables(t, events, fmt.Sprintf(`"base_time": %d, "events_per_second": 2000`, nexmark.DefaultBaseTime+7500))
-	for _, q := range []string{"q4", "q5-core", "q7", "q11", "q16", "q20"} {
+	for _, q := range []string{"q4", "q5-core", "q6", "q7", "q11", "q16", "q20"} {
 		t.Run(q, func(t *testing.T) {
 			t.Parallel()
 			want, wantSt := runExampleOver(t, tables, q, par)
