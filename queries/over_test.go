@@ -100,4 +100,3 @@ func TestOverQueries(t *testing.T) {
 		})
 	}
 }
-
