@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	goruntime "runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -536,4 +537,74 @@ func TestOverRefusals(t *testing.T) {
 	if err := up.Process(del, nil); !errors.Is(err, errUnmatchedRetraction) {
 		t.Errorf("an unmatched retraction: %v", err)
 	}
+}
+
+// TestOverStateBytes: the OVER aggregation's StateBytes is within 0.5x to
+// 2x of the heap its state takes (pending rows, frames, an updating
+// input's rows with their emitted rows), and returns to zero once a RANGE
+// frame's rows are all behind the watermark.
+func TestOverStateBytes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds states of tens of MB")
+	}
+	build := func(t *testing.T, spec *plan.Over, fill func(*overOp)) *overOp {
+		var before, after goruntime.MemStats
+		readHeap(&before)
+		op, err := newOver(spec, &Env{}, &Counters{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fill(op)
+		readHeap(&after)
+		grown := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+		ratio := float64(op.StateBytes()) / float64(grown)
+		t.Logf("%d rows: estimate %d bytes, heap grew %d (%.2fx)", op.StateRows(), op.StateBytes(), grown, ratio)
+		if ratio < 0.5 || ratio > 2 {
+			t.Errorf("StateBytes %d is %.2fx the heap the state took (%d bytes)", op.StateBytes(), ratio, grown)
+		}
+		return op
+	}
+	rows := func(op *overOp, n, parts int, ts func(i int) int64, updating bool) {
+		for i := 0; i < n; i += 1000 {
+			b := &Batch{}
+			for j := i; j < i+1000; j++ {
+				r := plan.Row{plan.Int(int64(j % parts)), plan.Int(int64(j)), plan.Float(float64(j)), plan.Time(ts(j))}
+				m := RowMeta{Offset: int64(j), Key: string(value.AppendValue(nil, r[0]))}
+				if updating {
+					m.ID, m.Op = string(value.AppendValue(nil, plan.Int(int64(j)))), Upsert
+				}
+				b.Append(r, m)
+			}
+			if err := op.Process(b, nopEmitter{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	t.Run("pending", func(t *testing.T) {
+		build(t, overSpec(plan.OverFrame{Unit: plan.FrameRows, N: 100}, false, 0), func(op *overOp) {
+			rows(op, 200_000, 1000, func(i int) int64 { return int64(i) }, false)
+		})
+	})
+	t.Run("range frames", func(t *testing.T) {
+		op := build(t, overSpec(plan.OverFrame{Unit: plan.FrameRange, N: 1 << 40}, false, 0), func(op *overOp) {
+			rows(op, 200_000, 1000, func(i int) int64 { return int64(i) }, false)
+			if _, err := op.Watermark(1<<30, nopEmitter{}); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if _, err := op.Watermark(1<<42, nopEmitter{}); err != nil {
+			t.Fatal(err)
+		}
+		if op.StateRows() != 0 || op.StateBytes() != 0 {
+			t.Errorf("every row behind the watermark: %d rows, StateBytes %d", op.StateRows(), op.StateBytes())
+		}
+	})
+	t.Run("updating", func(t *testing.T) {
+		build(t, overSpec(plan.OverFrame{Unit: plan.FrameRows, N: 3}, true, 0), func(op *overOp) {
+			rows(op, 200_000, 1000, func(i int) int64 { return int64(i) }, true)
+			if err := op.Barrier(Barrier{}, nopEmitter{}); err != nil {
+				t.Fatal(err)
+			}
+		})
+	})
 }
