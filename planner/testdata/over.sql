@@ -18,3 +18,8 @@ SELECT auction, SUM(price) OVER (PARTITION BY auction ORDER BY ts ROWS BETWEEN 1
 SELECT q.auction, SUM(q.n) OVER (PARTITION BY q.auction ORDER BY q.auction RANGE BETWEEN INTERVAL 1 SECOND PRECEDING AND CURRENT ROW) FROM (SELECT auction, COUNT(*) AS n FROM bids GROUP BY auction) q;
 SELECT auction, price FROM bids WHERE COUNT(*) OVER (PARTITION BY auction ORDER BY ts) > 1;
 SELECT auction, COUNT(*) OVER (PARTITION BY auction ORDER BY ts) AS window_start FROM bids
+;
+SELECT window_start, auction, MAX(top3) AS m FROM (SELECT auction, ts, SUM(price) OVER (PARTITION BY auction ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS top3 FROM bids) o GROUP BY TUMBLE(ts, '10s'), auction;
+SELECT /*+ SET_VAR(state_ttl='1h') */ seller, COUNT(*) AS n FROM (SELECT q.seller, AVG(q.final) OVER (PARTITION BY q.seller ORDER BY q.dt ROWS BETWEEN 10 PRECEDING AND CURRENT ROW) AS avg_final
+FROM (SELECT MAX(b.price) AS final, a.seller, MAX(b.ts) AS dt FROM auctions a JOIN bids b ON a.id = b.auction GROUP BY a.id, a.seller) q) o GROUP BY seller;
+SELECT /*+ SET_VAR(emit_mode='on_window_close') */ auction, COUNT(*) OVER (PARTITION BY auction ORDER BY ts) FROM bids
