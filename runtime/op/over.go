@@ -60,6 +60,7 @@ type overOp struct {
 	pending []*overRow
 	queue   []*overRow
 	qhead   int
+	ready   []*overRow // scratch: the rows an advance releases
 	wm      int64
 	gen     uint64 // RANGE: the peer group being computed
 	// Updating: the partitions changed since the last barrier.
@@ -286,12 +287,16 @@ func (o *overOp) forward(wm int64) int64 {
 func (o *overOp) advance(wm int64, res *Batch) error {
 	stamp := o.forward(o.wm)
 	o.wm = wm
-	var ready []*overRow
+	ready := o.ready[:0]
 	for len(o.pending) > 0 && o.final(o.pending[0].ord.I, wm) {
 		var r *overRow
 		r, o.pending = heapPop(o.pending, rowsBefore)
 		ready = append(ready, r)
 	}
+	defer func() {
+		clear(ready) // drop the pointers: emitted rows can be collected
+		o.ready = ready[:0]
+	}()
 	fr := o.spec.Frame
 	for i := 0; i < len(ready); {
 		j := i + 1
