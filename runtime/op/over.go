@@ -69,6 +69,10 @@ type overOp struct {
 	// partitions dropped whose records a snapshot wrote.
 	changed []*overPart
 	removed []string
+	// Updating: the rows changed since the last snapshot (added, or a new
+	// row emitted for them), and the records of rows taken back.
+	changedRows []*overRow
+	removedRows []string
 	post    plan.Row
 	res     []plan.Value
 	slab    []plan.Value
@@ -90,7 +94,9 @@ type overRow struct {
 	row  plan.Row
 	part *overPart
 	out  plan.Row // updating: the row last emitted for it, or nil
-	gone bool     // append-only RANGE: left its frame
+	gone bool     // left its frame (append-only RANGE), taken back (updating)
+	// updating: in changedRows; a snapshot wrote its record.
+	isChanged, persisted bool
 }
 
 // overPart is one partition's state.
@@ -436,8 +442,8 @@ func (o *overOp) popFront(f *overFrame) {
 	r := f.rows[f.head]
 	f.rows[f.head] = nil
 	f.head++
-	r.gone = true
-	if !o.spec.Updating {
+	if !o.spec.Updating { // (an updating input's frames are built at the barrier, of the partition's rows)
+		r.gone = true
 		o.bytes -= o.rowCost(r)
 	}
 	if f.head > 32 && 2*f.head > len(f.rows) {
@@ -646,8 +652,13 @@ func (o *overOp) processChanges(b *Batch) error {
 				return fmt.Errorf("over: %w (id %x)", errUnmatchedRetraction, m.ID)
 			}
 			hr := p.rows[k]
+			hr.gone = true
 			p.rows = slices.Delete(p.rows, k, k+1)
 			o.bytes -= o.rowCost(hr)
+			if hr.persisted {
+				o.removedRows = append(o.removedRows, string(o.rowKey(p.key, hr.id)))
+				hr.persisted = false
+			}
 			if hr.out != nil {
 				if p.gone == nil {
 					p.gone = map[string]plan.Row{}
@@ -665,6 +676,7 @@ func (o *overOp) processChanges(b *Batch) error {
 			}
 			p.rows = slices.Insert(p.rows, k, hr)
 			o.bytes += o.rowCost(hr)
+			o.markRow(hr)
 		}
 		if !p.changes || compareRows(&key, &p.lo) < 0 {
 			p.lo = key
@@ -677,9 +689,16 @@ func (o *overOp) processChanges(b *Batch) error {
 			p.isDirty = true
 			o.dirty = append(o.dirty, p)
 		}
-		o.markChanged(p)
 	}
 	return nil
+}
+
+// markRow queues an updating input's row for the next snapshot.
+func (o *overOp) markRow(r *overRow) {
+	if !r.isChanged {
+		r.isChanged = true
+		o.changedRows = append(o.changedRows, r)
+	}
 }
 
 func (o *overOp) Barrier(_ Barrier, out Emitter) error {
@@ -790,6 +809,7 @@ func (o *overOp) refresh(p *overPart, res *Batch) error {
 			}
 			res.Append(row, RowMeta{Key: r.id, ID: r.id, Op: Upsert, WM: o.wm})
 			r.out = row
+			o.markRow(r)
 		}
 		i = j
 	}

@@ -11,16 +11,18 @@ import (
 	"github.com/streamsql/streamsql/value"
 )
 
-// The OVER aggregation's checkpoint: one record per partition, keyed 'p'
-// then the encoded partition key (what the exchange routes by), valued by
-// the partition's state:
+// The OVER aggregation's checkpoint. Over an append-only input, one
+// record per partition, keyed 'p' then the encoded partition key (what the
+// exchange routes by), valued 'a', [the calls' accumulators (UNBOUNDED
+// frames)], the frame's rows, the pending rows. Over an updating input
+// (whose partitions hold every current row), one record per row, keyed 'r',
+// the partition key's length (uvarint), the partition key and the row's id,
+// valued by its encoded row and the row last emitted for it (a byte: none
+// 0, one 1, then the row): a delta writes the rows added or re-emitted and
+// deletes those taken back.
 //
-//	append-only: 'a', [the calls' accumulators (UNBOUNDED frames)], the
-//	    frame's rows, the pending rows
-//	updating:    'u', the rows, each with the row last emitted for it
-//
-// A row is its id, offset and encoded row (value.AppendRow); a list is
-// its length then its items (uvarints). An accumulator is n (varint), the
+// A row is its id, offset and encoded row (value.AppendRow, after its
+// length); a list is its length then its items (uvarints). An accumulator is n (varint), the
 // 128-bit sum (uvarint low, varint high), the DOUBLE sum's bits (8 bytes),
 // the MIN/MAX or FIRST_VALUE value (value.AppendValue) and whether
 // FIRST_VALUE has one (a byte). A sliding frame's accumulators are rebuilt
@@ -30,6 +32,9 @@ import (
 var errOverState = errors.New("over state")
 
 func (o *overOp) Snapshot(w StateWriter) error {
+	if o.spec.Updating {
+		return o.snapshotRows(w)
+	}
 	var pending map[*overPart][]*overRow
 	if !o.spec.Updating && len(o.pending) > 0 {
 		pending = map[*overPart][]*overRow{}
@@ -73,21 +78,52 @@ func (o *overOp) Snapshot(w StateWriter) error {
 	return nil
 }
 
-func (o *overOp) appendPart(b []byte, p *overPart, pending []*overRow) []byte {
-	if o.spec.Updating {
-		b = append(b, 'u')
-		b = binary.AppendUvarint(b, uint64(len(p.rows)))
-		for _, r := range p.rows {
-			b = appendOverRow(b, r, &o.scratch)
-			if r.out == nil {
-				b = append(b, 0)
-				continue
-			}
-			b = append(b, 1)
-			b = appendLenRow(b, r.out, &o.scratch)
+// rowKey is the record key of an updating input's row.
+func (o *overOp) rowKey(part, id string) []byte {
+	o.buf = append(o.buf[:0], 'r')
+	o.buf = binary.AppendUvarint(o.buf, uint64(len(part)))
+	o.buf = append(o.buf, part...)
+	o.buf = append(o.buf, id...)
+	return o.buf
+}
+
+func (o *overOp) snapshotRows(w StateWriter) error {
+	put := func(p *overPart, r *overRow) {
+		k := len(o.rowKey(p.key, r.id))
+		o.buf = appendLenRow(o.buf, r.row, &o.scratch)
+		if r.out == nil {
+			o.buf = append(o.buf, 0)
+		} else {
+			o.buf = appendLenRow(append(o.buf, 1), r.out, &o.scratch)
 		}
-		return b
+		w.Put(o.buf[:k], o.buf[k:])
+		r.persisted = true
 	}
+	if w.Full() {
+		for _, p := range o.parts {
+			for _, r := range p.rows {
+				put(p, r)
+			}
+		}
+	} else {
+		for _, k := range o.removedRows {
+			w.Delete(KeyBytes(k))
+		}
+		for _, r := range o.changedRows {
+			if !r.gone {
+				put(r.part, r)
+			}
+		}
+	}
+	for _, r := range o.changedRows {
+		r.isChanged = false
+	}
+	clear(o.changedRows)
+	o.changedRows, o.removedRows = o.changedRows[:0], o.removedRows[:0]
+	return nil
+}
+
+func (o *overOp) appendPart(b []byte, p *overPart, pending []*overRow) []byte {
 	b = append(b, 'a')
 	if o.spec.Frame.Unbounded {
 		for i := range p.f.accs {
@@ -238,20 +274,44 @@ func (o *overOp) decodeRow(d *overDecoder, p *overPart) *overRow {
 
 func (o *overOp) Restore(r StateReader) error {
 	err := r.Scan(func(k, v []byte) error {
-		if len(k) == 0 || k[0] != 'p' {
+		switch {
+		case len(k) > 0 && k[0] == 'p' && !o.spec.Updating:
+			key := string(k[1:])
+			if !r.Owns(key) {
+				return nil
+			}
+			if err := o.restorePart(key, v); err != nil {
+				return fmt.Errorf("partition %x: %w", key, err)
+			}
+		case len(k) > 0 && k[0] == 'r' && o.spec.Updating:
+			d := &overDecoder{b: k[1:]}
+			part := d.bytes("partition key")
+			if d.err != nil {
+				return fmt.Errorf("row record %x: %w", k, d.err)
+			}
+			if !r.Owns(string(part)) {
+				return nil
+			}
+			if err := o.restoreRow(string(part), string(d.b), v); err != nil {
+				return fmt.Errorf("row record %x: %w", k, err)
+			}
+		default:
 			return fmt.Errorf("%w: unknown record %x", errOverState, k)
-		}
-		key := string(k[1:])
-		if !r.Owns(key) {
-			return nil
-		}
-		if err := o.restorePart(key, v); err != nil {
-			return fmt.Errorf("partition %x: %w", key, err)
 		}
 		return nil
 	})
 	if err != nil {
 		return err
+	}
+	if o.spec.Updating {
+		for _, p := range o.parts {
+			slices.SortFunc(p.rows, compareRows)
+			for i := 1; i < len(p.rows); i++ {
+				if compareRows(p.rows[i-1], p.rows[i]) == 0 {
+					return fmt.Errorf("%w: partition %x holds row %x twice", errOverState, p.key, p.rows[i].id)
+				}
+			}
+		}
 	}
 	if !o.spec.Updating && o.spec.Frame.Unit == plan.FrameRange && !o.spec.Frame.Unbounded {
 		// The rows of every frame in emission order, to drop them by the
@@ -264,46 +324,45 @@ func (o *overOp) Restore(r StateReader) error {
 	return nil
 }
 
+// restoreRow restores one row of an updating input into partition part.
+func (o *overOp) restoreRow(part, id string, v []byte) error {
+	d := &overDecoder{b: v}
+	row := d.row("row", len(o.spec.In))
+	var out plan.Row
+	switch d.byte1("emitted") {
+	case 0:
+	case 1:
+		out = d.row("emitted row", len(o.spec.Out))
+	default:
+		d.fail("emitted")
+	}
+	if d.err != nil {
+		return d.err
+	}
+	if len(d.b) > 0 {
+		return fmt.Errorf("%w: %d bytes after the row", errOverState, len(d.b))
+	}
+	p := o.part(part)
+	r := &overRow{ord: row[o.spec.Order], id: id, row: row, part: p, out: out, persisted: true}
+	p.rows = append(p.rows, r)
+	o.bytes += o.rowCost(r)
+	if out != nil {
+		o.bytes += outCost(out)
+	}
+	return nil
+}
+
 func (o *overOp) restorePart(key string, v []byte) error {
 	if _, dup := o.parts[key]; dup {
 		return fmt.Errorf("%w: partition twice", errOverState)
 	}
 	d := &overDecoder{b: v}
-	kind := d.byte1("kind")
-	want := byte('a')
-	if o.spec.Updating {
-		want = 'u'
-	}
-	if d.err == nil && kind != want {
-		return fmt.Errorf("%w: a record of kind %q for an operator of kind %q", errOverState, kind, want)
+	if kind := d.byte1("kind"); d.err == nil && kind != 'a' {
+		return fmt.Errorf("%w: a partition record of kind %q", errOverState, kind)
 	}
 	p := &overPart{key: key, f: overFrame{accs: make([]overAcc, len(o.spec.Calls))}}
 	var bytes int64
-	if o.spec.Updating {
-		n := d.count("rows")
-		p.rows = make([]*overRow, 0, n)
-		for range n {
-			r := o.decodeRow(d, p)
-			switch d.byte1("emitted") {
-			case 0:
-			case 1:
-				if r != nil {
-					r.out = d.row("emitted row", len(o.spec.Out))
-					bytes += outCost(r.out)
-				}
-			default:
-				d.fail("emitted")
-			}
-			if d.err != nil {
-				return d.err
-			}
-			if len(p.rows) > 0 && compareRows(p.rows[len(p.rows)-1], r) >= 0 {
-				return fmt.Errorf("%w: rows out of order", errOverState)
-			}
-			p.rows = append(p.rows, r)
-			bytes += o.rowCost(r)
-		}
-	} else {
+	{
 		if o.spec.Frame.Unbounded {
 			for i := range p.f.accs {
 				a := &p.f.accs[i]
