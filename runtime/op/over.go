@@ -73,12 +73,12 @@ type overOp struct {
 	// row emitted for them), and the records of rows taken back.
 	changedRows []*overRow
 	removedRows []string
-	post    plan.Row
-	res     []plan.Value
-	slab    []plan.Value
-	buf     []byte
-	scratch []byte
-	bytes   int64
+	post        plan.Row
+	res         []plan.Value
+	slab        []plan.Value
+	buf         []byte
+	scratch     []byte
+	bytes       int64
 }
 
 var (
