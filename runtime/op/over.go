@@ -61,6 +61,7 @@ type overOp struct {
 	queue   []*overRow
 	qhead   int
 	ready   []*overRow // scratch: the rows an advance releases
+	probe   overRow    // scratch: a change's sort key
 	wm      int64
 	gen     uint64 // RANGE: the peer group being computed
 	// Updating: the partitions changed since the last barrier.
@@ -642,8 +643,9 @@ func (o *overOp) processChanges(b *Batch) error {
 		}
 		o.wm = max(o.wm, m.WM)
 		p := o.part(m.Key)
-		key := overRow{ord: r[o.spec.Order], id: m.ID}
-		k, found := slices.BinarySearchFunc(p.rows, &key, compareRows)
+		key := &o.probe // the row's sort key (a field: nothing allocated per row)
+		*key = overRow{ord: r[o.spec.Order], id: m.ID}
+		k, found := slices.BinarySearchFunc(p.rows, key, compareRows)
 		if m.Op.Retracts() {
 			if !found {
 				if len(p.rows) == 0 {
@@ -678,11 +680,11 @@ func (o *overOp) processChanges(b *Batch) error {
 			o.bytes += o.rowCost(hr)
 			o.markRow(hr)
 		}
-		if !p.changes || compareRows(&key, &p.lo) < 0 {
-			p.lo = key
+		if !p.changes || compareRows(key, &p.lo) < 0 {
+			p.lo = *key
 		}
-		if !p.changes || compareRows(&key, &p.hi) > 0 {
-			p.hi = key
+		if !p.changes || compareRows(key, &p.hi) > 0 {
+			p.hi = *key
 		}
 		p.changes = true
 		if !p.isDirty {
