@@ -74,6 +74,7 @@ type overOp struct {
 	// row emitted for them), and the records of rows taken back.
 	changedRows []*overRow
 	removedRows []string
+	held        int // updating: the rows the partitions hold
 	post        plan.Row
 	res         []plan.Value
 	slab        []plan.Value
@@ -222,10 +223,16 @@ func outCost(r plan.Row) int64 {
 }
 
 func (o *overOp) markChanged(p *overPart) {
-	if !p.isChanged {
-		p.isChanged = true
-		o.changed = append(o.changed, p)
+	if p.isChanged {
+		return
 	}
+	p.isChanged = true
+	if len(o.changed) > 2*len(o.parts)+1024 {
+		// Without snapshots (checkpoints off) nothing drains the list:
+		// dropping the partitions gone keeps it within the live ones.
+		o.changed = slices.DeleteFunc(o.changed, func(q *overPart) bool { return o.parts[q.key] != q })
+	}
+	o.changed = append(o.changed, p)
 }
 
 // dropPart removes an empty partition.
@@ -655,6 +662,7 @@ func (o *overOp) processChanges(b *Batch) error {
 			}
 			hr := p.rows[k]
 			hr.gone = true
+			o.held--
 			p.rows = slices.Delete(p.rows, k, k+1)
 			o.bytes -= o.rowCost(hr)
 			if hr.persisted {
@@ -677,6 +685,7 @@ func (o *overOp) processChanges(b *Batch) error {
 				delete(p.gone, m.ID)
 			}
 			p.rows = slices.Insert(p.rows, k, hr)
+			o.held++
 			o.bytes += o.rowCost(hr)
 			o.markRow(hr)
 		}
@@ -697,10 +706,14 @@ func (o *overOp) processChanges(b *Batch) error {
 
 // markRow queues an updating input's row for the next snapshot.
 func (o *overOp) markRow(r *overRow) {
-	if !r.isChanged {
-		r.isChanged = true
-		o.changedRows = append(o.changedRows, r)
+	if r.isChanged {
+		return
 	}
+	r.isChanged = true
+	if len(o.changedRows) > 2*o.held+1024 {
+		o.changedRows = slices.DeleteFunc(o.changedRows, func(r *overRow) bool { return r.gone }) // as markChanged
+	}
+	o.changedRows = append(o.changedRows, r)
 }
 
 func (o *overOp) Barrier(_ Barrier, out Emitter) error {

@@ -493,8 +493,8 @@ func TestOverChangesMatchNaive(t *testing.T) {
 					t.Fatalf("id %x: %q, which the input no longer has", id, g)
 				}
 			}
-			if n := h.op.StateRows(); n != len(cur) {
-				t.Errorf("%d rows held, the input has %d", n, len(cur))
+			if n := h.op.StateRows(); n != len(cur) || h.op.held != len(cur) {
+				t.Errorf("%d rows held (counted %d), the input has %d", n, h.op.held, len(cur))
 			}
 		})
 	}

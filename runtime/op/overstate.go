@@ -345,6 +345,7 @@ func (o *overOp) restoreRow(part, id string, v []byte) error {
 	p := o.part(part)
 	r := &overRow{ord: row[o.spec.Order], id: id, row: row, part: p, out: out, persisted: true}
 	p.rows = append(p.rows, r)
+	o.held++
 	o.bytes += o.rowCost(r)
 	if out != nil {
 		o.bytes += outCost(out)
