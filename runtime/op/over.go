@@ -74,7 +74,7 @@ type overOp struct {
 	// row emitted for them), and the records of rows taken back.
 	changedRows []*overRow
 	removedRows []string
-	held        int // updating: the rows the partitions hold
+	held        int // the rows held: pending and in frames, or the partitions' (updating)
 	post        plan.Row
 	res         []plan.Value
 	slab        []plan.Value
@@ -275,6 +275,7 @@ func (o *overOp) Process(b *Batch, out Emitter) error {
 		hr := &overRow{ord: t, id: m.ID, off: m.Offset, row: slices.Clone(r), part: p}
 		p.npending++
 		o.pending = heapPush(o.pending, hr, rowsBefore)
+		o.held++
 		o.bytes += o.rowCost(hr)
 		o.markChanged(p)
 	}
@@ -348,6 +349,7 @@ func (o *overOp) advance(wm int64, res *Batch) error {
 			}
 			if fr.Unbounded { // in no frame: the accumulators have it
 				o.bytes -= o.rowCost(r)
+				o.held--
 			}
 		}
 		i = j
@@ -452,6 +454,7 @@ func (o *overOp) popFront(f *overFrame) {
 	f.head++
 	if !o.spec.Updating { // (an updating input's frames are built at the barrier, of the partition's rows)
 		r.gone = true
+		o.held--
 		o.bytes -= o.rowCost(r)
 	}
 	if f.head > 32 && 2*f.head > len(f.rows) {
@@ -851,13 +854,7 @@ func firstAfter(rows []*overRow, after func(*overRow) bool) int {
 
 // StateRows is the rows held: pending and in frames, or (updating) the
 // partitions' rows.
-func (o *overOp) StateRows() int {
-	n := len(o.pending)
-	for _, p := range o.parts {
-		n += len(p.f.rows) - p.f.head + len(p.rows)
-	}
-	return n
-}
+func (o *overOp) StateRows() int { return o.held }
 
 // StateBytes estimates the heap the held rows and partitions take.
 func (o *overOp) StateBytes() int64 { return o.bytes }

@@ -361,6 +361,13 @@ func TestOverMatchesNaive(t *testing.T) {
 			if h.c.LateRows != late {
 				t.Errorf("%d late rows, want %d", h.c.LateRows, late)
 			}
+			n := 0
+			for _, p := range h.op.parts {
+				n += len(p.f.rows) - p.f.head
+			}
+			if n+len(h.op.pending) != h.op.StateRows() {
+				t.Errorf("StateRows %d, the partitions hold %d", h.op.StateRows(), n+len(h.op.pending))
+			}
 			if n := h.op.StateRows(); fr.Unbounded && n != 0 {
 				t.Errorf("an UNBOUNDED frame holds %d rows once all are out", n)
 			}

@@ -426,6 +426,7 @@ func (o *overOp) restorePart(key string, v []byte) error {
 		return fmt.Errorf("%w: %d bytes after the partition", errOverState, len(d.b))
 	}
 	p.persisted = true
+	o.held += len(p.f.rows) + p.npending
 	o.parts[key] = p
 	o.peak = max(o.peak, len(o.parts))
 	o.bytes += bytes + int64(overPartCost+allocSize(len(key)))
