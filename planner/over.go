@@ -197,6 +197,53 @@ func (b *builder) over(sel *parser.Select, st *stream, filter plan.Expr, fields 
 	if err != nil {
 		return nil, err
 	}
+	// The operator holds its input rows: they carry only the columns it
+	// reads (the select list's, the window's and the calls' arguments).
+	used := make([]bool, len(calcOut))
+	for _, x := range output {
+		markCols(x, used)
+	}
+	used[spec.Order] = true
+	for _, p := range spec.Partition {
+		used[p] = true
+	}
+	for _, c := range spec.Calls {
+		if c.Arg >= 0 {
+			used[c.Arg] = true
+		}
+	}
+	at := make([]int, len(post)) // old column -> new
+	var keptProject []plan.Expr
+	var keptOut plan.Schema
+	for i := range calcOut {
+		at[i] = -1
+		if used[i] {
+			at[i] = len(keptProject)
+			keptProject = append(keptProject, project[i])
+			keptOut = append(keptOut, calcOut[i])
+		}
+	}
+	for i := len(calcOut); i < len(post); i++ {
+		at[i] = len(keptOut) + i - len(calcOut)
+	}
+	project, calcOut = keptProject, keptOut
+	spec.Order = at[spec.Order]
+	for i, p := range spec.Partition {
+		spec.Partition[i] = at[p]
+	}
+	names := make([]string, 0, len(calcOut)+len(spec.Calls))
+	for _, c := range calcOut {
+		names = append(names, c.Name)
+	}
+	for i, c := range spec.Calls {
+		if c.Arg >= 0 {
+			spec.Calls[i].Arg = at[c.Arg]
+		}
+		names = append(names, spec.Calls[i].String())
+	}
+	for i, x := range output {
+		output[i] = remapCols(x, at, names)
+	}
 	spec.Updating, spec.AllowedLateness = updating, st.lateness
 	spec.In, spec.Output, spec.Out = calcOut, output, out
 	if updating {
@@ -240,6 +287,40 @@ func (b *builder) over(sel *parser.Select, st *stream, filter plan.Expr, fields 
 	res.changes = &changelog{key: c.key, keyOut: keyOut, keyNames: c.keyNames}
 	res.rekey, res.multi = true, true
 	return &planned{s: res, key: c.key, out: out, par: par, keyOut: keyOut, keyNames: c.keyNames}, nil
+}
+
+// markCols marks the columns e reads.
+func markCols(e plan.Expr, used []bool) {
+	switch e := e.(type) {
+	case *plan.ColRef:
+		if e.Index < len(used) {
+			used[e.Index] = true
+		}
+	case *plan.Call:
+		for _, a := range e.Args {
+			markCols(a, used)
+		}
+	}
+}
+
+// remapCols is e reading column at[i] (named names[at[i]]) where it
+// read column i.
+func remapCols(e plan.Expr, at []int, names []string) plan.Expr {
+	switch e := e.(type) {
+	case *plan.ColRef:
+		c := *e
+		c.Index = at[e.Index]
+		c.Name = names[c.Index]
+		return &c
+	case *plan.Call:
+		c := *e
+		c.Args = make([]plan.Expr, len(e.Args))
+		for i, a := range e.Args {
+			c.Args[i] = remapCols(a, at, names)
+		}
+		return &c
+	}
+	return e
 }
 
 // overWindow checks and binds a call's window: its PARTITION BY, ORDER
