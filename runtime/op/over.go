@@ -70,8 +70,8 @@ type overOp struct {
 	// partitions dropped whose records a snapshot wrote.
 	changed []*overPart
 	removed []string
-	// Updating: the rows changed since the last snapshot (added, or a new
-	// row emitted for them), and the records of rows taken back.
+	// The rows changed since the last snapshot (added; updating: a new
+	// row emitted for them), and the records of rows let go.
 	changedRows []*overRow
 	removedRows []string
 	held        int // the rows held: pending and in frames, or the partitions' (updating)
@@ -96,8 +96,8 @@ type overRow struct {
 	row  plan.Row
 	part *overPart
 	out  plan.Row // updating: the row last emitted for it, or nil
-	gone bool     // left its frame (append-only RANGE), taken back (updating)
-	// updating: in changedRows; a snapshot wrote its record.
+	gone bool     // let go: it left its frame, or was taken back
+	// in changedRows; a snapshot wrote its record.
 	isChanged, persisted bool
 }
 
@@ -105,8 +105,12 @@ type overRow struct {
 type overPart struct {
 	key string
 	f   overFrame
-	// append-only: how many of its rows are pending.
+	// append-only: how many of its rows are pending, and the sort key of
+	// the last row emitted (rows up to it are in the frame, the others
+	// pending: what a checkpoint records of it besides its rows).
 	npending int
+	mark     overRow
+	hasMark  bool
 	// updating: its rows, sorted; the changes since the last barrier span
 	// the sort keys lo..hi; gone holds the rows last emitted for the ids
 	// taken back meanwhile (a Delete each, unless added back).
@@ -278,6 +282,7 @@ func (o *overOp) Process(b *Batch, out Emitter) error {
 		o.held++
 		o.bytes += o.rowCost(hr)
 		o.markChanged(p)
+		o.markRow(hr)
 	}
 	return emitIfAny(res, out)
 }
@@ -344,12 +349,14 @@ func (o *overOp) advance(wm int64, res *Batch) error {
 				}
 			}
 			res.Append(o.emitRow(r, p.cur), RowMeta{Offset: r.off, ID: r.id, Key: p.key, Op: Insert, WM: stamp})
+			p.mark, p.hasMark = overRow{ord: r.ord, id: r.id, off: r.off}, true
 			if fr.Unit == plan.FrameRows && !fr.Unbounded && int64(len(p.f.rows)-p.f.head) > fr.N {
 				o.popFront(&p.f) // the next row's frame holds the N before it
 			}
 			if fr.Unbounded { // in no frame: the accumulators have it
 				o.bytes -= o.rowCost(r)
 				o.held--
+				o.dropRow(r)
 			}
 		}
 		i = j
@@ -453,9 +460,9 @@ func (o *overOp) popFront(f *overFrame) {
 	f.rows[f.head] = nil
 	f.head++
 	if !o.spec.Updating { // (an updating input's frames are built at the barrier, of the partition's rows)
-		r.gone = true
 		o.held--
 		o.bytes -= o.rowCost(r)
+		o.dropRow(r)
 	}
 	if f.head > 32 && 2*f.head > len(f.rows) {
 		n := copy(f.rows, f.rows[f.head:])
@@ -664,14 +671,10 @@ func (o *overOp) processChanges(b *Batch) error {
 				return fmt.Errorf("over: %w (id %x)", errUnmatchedRetraction, m.ID)
 			}
 			hr := p.rows[k]
-			hr.gone = true
 			o.held--
 			p.rows = slices.Delete(p.rows, k, k+1)
 			o.bytes -= o.rowCost(hr)
-			if hr.persisted {
-				o.removedRows = append(o.removedRows, string(o.rowKey(p.key, hr.id)))
-				hr.persisted = false
-			}
+			o.dropRow(hr)
 			if hr.out != nil {
 				if p.gone == nil {
 					p.gone = map[string]plan.Row{}
@@ -707,7 +710,18 @@ func (o *overOp) processChanges(b *Batch) error {
 	return nil
 }
 
-// markRow queues an updating input's row for the next snapshot.
+// dropRow marks a row the operator lets go (it left its frame, or was
+// taken back) and queues the delete of its record.
+func (o *overOp) dropRow(r *overRow) {
+	r.gone = true
+	if r.persisted {
+		o.removedRows = append(o.removedRows, string(o.rowKey(r.part.key, r)))
+		r.persisted = false
+	}
+}
+
+// markRow queues a row for the next snapshot (a new row, or an updating
+// input's row emitted anew).
 func (o *overOp) markRow(r *overRow) {
 	if r.isChanged {
 		return

@@ -11,119 +11,118 @@ import (
 	"github.com/streamsql/streamsql/value"
 )
 
-// The OVER aggregation's checkpoint. Over an append-only input, one
-// record per partition, keyed 'p' then the encoded partition key (what the
-// exchange routes by), valued 'a', [the calls' accumulators (UNBOUNDED
-// frames)], the frame's rows, the pending rows. Over an updating input
-// (whose partitions hold every current row), one record per row, keyed 'r',
-// the partition key's length (uvarint), the partition key and the row's id,
-// valued by its encoded row and the row last emitted for it (a byte: none
-// 0, one 1, then the row): a delta writes the rows added or re-emitted and
-// deletes those taken back.
+// The OVER aggregation's checkpoint: a record per held row, and over an
+// append-only input one per partition. Records are keyed by the encoded
+// partition key (what the exchange routes by, so a restore at another
+// parallelism finds its partitions):
 //
-// A row is its id, offset and encoded row (value.AppendRow, after its
-// length); a list is its length then its items (uvarints). An accumulator is n (varint), the
-// 128-bit sum (uvarint low, varint high), the DOUBLE sum's bits (8 bytes),
-// the MIN/MAX or FIRST_VALUE value (value.AppendValue) and whether
-// FIRST_VALUE has one (a byte). A sliding frame's accumulators are rebuilt
-// from its rows on restore. A delta writes the partitions changed since the
-// last snapshot and deletes the records of those dropped.
+//	'r', the partition key's length (uvarint), the partition key, the
+//	    row's identity: an append-only row's id (after its length) and
+//	    offset (varint), an updating input's row's id
+//	    -> the encoded row (after its length); updating, then the row last
+//	    emitted for it (a byte: none 0, one 1, then the row after its
+//	    length)
+//	'p', the partition key (append-only)
+//	    -> 'a', [the calls' accumulators (UNBOUNDED frames)], the sort key
+//	    of the last row emitted (a byte: none 0, one 1, then its ORDER BY
+//	    value, id and offset): the rows up to it are in the frame, the
+//	    others pending
+//
+// An accumulator is n (varint), the 128-bit sum (uvarint low, varint
+// high), the DOUBLE sum's bits (8 bytes), the MIN/MAX or FIRST_VALUE value
+// (value.AppendValue) and whether FIRST_VALUE has one (a byte). A sliding
+// frame's accumulators are rebuilt from its rows on restore. A row's record
+// is written once when it comes (and, updating, when it is emitted anew)
+// and deleted when it leaves: a delta writes what changed, never a whole
+// partition's rows.
 
 var errOverState = errors.New("over state")
 
-func (o *overOp) Snapshot(w StateWriter) error {
+// rowKey is the record key of row r of partition part.
+func (o *overOp) rowKey(part string, r *overRow) []byte {
+	o.buf = append(o.buf[:0], 'r')
+	o.buf = binary.AppendUvarint(o.buf, uint64(len(part)))
+	o.buf = append(o.buf, part...)
 	if o.spec.Updating {
-		return o.snapshotRows(w)
+		o.buf = append(o.buf, r.id...)
+		return o.buf
 	}
-	var pending map[*overPart][]*overRow
-	if !o.spec.Updating && len(o.pending) > 0 {
-		pending = map[*overPart][]*overRow{}
-		for _, r := range o.pending {
-			if w.Full() || r.part.isChanged {
-				pending[r.part] = append(pending[r.part], r)
+	o.buf = binary.AppendUvarint(o.buf, uint64(len(r.id)))
+	o.buf = append(o.buf, r.id...)
+	o.buf = binary.AppendVarint(o.buf, r.off)
+	return o.buf
+}
+
+func (o *overOp) Snapshot(w StateWriter) error {
+	putRow := func(r *overRow) {
+		k := len(o.rowKey(r.part.key, r))
+		o.buf = appendLenRow(o.buf, r.row, &o.scratch)
+		if o.spec.Updating {
+			if r.out == nil {
+				o.buf = append(o.buf, 0)
+			} else {
+				o.buf = appendLenRow(append(o.buf, 1), r.out, &o.scratch)
 			}
 		}
-		for _, rs := range pending {
-			slices.SortFunc(rs, compareRows)
-		}
+		w.Put(o.buf[:k], o.buf[k:])
+		r.persisted = true
 	}
-	put := func(p *overPart) {
-		o.buf = append(o.buf[:0], 'p')
-		o.buf = append(o.buf, p.key...)
+	putPart := func(p *overPart) {
+		o.buf = append(append(o.buf[:0], 'p'), p.key...)
 		k := len(o.buf)
-		o.buf = o.appendPart(o.buf, p, pending[p])
+		o.buf = o.appendPart(o.buf, p)
 		w.Put(o.buf[:k], o.buf[k:])
 		p.persisted = true
 	}
 	if w.Full() {
 		for _, p := range o.parts {
-			put(p)
+			if !o.spec.Updating {
+				putPart(p)
+			}
+			for _, r := range p.f.rows[p.f.head:] {
+				putRow(r)
+			}
+			for _, r := range p.rows {
+				putRow(r)
+			}
+		}
+		for _, r := range o.pending {
+			putRow(r)
 		}
 	} else {
 		for _, k := range o.removed {
 			o.buf = append(append(o.buf[:0], 'p'), k...)
 			w.Delete(o.buf)
 		}
+		for _, k := range o.removedRows {
+			w.Delete(KeyBytes(k))
+		}
 		for _, p := range o.changed {
-			if o.parts[p.key] == p {
-				put(p)
+			if o.parts[p.key] == p && !o.spec.Updating {
+				putPart(p)
+			}
+		}
+		for _, r := range o.changedRows {
+			if !r.gone {
+				putRow(r)
 			}
 		}
 	}
 	for _, p := range o.changed {
 		p.isChanged = false
 	}
-	clear(o.changed)
-	o.changed, o.removed = o.changed[:0], o.removed[:0]
-	return nil
-}
-
-// rowKey is the record key of an updating input's row.
-func (o *overOp) rowKey(part, id string) []byte {
-	o.buf = append(o.buf[:0], 'r')
-	o.buf = binary.AppendUvarint(o.buf, uint64(len(part)))
-	o.buf = append(o.buf, part...)
-	o.buf = append(o.buf, id...)
-	return o.buf
-}
-
-func (o *overOp) snapshotRows(w StateWriter) error {
-	put := func(p *overPart, r *overRow) {
-		k := len(o.rowKey(p.key, r.id))
-		o.buf = appendLenRow(o.buf, r.row, &o.scratch)
-		if r.out == nil {
-			o.buf = append(o.buf, 0)
-		} else {
-			o.buf = appendLenRow(append(o.buf, 1), r.out, &o.scratch)
-		}
-		w.Put(o.buf[:k], o.buf[k:])
-		r.persisted = true
-	}
-	if w.Full() {
-		for _, p := range o.parts {
-			for _, r := range p.rows {
-				put(p, r)
-			}
-		}
-	} else {
-		for _, k := range o.removedRows {
-			w.Delete(KeyBytes(k))
-		}
-		for _, r := range o.changedRows {
-			if !r.gone {
-				put(r.part, r)
-			}
-		}
-	}
 	for _, r := range o.changedRows {
 		r.isChanged = false
 	}
+	clear(o.changed)
 	clear(o.changedRows)
+	o.changed, o.removed = o.changed[:0], o.removed[:0]
 	o.changedRows, o.removedRows = o.changedRows[:0], o.removedRows[:0]
 	return nil
 }
 
-func (o *overOp) appendPart(b []byte, p *overPart, pending []*overRow) []byte {
+// appendPart encodes an append-only partition's record.
+func (o *overOp) appendPart(b []byte, p *overPart) []byte {
 	b = append(b, 'a')
 	if o.spec.Frame.Unbounded {
 		for i := range p.f.accs {
@@ -136,16 +135,13 @@ func (o *overOp) appendPart(b []byte, p *overPart, pending []*overRow) []byte {
 			b = append(b, boolByte(a.has))
 		}
 	}
-	frame := p.f.rows[p.f.head:]
-	b = binary.AppendUvarint(b, uint64(len(frame)))
-	for _, r := range frame {
-		b = appendOverRow(b, r, &o.scratch)
+	if !p.hasMark {
+		return append(b, 0)
 	}
-	b = binary.AppendUvarint(b, uint64(len(pending)))
-	for _, r := range pending {
-		b = appendOverRow(b, r, &o.scratch)
-	}
-	return b
+	b = value.AppendValue(append(b, 1), p.mark.ord)
+	b = binary.AppendUvarint(b, uint64(len(p.mark.id)))
+	b = append(b, p.mark.id...)
+	return binary.AppendVarint(b, p.mark.off)
 }
 
 func boolByte(x bool) byte {
@@ -155,20 +151,13 @@ func boolByte(x bool) byte {
 	return 0
 }
 
-func appendOverRow(b []byte, r *overRow, scratch *[]byte) []byte {
-	b = binary.AppendUvarint(b, uint64(len(r.id)))
-	b = append(b, r.id...)
-	b = binary.AppendVarint(b, r.off)
-	return appendLenRow(b, r.row, scratch)
-}
-
 func appendLenRow(b []byte, r plan.Row, scratch *[]byte) []byte {
 	*scratch = value.AppendRow((*scratch)[:0], r)
 	b = binary.AppendUvarint(b, uint64(len(*scratch)))
 	return append(b, *scratch...)
 }
 
-// overDecoder reads a partition record.
+// overDecoder reads a record.
 type overDecoder struct {
 	b   []byte
 	err error
@@ -233,15 +222,17 @@ func (d *overDecoder) byte1(what string) byte {
 	return c
 }
 
-// count reads a list's length, at most what the rest of the record can
-// hold (each item takes a byte at least).
-func (d *overDecoder) count(what string) int {
-	n := d.uvarint(what)
-	if n > uint64(len(d.b)) {
-		d.fail(what)
-		return 0
+func (d *overDecoder) value(what string) plan.Value {
+	if d.err != nil {
+		return plan.Null
 	}
-	return int(n)
+	v, rest, err := value.DecodeValue(d.b)
+	if err != nil {
+		d.fail(what)
+		return plan.Null
+	}
+	d.b = rest
+	return v
 }
 
 func (d *overDecoder) row(what string, width int) plan.Row {
@@ -257,22 +248,16 @@ func (d *overDecoder) row(what string, width int) plan.Row {
 	return r
 }
 
-func (o *overOp) decodeRow(d *overDecoder, p *overPart) *overRow {
-	id := d.bytes("row id")
-	off := d.varint("row offset")
-	row := d.row("row", len(o.spec.In))
-	if d.err != nil {
-		return nil
+// end fails the record when bytes are left after it.
+func (d *overDecoder) end() error {
+	if d.err == nil && len(d.b) > 0 {
+		d.err = fmt.Errorf("%w: %d bytes after the record", errOverState, len(d.b))
 	}
-	r := &overRow{id: string(id), off: off, row: row, part: p, ord: row[o.spec.Order]}
-	if !o.spec.Updating && (r.ord.K != plan.TypeTimestamp || r.ord.IsNull()) {
-		d.fail("row time")
-		return nil
-	}
-	return r
+	return d.err
 }
 
 func (o *overOp) Restore(r StateReader) error {
+	marked := map[*overPart]bool{} // append-only: the partitions whose record came
 	err := r.Scan(func(k, v []byte) error {
 		switch {
 		case len(k) > 0 && k[0] == 'p' && !o.spec.Updating:
@@ -280,10 +265,15 @@ func (o *overOp) Restore(r StateReader) error {
 			if !r.Owns(key) {
 				return nil
 			}
-			if err := o.restorePart(key, v); err != nil {
+			p := o.part(key)
+			if marked[p] {
+				return fmt.Errorf("%w: partition %x twice", errOverState, key)
+			}
+			marked[p] = true
+			if err := o.restorePart(p, v); err != nil {
 				return fmt.Errorf("partition %x: %w", key, err)
 			}
-		case len(k) > 0 && k[0] == 'r' && o.spec.Updating:
+		case len(k) > 0 && k[0] == 'r':
 			d := &overDecoder{b: k[1:]}
 			part := d.bytes("partition key")
 			if d.err != nil {
@@ -292,7 +282,7 @@ func (o *overOp) Restore(r StateReader) error {
 			if !r.Owns(string(part)) {
 				return nil
 			}
-			if err := o.restoreRow(string(part), string(d.b), v); err != nil {
+			if err := o.restoreRow(string(part), d, v); err != nil {
 				return fmt.Errorf("row record %x: %w", k, err)
 			}
 		default:
@@ -303,14 +293,36 @@ func (o *overOp) Restore(r StateReader) error {
 	if err != nil {
 		return err
 	}
-	if o.spec.Updating {
-		for _, p := range o.parts {
-			slices.SortFunc(p.rows, compareRows)
-			for i := 1; i < len(p.rows); i++ {
-				if compareRows(p.rows[i-1], p.rows[i]) == 0 {
-					return fmt.Errorf("%w: partition %x holds row %x twice", errOverState, p.key, p.rows[i].id)
-				}
+	for _, p := range o.parts {
+		slices.SortFunc(p.rows, compareRows)
+		for i := 1; i < len(p.rows); i++ {
+			if compareRows(p.rows[i-1], p.rows[i]) == 0 {
+				return fmt.Errorf("%w: partition %x holds row %x twice", errOverState, p.key, p.rows[i].id)
 			}
+		}
+		if o.spec.Updating {
+			continue
+		}
+		if !marked[p] {
+			return fmt.Errorf("%w: rows of partition %x without its record", errOverState, p.key)
+		}
+		// Its rows up to the last emitted are its frame, the others
+		// pending.
+		rows := p.rows
+		p.rows = nil
+		for _, r := range rows {
+			if p.hasMark && compareRows(r, &p.mark) <= 0 {
+				if o.spec.Frame.Unbounded {
+					return fmt.Errorf("%w: partition %x: an emitted row in an UNBOUNDED frame", errOverState, p.key)
+				}
+				o.push(&p.f, r)
+				continue
+			}
+			p.npending++
+			o.pending = heapPush(o.pending, r, rowsBefore)
+		}
+		if !o.spec.Frame.Unbounded && o.spec.Frame.Unit == plan.FrameRows && int64(len(p.f.rows)) > o.spec.Frame.N {
+			return fmt.Errorf("%w: partition %x: %d rows in a frame of %d", errOverState, p.key, len(p.f.rows), o.spec.Frame.N)
 		}
 	}
 	if !o.spec.Updating && o.spec.Frame.Unit == plan.FrameRange && !o.spec.Frame.Unbounded {
@@ -324,27 +336,42 @@ func (o *overOp) Restore(r StateReader) error {
 	return nil
 }
 
-// restoreRow restores one row of an updating input into partition part.
-func (o *overOp) restoreRow(part, id string, v []byte) error {
-	d := &overDecoder{b: v}
+// restoreRow restores one held row into partition part; d holds the rest
+// of its key (its identity).
+func (o *overOp) restoreRow(part string, d *overDecoder, v []byte) error {
+	var id string
+	var off int64
+	if o.spec.Updating {
+		id = string(d.b)
+	} else {
+		id = string(d.bytes("row id"))
+		off = d.varint("row offset")
+		if err := d.end(); err != nil {
+			return err
+		}
+	}
+	d = &overDecoder{b: v}
 	row := d.row("row", len(o.spec.In))
 	var out plan.Row
-	switch d.byte1("emitted") {
-	case 0:
-	case 1:
-		out = d.row("emitted row", len(o.spec.Out))
-	default:
-		d.fail("emitted")
+	if o.spec.Updating {
+		switch d.byte1("emitted") {
+		case 0:
+		case 1:
+			out = d.row("emitted row", len(o.spec.Out))
+		default:
+			d.fail("emitted")
+		}
 	}
-	if d.err != nil {
-		return d.err
+	if err := d.end(); err != nil {
+		return err
 	}
-	if len(d.b) > 0 {
-		return fmt.Errorf("%w: %d bytes after the row", errOverState, len(d.b))
+	ord := row[o.spec.Order]
+	if !o.spec.Updating && (ord.K != plan.TypeTimestamp || ord.IsNull()) {
+		return fmt.Errorf("%w: a row without a time", errOverState)
 	}
 	p := o.part(part)
-	r := &overRow{ord: row[o.spec.Order], id: id, row: row, part: p, out: out, persisted: true}
-	p.rows = append(p.rows, r)
+	r := &overRow{ord: ord, id: id, off: off, row: row, part: p, out: out, persisted: true}
+	p.rows = append(p.rows, r) // sorted (and, append-only, split) after the scan
 	o.held++
 	o.bytes += o.rowCost(r)
 	if out != nil {
@@ -353,82 +380,54 @@ func (o *overOp) restoreRow(part, id string, v []byte) error {
 	return nil
 }
 
-func (o *overOp) restorePart(key string, v []byte) error {
-	if _, dup := o.parts[key]; dup {
-		return fmt.Errorf("%w: partition twice", errOverState)
-	}
+// restorePart restores an append-only partition's record.
+func (o *overOp) restorePart(p *overPart, v []byte) error {
 	d := &overDecoder{b: v}
 	if kind := d.byte1("kind"); d.err == nil && kind != 'a' {
 		return fmt.Errorf("%w: a partition record of kind %q", errOverState, kind)
 	}
-	p := &overPart{key: key, f: overFrame{accs: make([]overAcc, len(o.spec.Calls))}}
-	var bytes int64
-	{
-		if o.spec.Frame.Unbounded {
-			for i := range p.f.accs {
-				a := &p.f.accs[i]
-				a.n = d.varint("count")
-				a.lo = d.uvarint("sum")
-				a.hi = d.varint("sum")
-				if d.err == nil && len(d.b) < 8 {
-					d.fail("double sum")
-				}
-				if d.err == nil {
-					a.f = math.Float64frombits(binary.LittleEndian.Uint64(d.b))
-					d.b = d.b[8:]
-					var err error
-					if a.v, d.b, err = value.DecodeValue(d.b); err != nil {
-						d.fail("value")
-					}
-				}
-				switch d.byte1("first value") {
-				case 0:
-				case 1:
-					a.has = true
-				default:
-					d.fail("first value")
-				}
-				if d.err == nil && a.n < 0 {
-					d.fail("count")
-				}
+	if o.spec.Frame.Unbounded {
+		for i := range p.f.accs {
+			a := &p.f.accs[i]
+			a.n = d.varint("count")
+			a.lo = d.uvarint("sum")
+			a.hi = d.varint("sum")
+			if d.err == nil && len(d.b) < 8 {
+				d.fail("double sum")
 			}
-		}
-		n := d.count("frame")
-		for range n {
-			r := o.decodeRow(d, p)
-			if d.err != nil {
-				return d.err
+			if d.err == nil {
+				a.f = math.Float64frombits(binary.LittleEndian.Uint64(d.b))
+				d.b = d.b[8:]
 			}
-			if len(p.f.rows) > 0 && compareRows(p.f.rows[len(p.f.rows)-1], r) >= 0 {
-				return fmt.Errorf("%w: frame rows out of order", errOverState)
+			a.v = d.value("value")
+			switch d.byte1("first value") {
+			case 0:
+			case 1:
+				a.has = true
+			default:
+				d.fail("first value")
 			}
-			o.push(&p.f, r)
-			bytes += o.rowCost(r)
-		}
-		if o.spec.Frame.Unbounded && n > 0 {
-			return fmt.Errorf("%w: rows in an UNBOUNDED frame", errOverState)
-		}
-		n = d.count("pending")
-		for range n {
-			r := o.decodeRow(d, p)
-			if d.err != nil {
-				return d.err
+			if d.err == nil && a.n < 0 {
+				d.fail("count")
 			}
-			p.npending++
-			o.pending = heapPush(o.pending, r, rowsBefore)
-			bytes += o.rowCost(r)
 		}
 	}
-	if d.err != nil {
-		return d.err
+	switch d.byte1("mark") {
+	case 0:
+	case 1:
+		p.hasMark = true
+		p.mark.ord = d.value("mark time")
+		p.mark.id = string(d.bytes("mark id"))
+		p.mark.off = d.varint("mark offset")
+		if d.err == nil && (p.mark.ord.K != plan.TypeTimestamp || p.mark.ord.IsNull()) {
+			d.fail("mark time")
+		}
+	default:
+		d.fail("mark")
 	}
-	if len(d.b) > 0 {
-		return fmt.Errorf("%w: %d bytes after the partition", errOverState, len(d.b))
+	if err := d.end(); err != nil {
+		return err
 	}
 	p.persisted = true
-	o.held += len(p.f.rows) + p.npending
-	o.parts[key] = p
-	o.peak = max(o.peak, len(o.parts))
-	o.bytes += bytes + int64(overPartCost+allocSize(len(key)))
 	return nil
 }
