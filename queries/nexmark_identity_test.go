@@ -150,7 +150,9 @@ func firstDiff(a, b []string) string {
 // checkpoint: the rows read since the last one are read again) and with
 // Engine.Close (a final checkpoint). The queries cover a hopping
 // aggregation (q5-core), a tumbling aggregation joined back to its input
-// by an interval join (q7) and a regular join of two streams (q20). All
+// by an interval join (q7), a regular join of two streams (q20), and OVER
+// aggregations over a running aggregate (q6) and over a stream
+// (bid_moving_average, not a Nexmark query). All
 // runs are at parallelism 2, so state is restored into several tasks.
 //
 // The generator is throttled: unthrottled, it reads its whole input
@@ -165,7 +167,7 @@ func firstDiff(a, b []string) string {
 func TestNexmarkRestartIdentity(t *testing.T) {
 	const events, par = 10000, 2
 	tables := nexmarkTables(t, events, fmt.Sprintf(`"base_time": %d, "events_per_second": 2000`, nexmark.DefaultBaseTime+7500))
-	for _, q := range []string{"q4", "q5-core", "q6", "q7", "q11", "q16", "q20"} {
+	for _, q := range []string{"q4", "q5-core", "q6", "q7", "q11", "q16", "q20", "bid_moving_average"} {
 		t.Run(q, func(t *testing.T) {
 			t.Parallel()
 			want, wantSt := runExampleOver(t, tables, q, par)
