@@ -46,6 +46,11 @@ import (
 // SUM does. DOUBLE sums and MIN/MAX are recomputed from the frame's rows,
 // left to right, when a row left the frame since (a sum maintained by
 // subtraction drifts).
+//
+// Checkpoints (overstate.go) write a record per held row when it comes
+// and delete it when it goes, and per append-only partition a small record
+// (the last row emitted, UNBOUNDED accumulators); StateBytes and StateRows
+// are kept by adds where rows come and go.
 type overOp struct {
 	spec     *plan.Over
 	output   []Eval
