@@ -113,6 +113,9 @@ func (b *builder) query(sel *parser.Select, sub bool) (*planned, error) {
 	if err != nil {
 		return nil, err
 	}
+	if hasOverAggregate(fields) {
+		return b.over(sel, s, filter, fields, sub) // over.go
+	}
 	agg := len(sel.GroupBy) > 0 || sel.Having != nil
 	for _, f := range fields {
 		agg = agg || containsAggregate(f.Expr)

@@ -336,6 +336,8 @@ func schemaOf(v *plan.Vertex) plan.Schema {
 		return op.Out
 	case *plan.TopN:
 		return op.Out
+	case *plan.Over:
+		return op.Out
 	}
 	panic(fmt.Sprintf("planner: no schema for %s", v.Ops[len(v.Ops)-1].OpName()))
 }

@@ -150,8 +150,11 @@ func firstDiff(a, b []string) string {
 // checkpoint: the rows read since the last one are read again) and with
 // Engine.Close (a final checkpoint). The queries cover a hopping
 // aggregation (q5-core), a tumbling aggregation joined back to its input
-// by an interval join (q7), a regular join of two streams (q20) and a
-// stateless filter and projection, which a replay must not repeat (q21). All
+// by an interval join (q7), a regular join of two streams (q20), a
+// stateless filter and projection, which a replay must not repeat (q21),
+// Top-N and deduplication (q9, q18, q19), and OVER aggregations over a
+// running aggregate (q6) and over a stream (bid_moving_average, not a
+// Nexmark query). All
 // runs are at parallelism 2, so state is restored into several tasks.
 //
 // The generator is throttled: unthrottled, it reads its whole input
@@ -166,7 +169,7 @@ func firstDiff(a, b []string) string {
 func TestNexmarkRestartIdentity(t *testing.T) {
 	const events, par = 10000, 2
 	tables := nexmarkTables(t, events, fmt.Sprintf(`"base_time": %d, "events_per_second": 2000`, nexmark.DefaultBaseTime+7500))
-	for _, q := range []string{"q4", "q5-core", "q7", "q9", "q11", "q16", "q18", "q19", "q20", "q21"} {
+	for _, q := range []string{"q4", "q5-core", "q6", "q7", "q9", "q11", "q16", "q18", "q19", "q20", "q21", "bid_moving_average"} {
 		t.Run(q, func(t *testing.T) {
 			t.Parallel()
 			want, wantSt := runExampleOver(t, tables, q, par)

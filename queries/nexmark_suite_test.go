@@ -9,6 +9,7 @@ import (
 
 	"github.com/streamsql/streamsql/planner/plan"
 	"github.com/streamsql/streamsql/runtime/source/nexmark"
+	"github.com/streamsql/streamsql/value"
 )
 
 // The Nexmark suite's oracles: each computes a query's final result from
@@ -96,6 +97,10 @@ var suite = map[string]suiteCase{
 		}
 		return sorted(out)
 	}},
+	// Each auction's winning bid (and its last bid's time), then per
+	// seller the average over the auction and the 10 before it in order
+	// of that time (ties by the auction's group key: id, seller).
+	"q6": {suiteInput{events: 60000}, q6Oracle},
 	// Sessions of bids per bidder with a 10 s gap.
 	"q11": {suiteInput{events: 40000}, func(in suiteInput) []string {
 		per := map[int64][]int64{}
@@ -252,6 +257,58 @@ func rowLine(r plan.Row) string {
 		vals[i] = JSONValue(v)
 	}
 	return line(vals...)
+}
+
+func q6Oracle(in suiteInput) []string {
+	type auc struct{ open, expires, seller int64 }
+	aucs := map[int64]auc{}
+	for _, a := range in.rows(nexmark.Auction) {
+		aucs[a[nexmark.AuctionID].I] = auc{a[nexmark.AuctionDateTime].I, a[nexmark.AuctionExpires].I, a[nexmark.AuctionSeller].I}
+	}
+	type win struct{ final, last int64 }
+	wins := map[int64]win{}
+	for _, b := range in.rows(nexmark.Bid) {
+		id := b[nexmark.BidAuction].I
+		a, ok := aucs[id]
+		at := b[nexmark.BidDateTime].I
+		if !ok || at < a.open || at > a.expires {
+			continue
+		}
+		w, seen := wins[id]
+		if !seen {
+			w = win{final: b[nexmark.BidPrice].I, last: at}
+		}
+		w.final, w.last = max(w.final, b[nexmark.BidPrice].I), max(w.last, at)
+		wins[id] = w
+	}
+	type row struct {
+		key         string // the group key (id, seller), encoded: the tie-break
+		final, last int64
+	}
+	bySeller := map[int64][]row{}
+	for id, w := range wins {
+		s := aucs[id].seller
+		key := value.AppendValue(value.AppendValue(nil, plan.Int(id)), plan.Int(s))
+		bySeller[s] = append(bySeller[s], row{string(key), w.final, w.last})
+	}
+	var out []string
+	for s, rows := range bySeller {
+		sort.Slice(rows, func(i, j int) bool {
+			if rows[i].last != rows[j].last {
+				return rows[i].last < rows[j].last
+			}
+			return rows[i].key < rows[j].key
+		})
+		for i := range rows {
+			var sum int64
+			frame := rows[max(0, i-10) : i+1]
+			for _, r := range frame {
+				sum += r.final
+			}
+			out = append(out, line(s, float64(sum)/float64(len(frame))))
+		}
+	}
+	return sorted(out)
 }
 
 // bidStats is q15 (per day) or, perChannel, q16 (per channel and day,

@@ -30,6 +30,8 @@ func Build(spec plan.Op, env *Env, c *Counters) (Operator, error) {
 		return newUnion(s), nil
 	case *plan.TopN:
 		return newTopN(s, c)
+	case *plan.Over:
+		return newOver(s, env, c)
 	}
 	return nil, fmt.Errorf("no operator for %s", spec.OpName())
 }

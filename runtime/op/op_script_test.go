@@ -388,6 +388,8 @@ func opOut(o plan.Op) plan.Schema {
 		return o.Out
 	case *plan.Aggregate:
 		return o.Out
+	case *plan.Over:
+		return o.Out
 	}
 	panic(fmt.Sprintf("the rows out of a %s: give the plan vertex=N of its vertex", o.OpName()))
 }
