@@ -171,3 +171,14 @@ func Late(w Window, allowedLateness, wm int64) bool {
 	}
 	return SatAdd(w.End, allowedLateness) <= wm
 }
+
+// HoldBack is watermark wm held back by allowedLateness: what an
+// operator forwards when it emits rows once the watermark is that far
+// past them (a window closed on its end + lateness), so that no row it
+// emits later is behind what it forwarded. NoWatermark stays so.
+func HoldBack(wm, allowedLateness int64) int64 {
+	if wm == NoWatermark || wm < NoWatermark+allowedLateness {
+		return NoWatermark
+	}
+	return wm - allowedLateness
+}

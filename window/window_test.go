@@ -270,3 +270,21 @@ func TestNearTheTimeRange(t *testing.T) {
 		}
 	}
 }
+
+func TestHoldBack(t *testing.T) {
+	for _, c := range []struct{ wm, lateness, want int64 }{
+		{NoWatermark, 0, NoWatermark},
+		{NoWatermark, 5, NoWatermark},
+		{100, 0, 100},
+		{100, 30, 70},
+		{-100, 30, -130},
+		{NoWatermark + 10, 30, NoWatermark}, // would pass below NoWatermark
+		{NoWatermark + 30, 30, NoWatermark},
+		{NoWatermark + 31, 30, NoWatermark + 1},
+		{maxI, 1000, maxI - 1000},
+	} {
+		if got := HoldBack(c.wm, c.lateness); got != c.want {
+			t.Errorf("HoldBack(%d, %d) = %d, want %d", c.wm, c.lateness, got, c.want)
+		}
+	}
+}

@@ -902,13 +902,10 @@ func (a *hashAgg) Watermark(wm int64, out Emitter) (int64, error) {
 
 // forward is the watermark forwarded for input watermark wm.
 func (a *hashAgg) forward(wm int64) int64 {
-	if a.spec.EmitMode != plan.EmitOnWindowClose || wm == window.NoWatermark {
+	if a.spec.EmitMode != plan.EmitOnWindowClose {
 		return wm
 	}
-	if wm < window.NoWatermark+a.spec.AllowedLateness {
-		return window.NoWatermark
-	}
-	return wm - a.spec.AllowedLateness
+	return window.HoldBack(wm, a.spec.AllowedLateness)
 }
 
 func (a *hashAgg) Barrier(_ Barrier, out Emitter) error {

@@ -634,13 +634,10 @@ func (a *cumAgg) Watermark(wm int64, out Emitter) (int64, error) {
 }
 
 func (a *cumAgg) forward(wm int64) int64 {
-	if a.spec.EmitMode != plan.EmitOnWindowClose || wm == window.NoWatermark {
+	if a.spec.EmitMode != plan.EmitOnWindowClose {
 		return wm
 	}
-	if wm < window.NoWatermark+a.spec.AllowedLateness {
-		return window.NoWatermark
-	}
-	return wm - a.spec.AllowedLateness
+	return window.HoldBack(wm, a.spec.AllowedLateness)
 }
 
 // Barrier emits, in changes mode, every window a row changed since the

@@ -300,10 +300,7 @@ func (o *overOp) final(t, wm int64) bool {
 
 // forward is the watermark forwarded for input watermark wm.
 func (o *overOp) forward(wm int64) int64 {
-	if wm == window.NoWatermark || wm < window.NoWatermark+o.spec.AllowedLateness {
-		return window.NoWatermark
-	}
-	return wm - o.spec.AllowedLateness
+	return window.HoldBack(wm, o.spec.AllowedLateness)
 }
 
 // advance moves the watermark to wm: the pending rows it makes final

@@ -442,13 +442,10 @@ func earlier(a, b *tnPart) bool { return a.time < b.time }
 // forward is the watermark forwarded for input watermark wm: dedup holds
 // it back by the allowed lateness, as a window aggregation does.
 func (t *topN) forward(wm int64) int64 {
-	if t.spec.Mode != plan.TopNDedup || wm == window.NoWatermark {
+	if t.spec.Mode != plan.TopNDedup {
 		return wm
 	}
-	if wm < window.NoWatermark+t.spec.AllowedLateness {
-		return window.NoWatermark
-	}
-	return wm - t.spec.AllowedLateness
+	return window.HoldBack(wm, t.spec.AllowedLateness)
 }
 
 // advance moves the watermark to wm and emits what it completes: dedup's
