@@ -80,6 +80,22 @@ func createExample(t *testing.T, e *Engine, tables, example string, par int) {
 // the committed results as runExample does, and the job's status.
 func finishView(t *testing.T, e *Engine) ([]string, runtime.Status) {
 	t.Helper()
+	rows, st := finishViewRows(t, e)
+	var out []string
+	for _, r := range rows {
+		parts := make([]string, len(r))
+		for i, v := range r {
+			parts[i] = fmt.Sprint(JSONValue(v))
+		}
+		out = append(out, strings.Join(parts, "|"))
+	}
+	sort.Strings(out)
+	return out, st
+}
+
+// finishViewRows is finishView's rows as the results hold them.
+func finishViewRows(t *testing.T, e *Engine) ([]plan.Row, runtime.Status) {
+	t.Helper()
 	ctx := context.Background()
 	e.mu.RLock()
 	job := e.views["v"].Job
@@ -100,16 +116,7 @@ func finishView(t *testing.T, e *Engine) ([]string, runtime.Status) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
-	for _, r := range rows {
-		parts := make([]string, len(r))
-		for i, v := range r {
-			parts[i] = fmt.Sprint(JSONValue(v))
-		}
-		out = append(out, strings.Join(parts, "|"))
-	}
-	sort.Strings(out)
-	return out, st
+	return rows, st
 }
 
 type bid struct{ auction, bidder, price, ts int64 }
