@@ -209,7 +209,7 @@ func OpenWith(cfg Config, meta *state.Meta, store state.Versioned) (*Engine, err
 		cfg.EmitInterval = 200 * time.Millisecond
 	}
 	if cfg.Publisher == nil {
-		cfg.Publisher = newPublisher
+		cfg.Publisher = publisherIn(FilesDir(cfg.DataDir))
 	}
 	if cfg.SampleInterval <= 0 {
 		cfg.SampleInterval = SampleInterval

@@ -327,6 +327,9 @@ type ExternalSink struct {
 	// ExactlyOnce: epochs are committed with progress records;
 	// otherwise changes are applied as they come (at_least_once).
 	ExactlyOnce bool
+	// AppendOnly: the sink takes only inserts, each keyed on its row id
+	// although the table has no _row_id column (ENGINE=file).
+	AppendOnly bool
 }
 
 // Delivery is the sink's delivery mode as written in ENGINE_ATTRIBUTE.

@@ -21,12 +21,16 @@ type TableDef struct {
 }
 
 // IsSink reports whether the table is an external sink (written by
-// INSERT INTO ... SELECT, never read): ENGINE=postgres, or ENGINE=kafka
-// with a delivery.
+// INSERT INTO ... SELECT, never read): ENGINE=postgres, ENGINE=kafka
+// with a delivery, or ENGINE=file without a PRIMARY KEY (with one it is
+// a side input read from the file).
 func (t *TableDef) IsSink() bool {
-	if t.Engine == "kafka" {
+	switch t.Engine {
+	case "kafka":
 		_, ok := t.Attrs["delivery"]
 		return ok
+	case "file":
+		return len(t.PrimaryKey) == 0
 	}
 	return t.Engine == "postgres"
 }
