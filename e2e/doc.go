@@ -194,6 +194,12 @@
 //     acknowledged), and the broker stopped and killed between parts of
 //     the log (queries retrying, naming the broker or topic, then running
 //     again by themselves; nothing lost).
+//   - file_crash_test.go: file sinks (ENGINE=file, NDJSON at an absolute
+//     path, CSV under the data directory, partitioned by DATE_FORMAT of
+//     the row) under SIGKILL (pg_crash_test.go's runner) and at the file
+//     sink's fault points: every file parses whole, and the files hold
+//     every row of the log exactly once (mid-stream: the epochs up to the
+//     one recorded hold the prefix its checkpoint read).
 //   - restart_bench_test.go: BenchmarkRestart1M, restart time and
 //     checkpoint cost with the state of 1M rows (go test ./e2e -run XXX
 //     -bench Restart1M -benchtime 1x).

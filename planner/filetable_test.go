@@ -15,7 +15,7 @@ func TestFileTables(t *testing.T) {
 	const pkCols = "(auction BIGINT, price BIGINT, ts TIMESTAMP(3), dt VARCHAR(16), PRIMARY KEY (auction))"
 	for _, c := range []struct {
 		sql, name, want string // want "": accepted
-		sink                bool
+		sink            bool
 	}{
 		{sql: `CREATE TABLE f ` + cols + ` ENGINE=file ENGINE_ATTRIBUTE='{"path": "/tmp/out", "format": "csv", "partition_by": "dt"}'`, sink: true},
 		{sql: `CREATE TABLE f ` + cols + ` ENGINE=file ENGINE_ATTRIBUTE='{"path": "out/q10"}'`, sink: true},

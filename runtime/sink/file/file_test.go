@@ -258,7 +258,7 @@ func TestCrashPoints(t *testing.T) {
 		{"sink.after_rename", 1},  // one file renamed, the others not
 		{"sink.after_rename", 2},
 		{"sink.after_rename", -1}, // every file renamed, no progress record
-		{"sink.after_commit", 1}, // recorded, the runtime not told
+		{"sink.after_commit", 1},  // recorded, the runtime not told
 	}
 	for _, format := range []string{"ndjson", "csv"} {
 		for _, c := range cases {
