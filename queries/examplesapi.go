@@ -13,9 +13,16 @@ import (
 type Example struct {
 	// Name is the file's path without .sql ("nexmark/q5").
 	Name string `json:"name"`
-	// Title is the file's leading comment; SQL the SELECT after it.
+	// Title is the file's leading comment; SQL the SELECT after it (of
+	// the INSERT, for an example that writes a sink table: the console
+	// shows it as a view).
 	Title string `json:"title"`
 	SQL   string `json:"sql"`
+	// Setup are the CREATE TABLE statements before the query and Sink
+	// the table its INSERT writes, for an example that is an INSERT
+	// (Nexmark q10: a file sink); Setup then INSERT INTO Sink SQL runs it.
+	Setup string `json:"setup,omitempty"`
+	Sink  string `json:"sink,omitempty"`
 }
 
 // ExampleTablesSQL creates the Nexmark tables the examples read, as
@@ -51,6 +58,9 @@ func Examples() []Example {
 		}
 		ex.Title = strings.Join(title, " ")
 		ex.SQL = strings.TrimSpace(strings.Join(lines[i:], "\n"))
+		if parts, err := splitExample(ex.Name, b); err == nil && (parts.Setup != "" || parts.Sink != "") {
+			ex.SQL, ex.Setup, ex.Sink = strings.TrimSpace(parts.Select), parts.Setup, parts.Sink
+		}
 		out = append(out, ex)
 		return nil
 	})

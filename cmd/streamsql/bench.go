@@ -46,7 +46,7 @@ func (c *cli) bench(args []string) error {
 	if len(rest) > 0 {
 		return cmd.fail("bench takes no arguments, got %q", rest)
 	}
-	if !slices.Contains(queries.BenchQueries(), *query) {
+	if !slices.Contains(queries.BenchQueries(), strings.TrimPrefix(*query, "nexmark/")) {
 		return cmd.fail("--query %q: use one of %s", *query, strings.Join(queries.BenchQueries(), ", "))
 	}
 	if *ingest {
