@@ -12,7 +12,7 @@ import (
 // publisher: the readers are the runtime's, the choice is the server's.
 func (e *Engine) newReader(src *plan.Source, at runtime.SourcePosition, used []bool) (runtime.Reader, error) {
 	switch src.Engine {
-	case "http":
+	case "http", "file": // a file side input's versions are logged (filetables.go)
 		l, err := e.meta.Log(src.TableID)
 		if err != nil {
 			return nil, err

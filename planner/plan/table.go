@@ -35,6 +35,13 @@ func (t *TableDef) IsSink() bool {
 	return t.Engine == "postgres"
 }
 
+// HasLog reports whether the table's rows are in an ingest log of the
+// meta store: ENGINE=http tables, and ENGINE=file side inputs (each
+// version read from the file is logged as upserts and deletes).
+func (t *TableDef) HasLog() bool {
+	return t.Engine == "http" || (t.Engine == "file" && !t.IsSink())
+}
+
 // ViewDef is what the planner needs to know of an existing view.
 type ViewDef struct {
 	Name string
