@@ -44,6 +44,14 @@ func checkFileTable(def *plan.TableDef) error {
 		}
 		return badf("format", "ENGINE_ATTRIBUTE format of file table %s, %s, must be %s, not %q", def.Name, role, strings.Join(formats, " or "), f)
 	}
+	if b, set := def.Attrs["bounded"]; set {
+		if def.IsSink() {
+			return errf("bounded", "ENGINE_ATTRIBUTE bounded is for file side inputs (tables with a PRIMARY KEY); %s is a sink", def.Name)
+		}
+		if b != "true" && b != "false" {
+			return badf("bounded", "ENGINE_ATTRIBUTE bounded must be true or false, not %q", b)
+		}
+	}
 	pb, set := def.Attrs["partition_by"]
 	if !set {
 		return nil

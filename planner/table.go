@@ -34,7 +34,7 @@ var engineAttrs = map[string]map[string]bool{
 	"kafka": {"topic": true},
 	// a file table is a sink without a PRIMARY KEY, else a side input
 	// (filetable.go checks the keys of each role)
-	"file": {"path": true, "format": true, "partition_by": true},
+	"file": {"path": true, "format": true, "partition_by": true, "bounded": true},
 }
 
 var (
@@ -132,7 +132,7 @@ func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 	case def.IsSink() && len(def.PrimaryKey) == 0:
 		return nil, errf(ct.Name, "sink table %s needs a PRIMARY KEY: the query's upsert key ((window_start, window_end, GROUP BY columns) for windowed aggregations; _row_id for queries without aggregation)", ct.Name)
 	case !def.IsSink() && len(def.PrimaryKey) > 0 && def.Engine != "http":
-		return nil, errf(ct.Name, "PRIMARY KEY tables (upsert tables) are ENGINE=http in this release (a Kafka table with a PRIMARY KEY is a sink: give it a \"delivery\")")
+		return nil, errf(ct.Name, "PRIMARY KEY tables (upsert tables) are ENGINE=http, or ENGINE=file side inputs, in this release (a Kafka table with a PRIMARY KEY is a sink: give it a \"delivery\")")
 	}
 	if def.Engine == "kafka" && !def.IsSink() {
 		for _, c := range def.Columns {

@@ -176,6 +176,9 @@ func Bench(ctx context.Context, cfg BenchConfig) (BenchResult, error) {
 		return BenchResult{}, err
 	}
 	defer e.Close(ctx)
+	if err := WriteExampleFiles(dir); err != nil {
+		return BenchResult{}, err
+	}
 	if _, err := e.Exec(ctx, BenchTables(cfg.Events)+";\n"+ex.Setup); err != nil {
 		return BenchResult{}, err
 	}

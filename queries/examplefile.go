@@ -2,7 +2,10 @@ package queries
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/streamsql/streamsql/parser"
@@ -62,4 +65,39 @@ func exampleQuery(name string) (exampleParts, error) {
 		return exampleParts{}, err
 	}
 	return splitExample(name, text)
+}
+
+// NexmarkSideInput is the side input file of Nexmark q13, relative to the
+// data directory's files/, and its number of keys (0 to 9999, as
+// auction % 10000 gives).
+const (
+	NexmarkSideInput     = "nexmark/q13/side_input.csv"
+	NexmarkSideInputKeys = 10000
+)
+
+// NexmarkSideValue is the value of key k in NexmarkSideInput.
+func NexmarkSideValue(k int64) string { return "value-" + strconv.FormatInt(k, 10) }
+
+// WriteExampleFiles writes the files the examples read (q13's side input)
+// under dataDir's files/, unless they are there.
+func WriteExampleFiles(dataDir string) error {
+	p := filepath.Join(FilesDir(dataDir), NexmarkSideInput)
+	if _, err := os.Stat(p); err == nil {
+		return nil
+	}
+	b := []byte("key,value\n")
+	for k := int64(0); k < NexmarkSideInputKeys; k++ {
+		b = strconv.AppendInt(b, k, 10)
+		b = append(b, ',')
+		b = append(b, NexmarkSideValue(k)...)
+		b = append(b, '\n')
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	tmp := p + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, p)
 }

@@ -22,7 +22,8 @@ import (
 )
 
 // File side inputs (ENGINE=file with a PRIMARY KEY, docs/connectors.md):
-// the engine reads the file at CREATE TABLE and again whenever it changes
+// the engine reads the file at CREATE TABLE and (unless it is "bounded":
+// read once, its queries' reader ends at the log's end) again whenever it changes
 // (polled: size and modification time, then a SHA-256 of the content),
 // and logs each version in the table's ingest log as an HTTP table's
 // rows would be: a version is the upserts of the rows that changed and
@@ -493,8 +494,8 @@ func (e *Engine) pollSideFiles(time.Time) {
 	e.mu.RLock()
 	defer e.mu.RUnlock() // a DROP TABLE waits for the poll
 	for _, def := range e.tables {
-		if def.Engine == "file" && !def.IsSink() {
-			e.pollSideFile(def)
+		if def.Engine == "file" && !def.IsSink() && def.Attrs["bounded"] != "true" {
+			e.pollSideFile(def) // a bounded one is read once, at CREATE TABLE
 		}
 	}
 }

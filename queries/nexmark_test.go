@@ -70,6 +70,9 @@ func createExample(t *testing.T, e *Engine, tables, example string, par int) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := WriteExampleFiles(e.cfg.DataDir); err != nil {
+		t.Fatal(err)
+	}
 	exec(t, e, tables+";\n"+ex.Setup)
 	// SET rather than a hint: some examples already carry one. An
 	// example that is an INSERT (q10) is its SELECT here.

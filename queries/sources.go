@@ -17,6 +17,9 @@ func (e *Engine) newReader(src *plan.Source, at runtime.SourcePosition, used []b
 		if err != nil {
 			return nil, err
 		}
+		if src.Attrs["bounded"] == "true" {
+			return runtime.NewBoundedLogReader(l, src, at), nil
+		}
 		return runtime.NewLogReader(l, src, at), nil
 	case "nexmark":
 		return runtime.NewNexmarkReader(src, at, used)
