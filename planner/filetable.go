@@ -14,7 +14,7 @@ import (
 
 // fileSinkFormats and fileSourceFormats are the formats of each role.
 var (
-	fileSinkFormats   = []string{"ndjson", "csv"}
+	fileSinkFormats   = []string{"ndjson", "csv", "parquet"}
 	fileSourceFormats = []string{"ndjson", "csv"}
 )
 
@@ -42,7 +42,7 @@ func checkFileTable(def *plan.TableDef) error {
 		if def.IsSink() {
 			role = "a sink (it has no PRIMARY KEY)"
 		}
-		return badf("format", "ENGINE_ATTRIBUTE format of file table %s, %s, must be %s, not %q", def.Name, role, strings.Join(formats, " or "), f)
+		return badf("format", "ENGINE_ATTRIBUTE format of file table %s, %s, must be %s, not %q", def.Name, role, orList(formats), f)
 	}
 	if b, set := def.Attrs["bounded"]; set {
 		if def.IsSink() {
@@ -116,4 +116,12 @@ func checkFileInsert(g *plan.Graph, t *plan.TableDef) error {
 		return errf(t.Name, "INSERT INTO %s: file sinks are exactly_once", t.Name)
 	}
 	return nil
+}
+
+// orList is "a or b", "a, b or c".
+func orList(xs []string) string {
+	if len(xs) < 2 {
+		return strings.Join(xs, "")
+	}
+	return strings.Join(xs[:len(xs)-1], ", ") + " or " + xs[len(xs)-1]
 }

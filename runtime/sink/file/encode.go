@@ -7,6 +7,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/parquet-go/parquet-go"
+
 	"github.com/streamsql/streamsql/planner/plan"
 	"github.com/streamsql/streamsql/runtime/sink"
 )
@@ -18,6 +20,8 @@ type encoder struct {
 	cols    plan.Schema
 	names   [][]byte // NDJSON: each column's quoted name and a colon
 	scratch []byte
+	pq      *parquetSchema // Parquet: made at the first file
+	pqRow   []parquet.Row
 }
 
 // encode writes the rows of changes at rows (from the first) into one

@@ -127,7 +127,7 @@ func decodeFile(t *testing.T, name, format string, b []byte) []map[string]any {
 			out = append(out, m)
 		}
 	default:
-		t.Fatalf("%s: format %s", name, format)
+		out = decodeParquet(t, name, b)
 	}
 	return out
 }
@@ -194,7 +194,7 @@ func open(t *testing.T, spec sink.Spec) *Publisher {
 
 func TestCommitEpochs(t *testing.T) {
 	ctx := context.Background()
-	for _, format := range []string{"ndjson", "csv"} {
+	for _, format := range []string{"ndjson", "csv", "parquet"} {
 		for _, pb := range []string{"", "day", "day,ok"} {
 			t.Run(format+"/"+pb, func(t *testing.T) {
 				dir := t.TempDir()
