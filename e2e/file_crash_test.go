@@ -27,6 +27,9 @@ type fileSink struct {
 	path         string // as in ENGINE_ATTRIBUTE
 	dir          string // where the files are
 	parallelism  int
+	// partition is the partition_by ("hm" when empty) and level the name
+	// of its directory level ("hm=<minute>").
+	partition, level string
 }
 
 type fileScenario struct {
@@ -38,10 +41,13 @@ type fileScenario struct {
 // (DATE_FORMAT) to partition by, as Nexmark q10 does.
 func (sc *fileScenario) create(t *testing.T, s fileSink) {
 	t.Helper()
+	if s.partition == "" {
+		s.partition, s.level = "hm", "hm"
+	}
 	sc.srv.sql(t, fmt.Sprintf(`CREATE TABLE %s (auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR(32), ts TIMESTAMP(3), hm VARCHAR(8))
-  ENGINE=file ENGINE_ATTRIBUTE='{"path": %q, "format": %q, "partition_by": "hm"}';
+  ENGINE=file ENGINE_ATTRIBUTE='{"path": %q, "format": %q, "partition_by": %q}';
 INSERT INTO %s SELECT /*+ SET_VAR(parallelism=%d) */ auction, bidder, price, channel, ts, DATE_FORMAT(ts, '%%H:%%i') FROM bids`,
-		s.name, s.path, s.format, s.name, s.parallelism))
+		s.name, s.path, s.format, strings.ReplaceAll(s.partition, "'", "''"), s.name, s.parallelism))
 	sc.sinks = append(sc.sinks, s)
 }
 
@@ -114,7 +120,7 @@ func readFileSink(t *testing.T, s fileSink) (rows []fileRow, progress int64, tem
 				t.Errorf("sink %s: %s: ts %q: %v", s.name, rel, r["ts"], err)
 				continue
 			}
-			if want := "hm=" + ts.Format("15:04"); filepath.Dir(rel) != want || r["hm"] != ts.Format("15:04") {
+			if want := s.level + "=" + ts.Format("15:04"); filepath.Dir(rel) != want || r["hm"] != ts.Format("15:04") {
 				t.Errorf("sink %s: a row of ts %s (hm %q) in %s, want directory %s", s.name, r["ts"], r["hm"], rel, want)
 			}
 			rows = append(rows, fileRow{key: strings.Join([]string{r["auction"], r["bidder"], r["price"], r["channel"], r["ts"]}, "|"), epoch: epoch})
@@ -279,8 +285,8 @@ func (sc *fileScenario) epochs(t *testing.T) map[string][]int64 {
 
 // TestFileSinkCrashRecovery: TestCrashRecovery for file sinks. An NDJSON
 // sink at an absolute path and a CSV one at a path relative to the data
-// directory (both partitioned by the minute of the row, parallelism 2
-// and 1) are written while the log is posted in chunks with
+// directory (both partitioned by the minute of the row: a column the
+// query computes, and an expression of partition_by; parallelism 2 and 1) are written while the log is posted in chunks with
 // Idempotency-Keys and the server is SIGKILLed at random moments
 // (STREAMSQL_CRASH_KILLS). Before each kill a random sink's files up to
 // its recorded epoch equal the log prefix that epoch's checkpoint read; at
@@ -292,7 +298,8 @@ func TestFileSinkCrashRecovery(t *testing.T) {
 	runSinkCrash(t, "file", testSeed(t, 470), func(t *testing.T, srv *server) crashSinkSet {
 		sc := &fileScenario{srv: srv}
 		sc.create(t, fileSink{name: "fs_ndjson", format: "ndjson", path: filepath.Join(out, "ndjson"), dir: filepath.Join(out, "ndjson"), parallelism: 2})
-		sc.create(t, fileSink{name: "fs_csv", format: "csv", path: "csv/out", dir: filepath.Join(srv.dataDir, "files", "csv", "out"), parallelism: 1})
+		sc.create(t, fileSink{name: "fs_csv", format: "csv", path: "csv/out", dir: filepath.Join(srv.dataDir, "files", "csv", "out"), parallelism: 1,
+			partition: "DATE_FORMAT(ts, '%H:%i') AS minute", level: "minute"})
 		return sc
 	})
 }

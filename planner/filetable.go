@@ -4,6 +4,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/streamsql/streamsql/parser"
 	"github.com/streamsql/streamsql/planner/plan"
 )
 
@@ -52,28 +53,90 @@ func checkFileTable(def *plan.TableDef) error {
 			return badf("bounded", "ENGINE_ATTRIBUTE bounded must be true or false, not %q", b)
 		}
 	}
-	pb, set := def.Attrs["partition_by"]
-	if !set {
+	if _, set := def.Attrs["partition_by"]; !set {
 		return nil
 	}
 	if !def.IsSink() {
 		return errf("partition_by", "ENGINE_ATTRIBUTE partition_by is for file sinks; %s has a PRIMARY KEY, so it is a side input read from one file", def.Name)
 	}
-	var cols []string
-	for _, c := range strings.Split(pb, ",") {
-		c = strings.TrimSpace(c)
-		i := def.Columns.Index(c)
-		if i < 0 {
-			return errf("partition_by", "ENGINE_ATTRIBUTE partition_by of %s: %q is not a column of %s (partition_by names columns, comma-separated; compute a partition value, e.g. DATE_FORMAT(ts, '%%Y-%%m-%%d'), as a column in the INSERT's SELECT)", def.Name, c, def.Name)
-		}
-		name := def.Columns[i].Name
-		if contains(cols, name) {
-			return errf("partition_by", "ENGINE_ATTRIBUTE partition_by of %s names column %s twice", def.Name, name)
-		}
-		cols = append(cols, name)
+	_, _, err := FilePartitions(def)
+	return err
+}
+
+// FilePartitions binds file sink def's partition_by: a list of
+// expressions over its columns, as a SELECT list (a column, or an
+// expression such as DATE_FORMAT(ts, '%Y-%m-%d') AS dt), each a directory
+// level. names[i] is the level's name (the column, or the alias; "" for
+// an expression without one: the level is its value alone).
+func FilePartitions(def *plan.TableDef) (exprs []plan.Expr, names []string, err error) {
+	pb := def.Attrs["partition_by"]
+	if strings.TrimSpace(pb) == "" {
+		return nil, nil, nil
 	}
-	def.Attrs["partition_by"] = strings.Join(cols, ",")
-	return nil
+	bad := func(format string, args ...any) error {
+		return errf("partition_by", "ENGINE_ATTRIBUTE partition_by of %s: "+format, append([]any{def.Name}, args...)...)
+	}
+	stmts, perr := parser.Parse("SELECT " + pb + " FROM t")
+	var sel *parser.Select
+	if perr == nil && len(stmts) == 1 {
+		sel, _ = stmts[0].Stmt.(*parser.Select)
+	}
+	if sel == nil || len(sel.Fields) == 0 || sel.Where != nil || len(sel.GroupBy) > 0 {
+		return nil, nil, bad("not a list of expressions over its columns (%q; e.g. \"dt, hm\" or \"DATE_FORMAT(ts, '%%Y-%%m-%%d') AS dt\")", pb)
+	}
+	sc := newScope(def.Name, def.Columns)
+	seen := map[string]bool{}
+	for _, f := range sel.Fields {
+		if f.Star {
+			return nil, nil, bad("* is not a partition")
+		}
+		e, berr := sc.bind(f.Expr)
+		if berr != nil {
+			return nil, nil, bad("%v (partition_by names columns of %s, or expressions over them)", berrMsg(berr), def.Name)
+		}
+		if c := nondeterministic(e); c != "" {
+			return nil, nil, bad("%s is not a function of the row: a re-commit after a crash must make the same files", c)
+		}
+		name := f.Alias
+		if c, ok := f.Expr.(*parser.ColumnRef); ok && name == "" {
+			name = def.Columns[def.Columns.Index(c.Name)].Name
+		}
+		if name != "" {
+			if seen[strings.ToLower(name)] {
+				return nil, nil, bad("names %s twice", name)
+			}
+			seen[strings.ToLower(name)] = true
+		}
+		exprs, names = append(exprs, e), append(names, name)
+	}
+	return exprs, names, nil
+}
+
+// berrMsg is a binding error's message without its statement context.
+func berrMsg(err error) string {
+	if pe, ok := err.(*Error); ok {
+		return pe.Msg
+	}
+	return err.Error()
+}
+
+// nondeterministic names a call in e whose value is not a function of the
+// row ("": none).
+func nondeterministic(e plan.Expr) string {
+	c, ok := e.(*plan.Call)
+	if !ok {
+		return ""
+	}
+	switch strings.ToLower(c.Fn) {
+	case "proctime", "now", "current_timestamp", "rand", "uuid":
+		return strings.ToUpper(c.Fn) + "()"
+	}
+	for _, a := range c.Args {
+		if n := nondeterministic(a); n != "" {
+			return n
+		}
+	}
+	return ""
 }
 
 // checkFilePath says what is wrong with path p of a file table ("": nothing).

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -27,8 +28,11 @@ func TestFileTables(t *testing.T) {
 		{sql: `CREATE TABLE f ` + cols + ` ENGINE=file ENGINE_ATTRIBUTE='{"path": "/x", "format": "avro"}'`, name: "format", want: "a sink (it has no PRIMARY KEY), must be ndjson, csv or parquet"},
 		{sql: `CREATE TABLE f ` + cols + ` ENGINE=file ENGINE_ATTRIBUTE='{"path": "/x", "format": "parquet"}'`, sink: true},
 		{sql: `CREATE TABLE f ` + pkCols + ` ENGINE=file ENGINE_ATTRIBUTE='{"path": "/x", "format": "parquet"}'`, name: "format", want: "a side input (it has a PRIMARY KEY), must be ndjson or csv"},
-		{sql: `CREATE TABLE f ` + cols + ` ENGINE=file ENGINE_ATTRIBUTE='{"path": "/x", "partition_by": "day"}'`, name: "partition_by", want: `"day" is not a column of f`},
-		{sql: `CREATE TABLE f ` + cols + ` ENGINE=file ENGINE_ATTRIBUTE='{"path": "/x", "partition_by": "dt, DT"}'`, name: "partition_by", want: "names column dt twice"},
+		{sql: `CREATE TABLE f ` + cols + ` ENGINE=file ENGINE_ATTRIBUTE='{"path": "/x", "partition_by": "day"}'`, name: "partition_by", want: `ENGINE_ATTRIBUTE partition_by of f: unknown column day`},
+		{sql: `CREATE TABLE f ` + cols + ` ENGINE=file ENGINE_ATTRIBUTE='{"path": "/x", "partition_by": "dt, DT"}'`, name: "partition_by", want: "names dt twice"},
+		{sql: `CREATE TABLE f ` + cols + ` ENGINE=file ENGINE_ATTRIBUTE='{"path": "/x", "partition_by": "DATE_FORMAT(ts, ''%Y-%m-%d'') AS day, auction % 10"}'`, sink: true},
+		{sql: `CREATE TABLE f ` + cols + ` ENGINE=file ENGINE_ATTRIBUTE='{"path": "/x", "partition_by": "DATE_FORMAT(PROCTIME(), ''%Y'')"}'`, name: "partition_by", want: "PROCTIME() is only allowed as the time argument"},
+		{sql: `CREATE TABLE f ` + cols + ` ENGINE=file ENGINE_ATTRIBUTE='{"path": "/x", "partition_by": "dt WHERE 1"}'`, name: "partition_by", want: "not a list of expressions"},
 		{sql: `CREATE TABLE f ` + pkCols + ` ENGINE=file ENGINE_ATTRIBUTE='{"path": "/x", "partition_by": "dt"}'`, name: "partition_by", want: "is for file sinks"},
 		{sql: `CREATE TABLE f ` + cols + ` ENGINE=file ENGINE_ATTRIBUTE='{"path": "/x", "delivery": "at_least_once"}'`, name: "delivery", want: `unknown ENGINE_ATTRIBUTE key "delivery" for ENGINE=file`},
 		{sql: `CREATE TABLE f ` + cols + ` ENGINE=file ENGINE_ATTRIBUTE='{"path": "/x", "event_time": "ts"}'`, name: "event_time", want: `unknown ENGINE_ATTRIBUTE key "event_time"`},
@@ -58,7 +62,7 @@ func TestFileInsert(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := createTable(t, `CREATE TABLE fout (auction BIGINT, price DOUBLE, dt VARCHAR(16)) ENGINE=file ENGINE_ATTRIBUTE='{"path": "/tmp/o", "partition_by": "dt"}'`)
+	out, err := createTable(t, `CREATE TABLE fout (auction BIGINT, price DOUBLE, dt VARCHAR(16)) ENGINE=file ENGINE_ATTRIBUTE='{"path": "/tmp/o", "partition_by": "dt, auction % 4 AS a4, SUBSTRING(dt, 1, 4)"}'`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,6 +81,9 @@ func TestFileInsert(t *testing.T) {
 	ext := sinkExt(g)
 	if ext == nil || !ext.AppendOnly || !ext.ExactlyOnce || ext.RowID != -1 || len(ext.PrimaryKey) != 0 || !ext.ToDouble[1] {
 		t.Errorf("external sink %+v: want append-only, exactly once, no row id column, no key, price widened", ext)
+	}
+	if fmt.Sprint(ext.PartitionNames) != "[dt a4 ]" || len(ext.Partition) != 3 || ext.Partition[0].(*plan.ColRef).Index != 2 {
+		t.Errorf("partitions %v named %q: want dt (column 2), a4 and an unnamed one", ext.Partition, ext.PartitionNames)
 	}
 	_, err = insert(`INSERT INTO fout SELECT auction, COUNT(*), 'x' FROM bid GROUP BY auction`)
 	if pe, ok := err.(*Error); !ok || pe.Name != "fout" || !strings.Contains(pe.Msg, "file sinks take append-only queries") || !strings.Contains(pe.Msg, "auction") {

@@ -72,6 +72,9 @@ func Insert(sel *parser.Select, t *plan.TableDef, cat Catalog, opts plan.Options
 	switch {
 	case t.Engine == "file":
 		ext.AppendOnly = true // checkFileInsert: the query is append-only
+		if ext.Partition, ext.PartitionNames, err = FilePartitions(t); err != nil {
+			return nil, err
+		}
 	case g.Key == plan.KeyRowID:
 		if ext.RowID < 0 || len(ext.PrimaryKey) != 1 || ext.PrimaryKey[0] != ext.RowID || t.Columns[ext.RowID].Type != plan.TypeVarchar {
 			return nil, errf(t.Name, "INSERT INTO %s: the query has no aggregation, so each row is keyed on its row id: give %s a column %s VARCHAR(255) and PRIMARY KEY (%s), not PRIMARY KEY (%s)",

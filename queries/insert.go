@@ -72,7 +72,7 @@ func sinkOf(g *plan.Graph) *plan.ExternalSink {
 // retrying cannot fix.
 func (e *Engine) checkSink(ctx context.Context, ext *plan.ExternalSink) error {
 	pub, err := e.cfg.Publisher(sink.Spec{Table: ext.Table, Engine: ext.Engine, Connection: ext.Connection, Attrs: ext.Attrs,
-		Columns: ext.Columns, PrimaryKey: ext.PrimaryKey, SinkID: "check", ExactlyOnce: ext.ExactlyOnce})
+		Columns: ext.Columns, PrimaryKey: ext.PrimaryKey, SinkID: "check", ExactlyOnce: ext.ExactlyOnce, Partition: ext.Partition, PartitionNames: ext.PartitionNames})
 	if err != nil {
 		return err
 	}

@@ -330,6 +330,11 @@ type ExternalSink struct {
 	// AppendOnly: the sink takes only inserts, each keyed on its row id
 	// although the table has no _row_id column (ENGINE=file).
 	AppendOnly bool
+	// Partition are a file sink's partition_by expressions over the
+	// table's columns, PartitionNames their directory levels' names ("":
+	// the value alone).
+	Partition      []Expr
+	PartitionNames []string
 }
 
 // Delivery is the sink's delivery mode as written in ENGINE_ATTRIBUTE.

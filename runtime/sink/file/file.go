@@ -14,6 +14,7 @@
 //
 //	<path>/<col>=<value>/.../part-<sink>-<epoch:20>-<part:4>.<format>
 //
+// (a level of partition_by without a name is the value alone)
 // and an epoch's rows (read again from the same journal) always make the
 // same files, so committing an epoch again after a crash is idempotent: a
 // file whose final name exists is done (it was renamed whole), the others
@@ -35,6 +36,7 @@ import (
 
 	"github.com/streamsql/streamsql/internal/fault"
 	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/runtime/op"
 	"github.com/streamsql/streamsql/runtime/sink"
 )
 
@@ -50,7 +52,8 @@ type Publisher struct {
 	spec     sink.Spec
 	dir      string // the sink's directory
 	format   string
-	part     []int  // partition columns
+	part     []op.Eval // partition_by, compiled
+	env      op.Env
 	id       string // the sink's name in file names: a hash of Spec.SinkID
 	progress string // the progress file
 
@@ -98,14 +101,13 @@ func New(spec sink.Spec, filesDir string) (*Publisher, error) {
 	default:
 		return nil, sink.Permanent("sink table %s: unknown file format %q", spec.Table, p.format)
 	}
-	if pb := spec.Attrs["partition_by"]; pb != "" {
-		for _, c := range strings.Split(pb, ",") {
-			i := spec.Columns.Index(c)
-			if i < 0 {
-				return nil, sink.Permanent("sink table %s: partition_by column %s is not a column", spec.Table, c)
-			}
-			p.part = append(p.part, i)
-		}
+	if len(spec.PartitionNames) != len(spec.Partition) {
+		return nil, sink.Permanent("sink table %s: %d partition names for %d partitions", spec.Table, len(spec.PartitionNames), len(spec.Partition))
+	}
+	// Compiled once; partition_by is a function of the row (the planner
+	// refuses PROCTIME() and the like), so a re-commit makes the same files.
+	if p.part, err = op.CompileAll(spec.Partition, &p.env); err != nil {
+		return nil, sink.Permanent("sink table %s: partition_by: %v", spec.Table, err)
 	}
 	h := sha256.Sum256([]byte(spec.SinkID))
 	p.id = hex.EncodeToString(h[:8])
@@ -271,11 +273,11 @@ func (p *Publisher) files(epoch uint64, changes []sink.Change) ([]file, error) {
 			return nil, sink.Permanent("sink table %s: a row of %d values, the table has %d columns", p.spec.Table, len(ch.Row), len(p.spec.Columns))
 		}
 		dirBuf = dirBuf[:0]
-		for j, c := range p.part {
+		for j, f := range p.part {
 			if j > 0 {
 				dirBuf = append(dirBuf, '/')
 			}
-			dirBuf = p.enc.appendPartition(dirBuf, p.spec.Columns[c].Name, ch.Row[c])
+			dirBuf = p.enc.appendPartition(dirBuf, p.spec.PartitionNames[j], f(ch.Row))
 		}
 		k, ok := byPart[string(dirBuf)]
 		if !ok {
@@ -365,15 +367,17 @@ func syncParents(root string, files []file) error {
 }
 
 // appendPartition appends the directory name of value v of partition
-// column col: col=value, the value escaped so that distinct values make
+// col: col=value (the value alone when col is ""), the value escaped so that distinct values make
 // distinct names that are one path element: '/', '\', '%', control
 // bytes and a leading '.' or '_' as %XX; NULL is __NULL__ and the empty
 // string __EMPTY__ (no value escapes to a leading '_'). Names over 200
 // bytes are cut and end in a hash of the whole.
 func (e *encoder) appendPartition(dst []byte, col string, v plan.Value) []byte {
 	start := len(dst)
-	dst = appendEscaped(dst, col)
-	dst = append(dst, '=')
+	if col != "" {
+		dst = appendEscaped(dst, col)
+		dst = append(dst, '=')
+	}
 	switch {
 	case v.IsNull():
 		dst = append(dst, "__NULL__"...)

@@ -25,12 +25,20 @@ var testCols = plan.Schema{
 	{Name: "ok", Type: plan.TypeBoolean}, {Name: "day", Type: plan.TypeVarchar},
 }
 
+// testSpec is a sink of testCols partitioned by the columns of
+// partitionBy (comma-separated), as the planner binds them.
 func testSpec(dir, format, partitionBy string) sink.Spec {
 	attrs := map[string]string{"path": dir, "format": format}
+	s := sink.Spec{Table: "out", Engine: "file", Attrs: attrs, Columns: testCols, SinkID: "inst/1/out", ExactlyOnce: true}
 	if partitionBy != "" {
 		attrs["partition_by"] = partitionBy
+		for _, c := range strings.Split(partitionBy, ",") {
+			i := testCols.Index(c)
+			s.Partition = append(s.Partition, &plan.ColRef{Index: i, Name: c, T: testCols[i].Type})
+			s.PartitionNames = append(s.PartitionNames, c)
+		}
 	}
-	return sink.Spec{Table: "out", Engine: "file", Attrs: attrs, Columns: testCols, SinkID: "inst/1/out", ExactlyOnce: true}
+	return s
 }
 
 // epochRows makes n rows of epoch e, ids e*1000+i, over three days.
@@ -357,6 +365,18 @@ func TestPartitionNames(t *testing.T) {
 		if n := string(e.appendPartition(nil, "c", plan.Str(v))); n != want {
 			t.Errorf("%q: %q, want %q", v, n, want)
 		}
+	}
+	// A level without a name (an expression without an alias) is the value alone.
+	seen = map[string]plan.Value{}
+	for _, v := range vals {
+		n := string(e.appendPartition(nil, "", v))
+		if strings.ContainsAny(n, "/\\\x00") || n == "" || strings.HasPrefix(n, ".") || len(n) > 255 {
+			t.Errorf("%v: directory name %q is not one safe path element", v, n)
+		}
+		if w, dup := seen[n]; dup {
+			t.Errorf("%v and %v both make %q", v, w, n)
+		}
+		seen[n] = v
 	}
 }
 
