@@ -173,7 +173,7 @@ func contains(xs []string, x string) bool {
 // append-only: a file is written once, so it cannot take a row back.
 func checkFileInsert(g *plan.Graph, t *plan.TableDef) error {
 	if g.Key != plan.KeyRowID {
-		return errf(t.Name, "INSERT INTO %s: file sinks take append-only queries (files are written once and never changed), and this query updates its rows on its upsert key (%s); write it to a PostgreSQL or Kafka sink, or aggregate in windows emitted on close into a table read by an append-only query", t.Name, keyNames(g))
+		return errf(t.Name, "INSERT INTO %s: file sinks take append-only queries (files are written once and never changed), and this query updates its rows on its upsert key (%s); write it to a PostgreSQL or Kafka sink table instead", t.Name, keyNames(g))
 	}
 	if !t.IsSink() || t.Attrs["delivery"] != "exactly_once" {
 		return errf(t.Name, "INSERT INTO %s: file sinks are exactly_once", t.Name)

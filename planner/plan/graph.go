@@ -413,6 +413,9 @@ func (s *Sink) Explain() string {
 		for i, p := range e.PrimaryKey {
 			pk[i] = e.Columns[p].Name
 		}
+		if e.Engine == "file" {
+			return fmt.Sprintf("Sink file table=%s format=%s delivery=%s key=%s partition_by=[%s]", e.Table, e.Attrs["format"], e.Delivery(), s.Key, joinExprs(e.Partition))
+		}
 		return fmt.Sprintf("Sink %s table=%s delivery=%s key=%s primary_key=[%s]", e.Engine, e.Table, e.Delivery(), s.Key, strings.Join(pk, ", "))
 	}
 	if s.Consolidate {
