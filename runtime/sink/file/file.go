@@ -192,27 +192,31 @@ func (p *Publisher) CommitEpoch(ctx context.Context, epoch uint64, changes []sin
 	if epoch <= p.committed {
 		return sink.ErrCommitted
 	}
-	files, err := p.files(epoch, changes)
-	if err != nil {
-		return err
-	}
-	// Phase one: every file not yet in place under a temporary name, synced.
-	var todo []file
-	for _, f := range files {
+	// Phase one: every file not yet in place under a temporary name,
+	// synced; one file's bytes in memory at a time.
+	var files, todo []file
+	err := p.files(epoch, changes, func(f file) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		data := f.data
+		f.data = nil
+		files = append(files, f)
 		final := filepath.Join(p.dir, f.dir, f.name)
 		if _, err := os.Lstat(final); err == nil {
-			continue // renamed whole by an earlier attempt at this epoch
+			return nil // renamed whole by an earlier attempt at this epoch
 		}
 		if err := os.MkdirAll(filepath.Join(p.dir, f.dir), 0o755); err != nil {
 			return err
 		}
-		if err := writeSynced(filepath.Join(p.dir, f.dir, "."+f.name+".tmp"), f.data); err != nil {
+		if err := writeSynced(filepath.Join(p.dir, f.dir, "."+f.name+".tmp"), data); err != nil {
 			return err
 		}
 		todo = append(todo, f)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	p.point("sink.before_commit")
 	// Phase two: the renames, each directory synced.
@@ -255,9 +259,10 @@ func (p *Publisher) CommitEpoch(ctx context.Context, epoch uint64, changes []sin
 	return nil
 }
 
-// files lays epoch's rows out as files: by partition (in the order of
-// their first rows), each split into parts of about maxBytes.
-func (p *Publisher) files(epoch uint64, changes []sink.Change) ([]file, error) {
+// files lays epoch's rows out as files, passed to emit one by one: by
+// partition (in the order of their first rows), each split into parts of
+// about maxBytes.
+func (p *Publisher) files(epoch uint64, changes []sink.Change, emit func(file) error) error {
 	type partRows struct {
 		dir  string
 		rows []int
@@ -267,10 +272,10 @@ func (p *Publisher) files(epoch uint64, changes []sink.Change) ([]file, error) {
 	dirBuf := p.dirBuf[:0]
 	for i, ch := range changes {
 		if ch.Row == nil {
-			return nil, sink.Permanent("sink table %s: a delete in an append-only file sink", p.spec.Table)
+			return sink.Permanent("sink table %s: a delete in an append-only file sink", p.spec.Table)
 		}
 		if len(ch.Row) != len(p.spec.Columns) {
-			return nil, sink.Permanent("sink table %s: a row of %d values, the table has %d columns", p.spec.Table, len(ch.Row), len(p.spec.Columns))
+			return sink.Permanent("sink table %s: a row of %d values, the table has %d columns", p.spec.Table, len(ch.Row), len(p.spec.Columns))
 		}
 		dirBuf = dirBuf[:0]
 		for j, f := range p.part {
@@ -288,19 +293,20 @@ func (p *Publisher) files(epoch uint64, changes []sink.Change) ([]file, error) {
 		parts[k].rows = append(parts[k].rows, i)
 	}
 	p.dirBuf = dirBuf
-	var out []file
 	for _, pr := range parts {
 		d, rows := pr.dir, pr.rows
 		for n := 0; len(rows) > 0; n++ {
 			data, used, err := p.enc.encode(p.format, changes, rows, p.maxBytes)
 			if err != nil {
-				return nil, sink.Permanent("sink table %s: %v", p.spec.Table, err)
+				return sink.Permanent("sink table %s: %v", p.spec.Table, err)
 			}
 			rows = rows[used:]
-			out = append(out, file{dir: filepath.FromSlash(d), name: fmt.Sprintf("part-%s-%020d-%04d.%s", p.id, epoch, n, p.format), data: data})
+			if err := emit(file{dir: filepath.FromSlash(d), name: fmt.Sprintf("part-%s-%020d-%04d.%s", p.id, epoch, n, p.format), data: data}); err != nil {
+				return err
+			}
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // Apply is at_least_once delivery, which file sinks do not have (the

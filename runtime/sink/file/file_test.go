@@ -279,8 +279,8 @@ func TestCrashPoints(t *testing.T) {
 					t.Fatal(err)
 				}
 				second := epochRows(2, 100)
-				files, err := p.files(2, second)
-				if err != nil {
+				var files []file
+				if err := p.files(2, second, func(f file) error { files = append(files, f); return nil }); err != nil {
 					t.Fatal(err)
 				}
 				if len(files) < 4 {
