@@ -45,6 +45,9 @@ func checkFileTable(def *plan.TableDef) error {
 		}
 		return badf("format", "ENGINE_ATTRIBUTE format of file table %s, %s, must be %s, not %q", def.Name, role, orList(formats), f)
 	}
+	if def.StartLatest && !def.IsSink() {
+		return errf("start", "ENGINE_ATTRIBUTE start of side input %s: a query reads a side input from its first version (start latest would miss the rows that have not changed since)", def.Name)
+	}
 	if b, set := def.Attrs["bounded"]; set {
 		if def.IsSink() {
 			return errf("bounded", "ENGINE_ATTRIBUTE bounded is for file side inputs (tables with a PRIMARY KEY); %s is a sink", def.Name)

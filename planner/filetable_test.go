@@ -36,6 +36,9 @@ func TestFileTables(t *testing.T) {
 		{sql: `CREATE TABLE f ` + pkCols + ` ENGINE=file ENGINE_ATTRIBUTE='{"path": "/x", "partition_by": "dt"}'`, name: "partition_by", want: "is for file sinks"},
 		{sql: `CREATE TABLE f ` + cols + ` ENGINE=file ENGINE_ATTRIBUTE='{"path": "/x", "delivery": "at_least_once"}'`, name: "delivery", want: `unknown ENGINE_ATTRIBUTE key "delivery" for ENGINE=file`},
 		{sql: `CREATE TABLE f ` + cols + ` ENGINE=file ENGINE_ATTRIBUTE='{"path": "/x", "event_time": "ts"}'`, name: "event_time", want: `unknown ENGINE_ATTRIBUTE key "event_time"`},
+		{sql: `CREATE TABLE f ` + pkCols + ` ENGINE=file ENGINE_ATTRIBUTE='{"path": "/x", "start": "latest"}'`, name: "start", want: "reads a side input from its first version"},
+		{sql: `CREATE TABLE f ` + pkCols + ` ENGINE=file ENGINE_ATTRIBUTE='{"path": "/x", "bounded": "yes"}'`, name: "bounded", want: "must be true or false"},
+		{sql: `CREATE TABLE f ` + cols + ` ENGINE=file ENGINE_ATTRIBUTE='{"path": "/x", "bounded": true}'`, name: "bounded", want: "is for file side inputs"},
 	} {
 		def, err := createTable(t, c.sql)
 		if c.want == "" {
