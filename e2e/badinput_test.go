@@ -226,6 +226,8 @@ func TestBadInput(t *testing.T) {
 		{name: "engine_attribute_bad_duration", sql: `CREATE TABLE bi_t (x BIGINT, ts TIMESTAMP(3)) ENGINE=http ENGINE_ATTRIBUTE='{"event_time": "ts", "watermark_delay": "5 parsecs"}'`, status: 400, mentions: []string{"watermark_delay", "parsecs"}, absent: "bi_t"},
 		{name: "kafka_topic", sql: `CREATE TABLE bi_t (x BIGINT) ENGINE=kafka CONNECTION='127.0.0.1:9' ENGINE_ATTRIBUTE='{"topic": "a/b"}'`, status: 400, mentions: []string{"topic"}, absent: "bi_t"},
 		{name: "postgres_schema", sql: `CREATE TABLE bi_t (x BIGINT, PRIMARY KEY (x)) ENGINE=postgres CONNECTION='postgres://127.0.0.1:9/db' ENGINE_ATTRIBUTE='{"schema": "a\\u0000b"}'`, status: 400, mentions: []string{"schema"}, absent: "bi_t"},
+		{name: "file_path_escape", sql: `CREATE TABLE bi_t (x BIGINT) ENGINE=file ENGINE_ATTRIBUTE='{"path": "../../etc"}'`, status: 400, mentions: []string{"path", "relative path"}, absent: "bi_t"},
+		{name: "file_side_missing", sql: `CREATE TABLE bi_t (x BIGINT, PRIMARY KEY (x)) ENGINE=file ENGINE_ATTRIBUTE='{"path": "no/such.csv", "format": "csv"}'`, status: 422, mentions: []string{"side input", "no/such.csv", "no such file"}, absent: "bi_t"},
 		{name: "postgres_name_too_long", sql: "CREATE TABLE `" + strings.Repeat("p", 64) + "` (x BIGINT, PRIMARY KEY (x)) ENGINE=postgres CONNECTION='postgres://127.0.0.1:9/db'", status: 400, mentions: []string{"PostgreSQL"}, absent: strings.Repeat("p", 64)},
 	}
 	for _, c := range sqlCases {

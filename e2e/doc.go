@@ -194,6 +194,16 @@
 //     acknowledged), and the broker stopped and killed between parts of
 //     the log (queries retrying, naming the broker or topic, then running
 //     again by themselves; nothing lost).
+//   - file_crash_test.go: file sinks (ENGINE=file, NDJSON at an absolute
+//     path, CSV under the data directory, partitioned by DATE_FORMAT of
+//     the row) under SIGKILL (pg_crash_test.go's runner) and at the file
+//     sink's fault points: every file parses whole, and the files hold
+//     every row of the log exactly once (mid-stream: the epochs up to the
+//     one recorded hold the prefix its checkpoint read).
+//   - file_side_test.go: a CSV side input (ENGINE=file with a PRIMARY
+//     KEY) joined AS OF the stream's time: the first version, a reload
+//     polled in, a bad row (file_error, the table unchanged), a SIGKILL
+//     and restart (no version logged twice).
 //   - restart_bench_test.go: BenchmarkRestart1M, restart time and
 //     checkpoint cost with the state of 1M rows (go test ./e2e -run XXX
 //     -bench Restart1M -benchtime 1x).

@@ -132,6 +132,9 @@ func (s *server) logout(w http.ResponseWriter, r *http.Request) {
 // examples answers GET /v1/examples: the example queries and the SQL that
 // creates the tables they read.
 func (s *server) examples(w http.ResponseWriter, _ *http.Request) {
+	if err := s.e.WriteExampleFiles(); err != nil {
+		s.log.Warn("writing the examples' files", "err", err)
+	}
 	writeJSON(w, 200, map[string]any{"tables_sql": queries.ExampleTablesSQL, "examples": queries.Examples()})
 }
 

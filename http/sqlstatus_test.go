@@ -57,7 +57,7 @@ func TestSQLStatusCodes(t *testing.T) {
 			[]string{`"shema"`, "did you mean schema?", "create_table, delivery, schema, table"}},
 		{"nexmark key", `CREATE TABLE t (x BIGINT) ENGINE=nexmark ENGINE_ATTRIBUTE='{"kind": "bid", "event_per_second": 5}'`, 422, 0, 0,
 			[]string{"did you mean events_per_second?", "base_time, event_time, events, events_per_second"}},
-		{"no ENGINE", "CREATE TABLE t (x BIGINT)", 422, 0, 0, []string{"http, nexmark or kafka (sources), postgres or kafka (sinks)"}},
+		{"no ENGINE", "CREATE TABLE t (x BIGINT)", 422, 0, 0, []string{"http, nexmark, kafka or file (sources), postgres, kafka or file (sinks)"}},
 		{"unknown ENGINE", "CREATE TABLE t (x BIGINT) ENGINE=kafak", 422, 0, 0, []string{"did you mean kafka?"}},
 		{"missing nexmark kind", "CREATE TABLE t (x BIGINT) ENGINE=nexmark", 422, 0, 0, []string{"kind"}},
 		{"unsupported construct", "CREATE VIEW v AS SELECT auction FROM bids EXCEPT SELECT auction FROM bids", 422, 0, 0, []string{"EXCEPT"}},

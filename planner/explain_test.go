@@ -57,6 +57,10 @@ func testTables(t testing.TB) testCatalog {
 		 ENGINE=postgres CONNECTION='postgres://u@h/db' ENGINE_ATTRIBUTE='{"delivery": "at_least_once", "table": "channels"}'`,
 		`CREATE TABLE pg_pairs (auction BIGINT, _row_id VARCHAR(255), seller BIGINT, PRIMARY KEY (_row_id))
 		 ENGINE=postgres CONNECTION='postgres://u@h/db'`,
+		`CREATE TABLE fs_bids (auction BIGINT, price BIGINT, ts TIMESTAMP(3), dt VARCHAR(10))
+		 ENGINE=file ENGINE_ATTRIBUTE='{"path": "bids", "format": "csv", "partition_by": "dt, DATE_FORMAT(ts, ''%H'') AS h"}'`,
+		`CREATE TABLE side (id BIGINT, label VARCHAR(16), vt TIMESTAMP(3), PRIMARY KEY (id))
+		 ENGINE=file ENGINE_ATTRIBUTE='{"path": "side.csv", "format": "csv", "event_time": "vt", "bounded": true}'`,
 	} {
 		stmts, err := parser.Parse(sql)
 		if err != nil {

@@ -20,11 +20,19 @@ func Insert(sel *parser.Select, t *plan.TableDef, cat Catalog, opts plan.Options
 		if t.Engine == "kafka" {
 			return nil, errf(t.Name, "INSERT INTO %s: Kafka table %s is a source; a Kafka sink table names its delivery in ENGINE_ATTRIBUTE (\"delivery\": \"exactly_once\" or \"at_least_once\")", t.Name, t.Name)
 		}
-		return nil, errf(t.Name, "INSERT INTO %s: %s is an ENGINE=%s table; INSERT ... SELECT writes sink tables (ENGINE=postgres or kafka with a delivery); post rows to ENGINE=http tables", t.Name, t.Name, t.Engine)
+		if t.Engine == "file" {
+			return nil, errf(t.Name, "INSERT INTO %s: file table %s has a PRIMARY KEY, so it is a side input read from its file; a file sink table has no PRIMARY KEY", t.Name, t.Name)
+		}
+		return nil, errf(t.Name, "INSERT INTO %s: %s is an ENGINE=%s table; INSERT ... SELECT writes sink tables (ENGINE=postgres, kafka with a delivery, or file without a PRIMARY KEY); post rows to ENGINE=http tables", t.Name, t.Name, t.Engine)
 	}
 	g, err := Query(sel, cat, opts, t.Name, plan.SinkExternal)
 	if err != nil {
 		return nil, err
+	}
+	if t.Engine == "file" {
+		if err := checkFileInsert(g, t); err != nil {
+			return nil, err
+		}
 	}
 	ext := &plan.ExternalSink{Table: t.Name, Engine: t.Engine, Connection: t.Connection, Attrs: t.Attrs,
 		Columns: t.Columns, RowID: t.Columns.Index(RowIDColumn), ExactlyOnce: t.Attrs["delivery"] != "at_least_once"}
@@ -61,12 +69,18 @@ func Insert(sel *parser.Select, t *plan.TableDef, cat Catalog, opts plan.Options
 		}
 	}
 	pk := names(t.Columns, ext.PrimaryKey)
-	if g.Key == plan.KeyRowID {
+	switch {
+	case t.Engine == "file":
+		ext.AppendOnly = true // checkFileInsert: the query is append-only
+		if ext.Partition, ext.PartitionNames, err = FilePartitions(t); err != nil {
+			return nil, err
+		}
+	case g.Key == plan.KeyRowID:
 		if ext.RowID < 0 || len(ext.PrimaryKey) != 1 || ext.PrimaryKey[0] != ext.RowID || t.Columns[ext.RowID].Type != plan.TypeVarchar {
 			return nil, errf(t.Name, "INSERT INTO %s: the query has no aggregation, so each row is keyed on its row id: give %s a column %s VARCHAR(255) and PRIMARY KEY (%s), not PRIMARY KEY (%s)",
 				t.Name, t.Name, RowIDColumn, RowIDColumn, pk)
 		}
-	} else {
+	default:
 		if ext.RowID >= 0 {
 			return nil, errf(RowIDColumn, "INSERT INTO %s: %s holds the row id of queries without aggregation; this query is keyed on its upsert key (%s)", t.Name, RowIDColumn, keyNames(g))
 		}

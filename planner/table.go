@@ -32,6 +32,9 @@ var engineAttrs = map[string]map[string]bool{
 	// a Kafka table is a sink when it names its delivery (kafkaSinkAttrs),
 	// else a source (kafkaSourceAttrs and the source keys)
 	"kafka": {"topic": true},
+	// a file table is a sink without a PRIMARY KEY, else a side input
+	// (filetable.go checks the keys of each role)
+	"file": {"path": true, "format": true, "partition_by": true, "bounded": true},
 }
 
 var (
@@ -124,10 +127,12 @@ func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 		def.PrimaryKey = append(def.PrimaryKey, k)
 	}
 	switch {
+	case def.Engine == "file":
+		// a sink without a PRIMARY KEY, a side input with one (IsSink)
 	case def.IsSink() && len(def.PrimaryKey) == 0:
 		return nil, errf(ct.Name, "sink table %s needs a PRIMARY KEY: the query's upsert key ((window_start, window_end, GROUP BY columns) for windowed aggregations; _row_id for queries without aggregation)", ct.Name)
 	case !def.IsSink() && len(def.PrimaryKey) > 0 && def.Engine != "http":
-		return nil, errf(ct.Name, "PRIMARY KEY tables (upsert tables) are ENGINE=http in this release (a Kafka table with a PRIMARY KEY is a sink: give it a \"delivery\")")
+		return nil, errf(ct.Name, "PRIMARY KEY tables (upsert tables) are ENGINE=http, or ENGINE=file side inputs, in this release (a Kafka table with a PRIMARY KEY is a sink: give it a \"delivery\")")
 	}
 	if def.Engine == "kafka" && !def.IsSink() {
 		for _, c := range def.Columns {
@@ -208,7 +213,7 @@ func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 			}
 			def.Attrs[k] = s
 		case "format":
-			if s != "json" {
+			if def.Engine != "file" && s != "json" {
 				return nil, badf(k, "ENGINE_ATTRIBUTE format must be json, not %q", s)
 			}
 			def.Attrs[k] = s
@@ -258,6 +263,11 @@ func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 	if def.Engine == "postgres" && def.Attrs["table"] == "" && len(def.Name) > maxPGName {
 		return nil, badf(def.Name, "sink table name %s is %d bytes long, over PostgreSQL's limit of %d: name the PostgreSQL table with ENGINE_ATTRIBUTE table", quoteName(def.Name), len(def.Name), maxPGName)
 	}
+	if def.Engine == "file" {
+		if err := checkFileTable(def); err != nil {
+			return nil, err
+		}
+	}
 	if def.IsSink() {
 		if def.Attrs["delivery"] == "" {
 			def.Attrs["delivery"] = "exactly_once"
@@ -283,7 +293,7 @@ func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 }
 
 // engineList names the engines, for messages.
-const engineList = "http, nexmark or kafka (sources), postgres or kafka (sinks)"
+const engineList = "http, nexmark, kafka or file (sources), postgres, kafka or file (sinks)"
 
 // engineAttrsSet is the set of engines.
 var engineAttrsSet = func() map[string]bool {

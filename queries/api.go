@@ -151,6 +151,9 @@ type TableInfo struct {
 	Lost []LostInfo `json:"lost,omitempty"`
 	// LostRows is how many offsets the ranges of Lost cover.
 	LostRows int64 `json:"lost_rows,omitempty"`
+	// FileError: a side input's file cannot be read (file:line:column and
+	// why); the table keeps its last version.
+	FileError string `json:"file_error,omitempty"`
 }
 
 // Table states (TableInfo.State).
@@ -186,7 +189,7 @@ func lostInfo(table string, rs []state.LostRange) []LostInfo {
 func (e *Engine) queryLoss(v *View) []LostInfo {
 	var out []LostInfo
 	for name, def := range e.tables {
-		if def.Engine != "http" || !readsTable(v, name) {
+		if !def.HasLog() || !readsTable(v, name) {
 			continue
 		}
 		l, err := e.meta.Log(def.ID)
@@ -259,7 +262,8 @@ func (e *Engine) Table(name string) (TableInfo, error) {
 		ti.Attributes[k] = v
 	}
 	ti.State = TableOK
-	if def.Engine == "http" {
+	ti.FileError = e.sideErrText(def.ID)
+	if def.HasLog() {
 		if l, err := e.meta.Log(def.ID); err == nil {
 			end := l.End()
 			ti.EndOffset = &end

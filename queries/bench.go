@@ -14,7 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/streamsql/streamsql/parser"
 	"github.com/streamsql/streamsql/planner"
 	"github.com/streamsql/streamsql/planner/plan"
 	"github.com/streamsql/streamsql/queries/examples"
@@ -154,7 +153,7 @@ func (r *BidRenderer) Line(idx int64) []byte {
 // into a discarding sink, with checkpoints to a real Badger store, and
 // measures CPU time (getrusage) for the whole process.
 func Bench(ctx context.Context, cfg BenchConfig) (BenchResult, error) {
-	text, err := exampleSQL(cfg.Query)
+	ex, err := exampleQuery(cfg.Query)
 	if err != nil {
 		return BenchResult{}, err
 	}
@@ -177,27 +176,28 @@ func Bench(ctx context.Context, cfg BenchConfig) (BenchResult, error) {
 		return BenchResult{}, err
 	}
 	defer e.Close(ctx)
-	if _, err := e.Exec(ctx, BenchTables(cfg.Events)); err != nil {
+	if err := WriteExampleFiles(dir); err != nil {
 		return BenchResult{}, err
 	}
-	stmts, err := parser.Parse(string(text))
-	if err != nil {
-		return BenchResult{}, fmt.Errorf("example %s: %w", cfg.Query, err)
-	}
-	sel, ok := stmts[0].Stmt.(*parser.Select)
-	if !ok {
-		return BenchResult{}, fmt.Errorf("example %s is not a SELECT", cfg.Query)
+	if _, err := e.Exec(ctx, BenchTables(cfg.Events)+";\n"+ex.Setup); err != nil {
+		return BenchResult{}, err
 	}
 	opts := e.defaults()
 	opts.Parallelism = max(cfg.Parallelism, 1)
-	g, err := planner.Query(sel, e.planCatalog(), opts, cfg.Query, plan.SinkResults)
+	g, err := benchPlan(e, ex, cfg.Query, opts)
 	if err != nil {
 		return BenchResult{}, err
 	}
 	before := CPUSeconds()
 	start := time.Now()
-	res := runtime.NewResults(store, 1)
-	job, err := runtime.Start(g, e.deps(), runtime.StartOptions{QueryID: 1, Name: cfg.Query, Results: res})
+	var res *runtime.Results // an INSERT's rows go to its sink table (q10: files)
+	sinkID := ""
+	if ex.Sink == "" {
+		res = runtime.NewResults(store, 1)
+	} else {
+		sinkID = "bench/1/" + ex.Sink
+	}
+	job, err := runtime.Start(g, e.deps(), runtime.StartOptions{QueryID: 1, Name: cfg.Query, Results: res, SinkID: sinkID})
 	if err != nil {
 		return BenchResult{}, err
 	}
@@ -245,10 +245,25 @@ wait:
 	r.Checkpoints = len(durs)
 	r.CheckpointP50Ms, r.CheckpointP99Ms = Percentile(durs, 50), Percentile(durs, 99)
 	r.CheckpointP50B, r.CheckpointP99B = Percentile(sizes, 50), Percentile(sizes, 99)
-	if rows, err := res.Rows(false); err == nil {
-		r.ResultRows = len(rows)
+	if res != nil {
+		if rows, err := res.Rows(false); err == nil {
+			r.ResultRows = len(rows)
+		}
 	}
 	return r, nil
+}
+
+// benchPlan plans the example's query: a SELECT into results, an INSERT
+// into its sink table.
+func benchPlan(e *Engine, ex exampleParts, name string, opts plan.Options) (*plan.Graph, error) {
+	if ex.Sink == "" {
+		return planner.Query(ex.Sel, e.planCatalog(), opts, name, plan.SinkResults)
+	}
+	t, ok := e.planCatalog().Table(ex.Sink)
+	if !ok {
+		return nil, fmt.Errorf("example %s: no table %s", name, ex.Sink)
+	}
+	return planner.Insert(ex.Sel, t, e.planCatalog(), opts)
 }
 
 // benchExpected is how many rows the query's sources read in all: each

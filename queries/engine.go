@@ -62,6 +62,10 @@ type Config struct {
 	// ChangeLogSize is how many records each query's change log of
 	// /changes keeps (0: runtime.DefaultChangeLogSize).
 	ChangeLogSize int
+	// FilePollInterval is how often side input files (ENGINE=file with a
+	// PRIMARY KEY) are looked at for changes (0: DefaultFilePollInterval;
+	// negative: never, tests call pollSideFiles).
+	FilePollInterval time.Duration
 	// MaintainTicks, when set, runs the maintenance loop (GC, log
 	// truncation) at each value received instead of every
 	// MaintainInterval (tests).
@@ -95,6 +99,12 @@ type Engine struct {
 	health health
 
 	stopBg func() // stops the maintenance loop
+	// side inputs' pollers (filetables.go): what each file was last seen
+	// as, and its error (both by table id, under sideMu)
+	stopSide func()
+	sideMu   sync.Mutex
+	sideSeen map[uint64]sideSeen
+	sideErr  map[uint64]string
 	// samples keep the console's charts (metrics.go); stopSampler stops
 	// their goroutine.
 	samples     *sampler
@@ -193,6 +203,7 @@ func Open(cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e.startMaintenance()
+	e.startSidePolls()
 	if !cfg.NoSampler {
 		e.startSampler()
 	}
@@ -209,13 +220,13 @@ func OpenWith(cfg Config, meta *state.Meta, store state.Versioned) (*Engine, err
 		cfg.EmitInterval = 200 * time.Millisecond
 	}
 	if cfg.Publisher == nil {
-		cfg.Publisher = newPublisher
+		cfg.Publisher = publisherIn(FilesDir(cfg.DataDir))
 	}
 	if cfg.SampleInterval <= 0 {
 		cfg.SampleInterval = SampleInterval
 	}
 	e := &Engine{cfg: cfg, log: cfg.Logger, meta: meta, store: store, tables: map[string]*plan.TableDef{}, views: map[string]*View{},
-		samples: newSampler(cfg.SampleInterval), closing: make(chan struct{})}
+		samples: newSampler(cfg.SampleInterval), closing: make(chan struct{}), sideSeen: map[uint64]sideSeen{}, sideErr: map[uint64]string{}}
 	return e, e.load()
 }
 
@@ -233,6 +244,9 @@ func (e *Engine) load() error {
 			return fmt.Errorf("catalog %s: %w", kv.Key, err)
 		}
 		e.tables[def.Name] = &def
+	}
+	if err := e.recoverSideVersions(); err != nil {
+		return err
 	}
 	kvs, err = e.meta.ListCatalog(viewPrefix)
 	if err != nil {
@@ -284,6 +298,10 @@ func (e *Engine) Close(ctx context.Context) {
 	if e.stopBg != nil {
 		e.stopBg()
 		e.stopBg = nil
+	}
+	if e.stopSide != nil {
+		e.stopSide()
+		e.stopSide = nil
 	}
 	if e.stopSampler != nil {
 		e.stopSampler()
@@ -570,6 +588,13 @@ func (e *Engine) createTable(s *parser.CreateTable, st *parser.Statement) (Resul
 			return Result{}, &planner.Error{Status: 422, Msg: err.Error()}
 		}
 	}
+	var side *sideVersion
+	if def.Engine == "file" && !def.IsSink() {
+		// The first version, valid since always (filetables.go).
+		if side, err = e.readSideFile(def, plan.MinTime); err != nil {
+			return Result{}, stmtErr(422, st, "CREATE TABLE %s: %v", def.Name, err)
+		}
+	}
 	e.wlock("CREATE TABLE " + def.Name)
 	defer e.wunlock()
 	if _, ok := e.tables[def.Name]; ok {
@@ -591,6 +616,11 @@ func (e *Engine) createTable(s *parser.CreateTable, st *parser.Statement) (Resul
 		return Result{}, err
 	}
 	e.tables[def.Name] = def
+	if side != nil {
+		if err := e.applySideVersion(context.Background(), def, side); err != nil {
+			e.log.Error("side input: logging its first version failed; retrying at the next poll", "table", def.Name, "err", err)
+		}
+	}
 	return Result{Kind: "create_table", Name: def.Name}, nil
 }
 
@@ -718,7 +748,7 @@ func (e *Engine) register(rec viewRecord, g *plan.Graph) error {
 func (e *Engine) startOffsets(g *plan.Graph, rec *viewRecord) error {
 	for _, v := range g.Vertices {
 		for _, op := range v.Ops {
-			if src, ok := op.(*plan.Source); ok && src.Engine == "http" {
+			if src, ok := op.(*plan.Source); ok && (src.Engine == "http" || src.Engine == "file") {
 				l, err := e.meta.Log(src.TableID)
 				if err != nil {
 					return err

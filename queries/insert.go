@@ -5,11 +5,13 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/streamsql/streamsql/parser"
 	"github.com/streamsql/streamsql/planner/plan"
 	"github.com/streamsql/streamsql/runtime/sink"
+	"github.com/streamsql/streamsql/runtime/sink/file"
 	"github.com/streamsql/streamsql/runtime/sink/kafka"
 	"github.com/streamsql/streamsql/runtime/sink/postgres"
 )
@@ -70,7 +72,7 @@ func sinkOf(g *plan.Graph) *plan.ExternalSink {
 // retrying cannot fix.
 func (e *Engine) checkSink(ctx context.Context, ext *plan.ExternalSink) error {
 	pub, err := e.cfg.Publisher(sink.Spec{Table: ext.Table, Engine: ext.Engine, Connection: ext.Connection, Attrs: ext.Attrs,
-		Columns: ext.Columns, PrimaryKey: ext.PrimaryKey, SinkID: "check", ExactlyOnce: ext.ExactlyOnce})
+		Columns: ext.Columns, PrimaryKey: ext.PrimaryKey, SinkID: "check", ExactlyOnce: ext.ExactlyOnce, Partition: ext.Partition, PartitionNames: ext.PartitionNames})
 	if err != nil {
 		return err
 	}
@@ -83,6 +85,17 @@ func (e *Engine) checkSink(ctx context.Context, ext *plan.ExternalSink) error {
 	return nil
 }
 
+// publisherIn makes external sinks' publishers by ENGINE; the relative
+// paths of file sinks are under filesDir.
+func publisherIn(filesDir string) func(sink.Spec) (sink.Publisher, error) {
+	return func(spec sink.Spec) (sink.Publisher, error) {
+		if spec.Engine == "file" {
+			return file.New(spec, filesDir)
+		}
+		return newPublisher(spec)
+	}
+}
+
 // newPublisher makes an external sink's publisher.
 func newPublisher(spec sink.Spec) (sink.Publisher, error) {
 	switch spec.Engine {
@@ -93,6 +106,10 @@ func newPublisher(spec sink.Spec) (sink.Publisher, error) {
 	}
 	return nil, sink.Permanent("sink table %s: no publisher for ENGINE=%s", spec.Table, spec.Engine)
 }
+
+// FilesDir is where the relative paths of ENGINE=file tables are: the
+// data directory's files/.
+func FilesDir(dataDir string) string { return filepath.Join(dataDir, "files") }
 
 // sinkID names a query's progress records in its external sink: this
 // data directory, the query id (never reused) and the sink table.

@@ -107,6 +107,8 @@ func (e *Engine) truncateLogs(now time.Time) {
 	var plans []plan
 	for name, def := range e.tables {
 		if def.Engine != "http" {
+			// A file side input's log is its versions: a query started
+			// later reads them all (filetables.go), so none ages out.
 			continue
 		}
 		l, err := e.meta.Log(def.ID)
@@ -170,7 +172,7 @@ func (e *Engine) checkStores(recs []viewRecord) error {
 // "corrupt", the server log at every start, /metrics).
 func (e *Engine) checkLogs(recs []viewRecord) error {
 	for name, def := range e.tables {
-		if def.Engine != "http" {
+		if !def.HasLog() {
 			continue
 		}
 		l, err := e.meta.Log(def.ID)
@@ -333,7 +335,7 @@ func (e *Engine) dropQueryData(id uint64) error {
 // rest (dropTableData, after the catalog's lock) or, after a crash, the
 // next start (removeOrphans) deletes its ingest log (caller holds mu).
 func (e *Engine) unregisterTable(def *plan.TableDef) error {
-	if def.Engine == "http" {
+	if def.HasLog() {
 		if err := e.meta.MarkDropped(state.DroppedTable, def.ID); err != nil {
 			return err
 		}
@@ -350,7 +352,8 @@ func (e *Engine) unregisterTable(def *plan.TableDef) error {
 // dropTableData deletes an unregistered table's ingest log and clears its
 // tombstone; it runs without mu (deleting rows takes time).
 func (e *Engine) dropTableData(def *plan.TableDef) {
-	if def.Engine != "http" {
+	e.dropSideVersions(def)
+	if !def.HasLog() {
 		return
 	}
 	err := e.meta.DropLog(def.ID)

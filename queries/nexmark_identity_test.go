@@ -169,7 +169,7 @@ func firstDiff(a, b []string) string {
 func TestNexmarkRestartIdentity(t *testing.T) {
 	const events, par = 10000, 2
 	tables := nexmarkTables(t, events, fmt.Sprintf(`"base_time": %d, "events_per_second": 2000`, nexmark.DefaultBaseTime+7500))
-	for _, q := range []string{"q4", "q5-core", "q6", "q7", "q9", "q11", "q16", "q18", "q19", "q20", "q21", "bid_moving_average"} {
+	for _, q := range []string{"q4", "q5-core", "q6", "q7", "q9", "q11", "q13", "q16", "q18", "q19", "q20", "q21", "bid_moving_average"} {
 		t.Run(q, func(t *testing.T) {
 			t.Parallel()
 			want, wantSt := runExampleOver(t, tables, q, par)
@@ -298,6 +298,9 @@ func completedAtLeast(job *runtime.Job, events int, frac float64) bool {
 // they name (bounded to events) and those tables' sizes.
 func progress(offsets map[string]int64, events int) (consumed, total int64) {
 	for table, off := range offsets {
+		if table == "side_input" {
+			continue // q13's side input, read whole before the bids join it
+		}
 		kind, err := nexmark.ParseKind(table)
 		if err != nil {
 			panic(fmt.Sprintf("table %s is not a Nexmark kind: %v", table, err))

@@ -12,10 +12,13 @@ import (
 // publisher: the readers are the runtime's, the choice is the server's.
 func (e *Engine) newReader(src *plan.Source, at runtime.SourcePosition, used []bool) (runtime.Reader, error) {
 	switch src.Engine {
-	case "http":
+	case "http", "file": // a file side input's versions are logged (filetables.go)
 		l, err := e.meta.Log(src.TableID)
 		if err != nil {
 			return nil, err
+		}
+		if src.Attrs["bounded"] == "true" {
+			return runtime.NewBoundedLogReader(l, src, at), nil
 		}
 		return runtime.NewLogReader(l, src, at), nil
 	case "nexmark":

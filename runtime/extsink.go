@@ -103,7 +103,7 @@ func (s *journalWriter) Emit(b *op.Batch) error {
 	for i, r := range b.Rows {
 		m := &b.Meta[i]
 		key := m.Key
-		if s.ext.RowID >= 0 {
+		if s.ext.RowID >= 0 || s.ext.AppendOnly {
 			if m.Op.Retracts() {
 				return fmt.Errorf("sink %s: a delete of key %x in an append-only query", s.ext.Table, m.Key)
 			}

@@ -571,7 +571,7 @@ func (j *Job) newCommitter(ext *plan.ExternalSink, deps Deps, o StartOptions) er
 		return fmt.Errorf("query %s: an external sink needs a sink id", j.Name)
 	}
 	pub, err := deps.Publisher(sink.Spec{Table: ext.Table, Engine: ext.Engine, Connection: ext.Connection, Attrs: ext.Attrs, Columns: ext.Columns,
-		PrimaryKey: ext.PrimaryKey, SinkID: o.SinkID, ExactlyOnce: ext.ExactlyOnce})
+		PrimaryKey: ext.PrimaryKey, SinkID: o.SinkID, ExactlyOnce: ext.ExactlyOnce, Partition: ext.Partition, PartitionNames: ext.PartitionNames})
 	if err != nil {
 		return fmt.Errorf("query %s: sink %s: %w", j.Name, ext.Table, err)
 	}

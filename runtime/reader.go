@@ -104,6 +104,8 @@ type logReader struct {
 	off    int64
 	upsert bool // a PRIMARY KEY table: each row ends with its delete flag
 	width  int  // the table's columns (0: not checked)
+	// bounded: the log does not grow; Done at its end.
+	bounded bool
 }
 
 var _ Reader = (*logReader)(nil)
@@ -111,6 +113,12 @@ var _ Reader = (*logReader)(nil)
 // NewLogReader reads src, an HTTP-ingest table, from its log l at at.
 func NewLogReader(l *state.Log, src *plan.Source, at SourcePosition) Reader {
 	return &logReader{log: l, off: at.Offset, upsert: src.Upsert, width: len(src.Schema)}
+}
+
+// NewBoundedLogReader is NewLogReader for a log that no longer grows (a
+// bounded side input's, ENGINE=file): the source ends at its end.
+func NewBoundedLogReader(l *state.Log, src *plan.Source, at SourcePosition) Reader {
+	return &logReader{log: l, off: at.Offset, upsert: src.Upsert, width: len(src.Schema), bounded: true}
 }
 
 func (r *logReader) Poll(_ int64, max int, b *op.Batch) (int, error) {
@@ -162,7 +170,7 @@ func btoi(b bool) int {
 func (r *logReader) Offset() int64          { return r.off }
 func (r *logReader) Available(int64) int64  { return r.log.End() }
 func (r *logReader) Ready() <-chan struct{} { return r.log.Changed() }
-func (r *logReader) Done() bool             { return false }
+func (r *logReader) Done() bool             { return r.bounded && r.off >= r.log.End() }
 func (r *logReader) caps() readerCaps       { return readerCaps{wakes: true} }
 
 // nexmarkReader generates a Nexmark table: row idx is the idx-th event of

@@ -20,6 +20,7 @@
 //	sink.after_progress      an exactly-once epoch's progress record is written in its open transaction (PostgreSQL: its rows not yet; Kafka: produced with them)
 //	sink.before_commit       an exactly-once sink's epoch is written in its transaction, not committed
 //	sink.after_commit        the epoch and its progress record are committed, the runtime not yet told
+//	sink.after_rename        (file sinks only, so not in Points) one of an exactly-once epoch's files is renamed into place, its progress record not written
 //	task.process             a task is about to process a batch of rows (scope: the query's name; not in
 //	                         Points: a crash there is any crash under load, its use is STREAMSQL_SPIN)
 //

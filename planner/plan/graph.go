@@ -335,6 +335,14 @@ type ExternalSink struct {
 	// ExactlyOnce: epochs are committed with progress records;
 	// otherwise changes are applied as they come (at_least_once).
 	ExactlyOnce bool
+	// AppendOnly: the sink takes only inserts, each keyed on its row id
+	// although the table has no _row_id column (ENGINE=file).
+	AppendOnly bool
+	// Partition are a file sink's partition_by expressions over the
+	// table's columns, PartitionNames their directory levels' names ("":
+	// the value alone).
+	Partition      []Expr
+	PartitionNames []string
 }
 
 // Delivery is the sink's delivery mode as written in ENGINE_ATTRIBUTE.
@@ -412,6 +420,9 @@ func (s *Sink) Explain() string {
 		pk := make([]string, len(e.PrimaryKey))
 		for i, p := range e.PrimaryKey {
 			pk[i] = e.Columns[p].Name
+		}
+		if e.Engine == "file" {
+			return fmt.Sprintf("Sink file table=%s format=%s delivery=%s key=%s partition_by=[%s]", e.Table, e.Attrs["format"], e.Delivery(), s.Key, joinExprs(e.Partition))
 		}
 		return fmt.Sprintf("Sink %s table=%s delivery=%s key=%s primary_key=[%s]", e.Engine, e.Table, e.Delivery(), s.Key, strings.Join(pk, ", "))
 	}

@@ -21,14 +21,25 @@ type TableDef struct {
 }
 
 // IsSink reports whether the table is an external sink (written by
-// INSERT INTO ... SELECT, never read): ENGINE=postgres, or ENGINE=kafka
-// with a delivery.
+// INSERT INTO ... SELECT, never read): ENGINE=postgres, ENGINE=kafka
+// with a delivery, or ENGINE=file without a PRIMARY KEY (with one it is
+// a side input read from the file).
 func (t *TableDef) IsSink() bool {
-	if t.Engine == "kafka" {
+	switch t.Engine {
+	case "kafka":
 		_, ok := t.Attrs["delivery"]
 		return ok
+	case "file":
+		return len(t.PrimaryKey) == 0
 	}
 	return t.Engine == "postgres"
+}
+
+// HasLog reports whether the table's rows are in an ingest log of the
+// meta store: ENGINE=http tables, and ENGINE=file side inputs (each
+// version read from the file is logged as upserts and deletes).
+func (t *TableDef) HasLog() bool {
+	return t.Engine == "http" || (t.Engine == "file" && !t.IsSink())
 }
 
 // ViewDef is what the planner needs to know of an existing view.

@@ -1,5 +1,6 @@
 // Package examples holds example SQL: the Nexmark queries that
-// `streamsql bench` runs, one SELECT per file, named by file.
+// `streamsql bench` runs, one query per file (a SELECT, or an INSERT INTO
+// a table the CREATE TABLE statements before it make), named by file.
 package examples
 
 import "embed"

@@ -37,6 +37,10 @@ type Spec struct {
 	// ExactlyOnce: epochs are committed with progress records
 	// (CommitEpoch); otherwise changes are applied as they come (Apply).
 	ExactlyOnce bool
+	// Partition and PartitionNames: a file sink's partition_by
+	// (plan.ExternalSink).
+	Partition      []plan.Expr
+	PartitionNames []string
 }
 
 // Publisher writes a sink's changes to an external system.
