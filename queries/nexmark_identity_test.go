@@ -166,10 +166,19 @@ func firstDiff(a, b []string) string {
 // under the race detector on a loaded machine (at 5000 a second, a 2 s
 // span, a busy CI machine was seen reading it all before the stop), from
 // 7.5 s past a 10 s boundary, which the windows cross half-way.
+// restartQueries are the examples TestNexmarkRestartIdentity restarts:
+// every Nexmark query but q12, whose processing-time windows depend on
+// the wall clock by definition (TestNexmarkQ12 checks what holds of
+// them), and q10, whose file sink is killed and restarted by
+// e2e/TestFileSinkCrashRecovery; and bid_moving_average, an OVER
+// aggregation over a stream.
+var restartQueries = []string{"q0", "q1", "q2", "q3", "q4", "q5", "q5-core", "q6", "q7", "q8", "q9", "q11", "q13", "q14", "q15",
+	"q16", "q17", "q18", "q19", "q20", "q21", "q22", "bid_moving_average"}
+
 func TestNexmarkRestartIdentity(t *testing.T) {
 	const events, par = 10000, 2
 	tables := nexmarkTables(t, events, fmt.Sprintf(`"base_time": %d, "events_per_second": 2000`, nexmark.DefaultBaseTime+7500))
-	for _, q := range []string{"q4", "q5-core", "q6", "q7", "q9", "q11", "q13", "q16", "q18", "q19", "q20", "q21", "bid_moving_average"} {
+	for _, q := range restartQueries {
 		t.Run(q, func(t *testing.T) {
 			t.Parallel()
 			want, wantSt := runExampleOver(t, tables, q, par)
