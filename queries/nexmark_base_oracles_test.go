@@ -43,7 +43,7 @@ func init() {
 			return sorted(out)
 		}},
 		// Sellers in OR, ID or CA of auctions in category 10.
-		"q3": {suiteInput{events: 200000}, func(in suiteInput) []string {
+		"q3": {suiteInput{events: 60000}, func(in suiteInput) []string {
 			people := map[int64]plan.Row{}
 			for _, p := range in.rows(nexmark.Person) {
 				people[p[nexmark.PersonID].I] = p
@@ -78,7 +78,7 @@ func init() {
 			return sorted(out)
 		}},
 		// People who created an auction in the 10 s window they joined in.
-		"q8": {suiteInput{events: 200000}, func(in suiteInput) []string {
+		"q8": {suiteInput{events: 60000}, func(in suiteInput) []string {
 			type key struct{ id, start int64 }
 			names := map[key]string{}
 			for _, p := range in.rows(nexmark.Person) {
