@@ -103,7 +103,7 @@ var rowCases = map[string][]fcase{
 	"regexp_like": {c(N, S("x"), S("(")), c(N, S("x"), S("a"), S("x")), c(B(true), S("A"), S("a"), S("i"))},
 	"regexp_instr": {c(N, S("abc"), S("a"), I(1), I(1), I(2)), // a return_option neither 0 nor 1 (MySQL: an error)
 		c(N, S("abc"), S("a"), I(0)), c(I(3), S("abc"), S("c"), I(2))},
-	"regexp_substr":  {c(N, S("abc"), S("a"), I(-1)), c(N, S("abc"), S("[")), c(S("c"), S("abc"), S("c"))},
+	"regexp_substr": {c(N, S("abc"), S("a"), I(-1)), c(N, S("abc"), S("[")), c(S("c"), S("abc"), S("c"))},
 	"regexp_replace": {c(N, S("ab"), S("(a)"), S("$2")), c(N, S("ab"), S("a"), S("$")), c(S("xb"), S("ab"), S("(a)"), S("x")), c(N, S("ab"), S("*"), S("x")),
 		c(N, S(strings.Repeat("a", 1<<10)), S(""), S(strings.Repeat("x", 1<<10)))}, // past MaxStringLen, as LPAD's
 	"regexp_extract": {c(N, S("ab"), S("(a)"), I(5)), // a group the pattern lacks (Flink: NULL)
