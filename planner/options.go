@@ -7,6 +7,7 @@ import (
 	"github.com/streamsql/streamsql/parser"
 	"github.com/streamsql/streamsql/planner/plan"
 	"github.com/streamsql/streamsql/value"
+	"github.com/streamsql/streamsql/window"
 )
 
 // OptionNames are the per-query options of SET_VAR hints and SET.
@@ -61,6 +62,18 @@ func ApplyOptions(opts *plan.Options, vars []parser.SetVar, where string) error 
 		if err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// CheckIntervals refuses a checkpoint interval (ms; 0: checkpoints off)
+// shorter than the emit interval: a checkpoint rides on a barrier, and
+// barriers go out at the emit interval, so it would silently become the
+// emit interval.
+func CheckIntervals(checkpoint, emit int64) error {
+	if checkpoint > 0 && emit > 0 && checkpoint < emit {
+		return errf("checkpoint_interval", "checkpoint_interval %s is shorter than emit_interval %s: a checkpoint rides on a barrier, and barriers go out every emit_interval; set emit_interval to %s or less (SET_VAR(emit_interval='%s')), or checkpoint_interval to %s or more",
+			window.FormatDuration(checkpoint), window.FormatDuration(emit), window.FormatDuration(checkpoint), window.FormatDuration(checkpoint), window.FormatDuration(emit))
 	}
 	return nil
 }

@@ -26,6 +26,9 @@ func Query(sel *parser.Select, cat Catalog, opts plan.Options, name string, sink
 	if err := ApplyOptions(&opts, sel.Hints, "SET_VAR"); err != nil {
 		return nil, err
 	}
+	if err := CheckIntervals(opts.CheckpointInterval, opts.EmitInterval); err != nil {
+		return nil, err
+	}
 	b := &builder{cat: cat, opts: opts, stateTTLUnused: true}
 	p, err := b.query(sel, false)
 	if err != nil {

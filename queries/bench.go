@@ -171,7 +171,14 @@ func Bench(ctx context.Context, cfg BenchConfig) (BenchResult, error) {
 		meta.Close()
 		return BenchResult{}, err
 	}
-	e, err := OpenWith(Config{DataDir: dir, CheckpointInterval: cfg.CheckpointInterval}, meta, store)
+	// Barriers go out every emit interval (200 ms by default), and a
+	// checkpoint rides on one: a shorter checkpoint interval needs as short
+	// an emit interval.
+	emit := 200 * time.Millisecond
+	if cfg.CheckpointInterval > 0 {
+		emit = min(emit, cfg.CheckpointInterval)
+	}
+	e, err := OpenWith(Config{DataDir: dir, CheckpointInterval: cfg.CheckpointInterval, EmitInterval: emit}, meta, store)
 	if err != nil {
 		return BenchResult{}, err
 	}

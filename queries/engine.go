@@ -167,6 +167,9 @@ const (
 // Open opens the stores under cfg.DataDir, loads the catalog, starts
 // every view's query and the maintenance loop (GC, log truncation).
 func Open(cfg Config) (*Engine, error) {
+	if err := checkIntervals(cfg); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data directory %s: %w", cfg.DataDir, err)
 	}
@@ -210,6 +213,22 @@ func Open(cfg Config) (*Engine, error) {
 	return e, nil
 }
 
+// checkIntervals refuses a checkpoint interval shorter than the emit
+// interval (200 ms when unset): a checkpoint rides on a barrier, and
+// barriers go out every emit interval, so it would silently be the emit
+// interval.
+func checkIntervals(cfg Config) error {
+	emit := cfg.EmitInterval
+	if emit <= 0 {
+		emit = 200 * time.Millisecond
+	}
+	if cfg.CheckpointInterval > 0 && cfg.CheckpointInterval < emit {
+		return fmt.Errorf("checkpoint interval %s is shorter than the emit interval %s: a checkpoint rides on a barrier, and barriers go out every emit interval; set --emit-interval to %s or less, or a longer --checkpoint-interval",
+			cfg.CheckpointInterval, emit, cfg.CheckpointInterval)
+	}
+	return nil
+}
+
 // OpenWith runs an engine on given stores, without the maintenance loop
 // (benchmarks). Close closes the stores.
 func OpenWith(cfg Config, meta *state.Meta, store state.Versioned) (*Engine, error) {
@@ -218,6 +237,11 @@ func OpenWith(cfg Config, meta *state.Meta, store state.Versioned) (*Engine, err
 	}
 	if cfg.EmitInterval <= 0 {
 		cfg.EmitInterval = 200 * time.Millisecond
+	}
+	if err := checkIntervals(cfg); err != nil {
+		meta.Close()
+		store.Close()
+		return nil, err
 	}
 	if cfg.Publisher == nil {
 		cfg.Publisher = publisherIn(FilesDir(cfg.DataDir))

@@ -8,4 +8,6 @@ SELECT SUM(channel) FROM bids GROUP BY auction;
 SELECT /*+ SET_VAR(state_ttl='1h') */ channel, COUNT(*) FROM bids GROUP BY channel;
 SELECT /*+ SET_VAR(results_retention='1h') */ channel, COUNT(*) FROM bids GROUP BY channel;
 SELECT /*+ SET_VAR(parallelism=0) */ channel, COUNT(*) FROM bids GROUP BY channel;
-SELECT COUNT(*) FROM bids GROUP BY HOP(ts, '1ms', '1d')
+SELECT COUNT(*) FROM bids GROUP BY HOP(ts, '1ms', '1d');
+SELECT /*+ SET_VAR(checkpoint_interval='100ms') */ channel, COUNT(*) FROM bids GROUP BY channel;
+SELECT /*+ SET_VAR(checkpoint_interval='100ms') SET_VAR(emit_interval='100ms') */ channel, COUNT(*) AS n FROM bids GROUP BY channel
