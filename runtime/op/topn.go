@@ -52,6 +52,7 @@ type topN struct {
 	due      []*tnPart // dedup: candidates by time; window: partitions by end
 	expiry   []*tnPart // dedup with a TTL: done keys by time
 	free     []*tnRow  // released rows nothing refers to, for reuse
+	gone     []string  // updating: records of written rows released since the last snapshot
 	held     int       // rows and done keys held
 	bytes    int64
 	wm       int64
@@ -82,6 +83,8 @@ type tnRow struct {
 	// rank at this barrier (0: not among the top).
 	rank, now int64
 	kept      bool // among its partition's rows
+	// written: its record (updating mode: one per row) is in the state.
+	written bool
 }
 
 type tnPart struct {
@@ -271,10 +274,15 @@ func (x *tnRow) decodeOrd(at, n int) error {
 
 // release forgets a kept row; its memory is reused once nothing refers
 // to it (it is not among what was last emitted).
-func (t *topN) release(r *tnRow) {
+func (t *topN) release(p *tnPart, r *tnRow) {
 	t.held--
 	t.bytes -= rowBytes(r)
 	r.kept = false
+	if r.written {
+		// Its record goes at the next snapshot.
+		t.gone = append(t.gone, t.rowKey(p, r))
+		r.written = false
+	}
 	if r.rank == 0 {
 		t.recycle(r)
 	}
@@ -334,12 +342,12 @@ func (t *topN) insert(p *tnPart, pos int, r plan.Row, m *RowMeta) bool {
 	n := t.assign(p.rows)
 	if n <= pos {
 		// Ranked beyond the limit (RANK, DENSE_RANK): not kept after all.
-		t.release(p.rows[pos])
+		t.release(p, p.rows[pos])
 		p.rows = slices.Delete(p.rows, pos, pos+1)
 		return false
 	}
 	for _, x := range p.rows[n:] {
-		t.release(x)
+		t.release(p, x)
 	}
 	clear(p.rows[n:])
 	p.rows = p.rows[:n]
@@ -382,7 +390,7 @@ func (t *topN) Process(b *Batch, out Emitter) error {
 		pos, found := slices.BinarySearchFunc(p.rows, t.probe(r, m), t.cmpProbe)
 		if m.Op.Retracts() {
 			if found {
-				t.release(p.rows[pos])
+				t.release(p, p.rows[pos])
 				p.rows = slices.Delete(p.rows, pos, pos+1)
 				t.touch(p)
 			} else if len(p.rows) == 0 && len(p.emitted) == 0 && !p.dirty {
@@ -393,7 +401,7 @@ func (t *topN) Process(b *Batch, out Emitter) error {
 		if found {
 			// The same row again (an upsert without its old row): the new
 			// values replace it.
-			t.release(p.rows[pos])
+			t.release(p, p.rows[pos])
 			p.rows = slices.Delete(p.rows, pos, pos+1)
 			t.touch(p)
 		}
@@ -427,7 +435,7 @@ func (t *topN) dedup(r plan.Row, m *RowMeta) {
 	} else if t.cmpProbe(p.rows[0], probe) <= 0 {
 		return // not earlier than the candidate
 	} else {
-		t.release(p.rows[0])
+		t.release(p, p.rows[0])
 		p.rows = p.rows[:0]
 	}
 	p.rows = append(p.rows, t.keep(r, m))
@@ -475,7 +483,7 @@ func (t *topN) advance(wm int64, res *Batch) {
 			}
 			c := p.rows[0]
 			res.Append(t.output(c, 1), RowMeta{Offset: c.off, ID: c.id, Key: p.key, Op: Insert, WM: t.outWM})
-			t.release(c)
+			t.release(p, c)
 			p.rows, p.done = nil, true
 			t.held++ // the done key
 			t.markChanged(p)
@@ -494,7 +502,7 @@ func (t *topN) advance(wm int64, res *Batch) {
 			res.Append(t.output(r, r.now), RowMeta{Offset: r.off, ID: string(t.keyBuf), Key: p.key, Op: Insert, WM: t.outWM})
 		}
 		for _, r := range p.rows {
-			t.release(r)
+			t.release(p, r)
 		}
 		t.drop(p)
 	}
@@ -658,6 +666,9 @@ func (t *topN) StateBytes() int64 { return t.bytes }
 // Snapshot writes the partitions changed since the last snapshot (deletes
 // for those gone), or every partition (a full snapshot).
 func (t *topN) Snapshot(w StateWriter) error {
+	if t.spec.Mode == plan.TopNUpdating {
+		return t.snapshotRows(w)
+	}
 	if w.Full() {
 		for _, p := range t.parts {
 			w.Put(KeyBytes(p.key), t.encode(p))
@@ -768,6 +779,9 @@ func (x *tnRow) decodeEnc(keep, order int) error {
 // Restore loads the partitions this task owns. What was emitted of each
 // is what its rows rank as (snapshots follow the barrier's emission).
 func (t *topN) Restore(r StateReader) error {
+	if t.spec.Mode == plan.TopNUpdating {
+		return t.restoreRows(r)
+	}
 	return r.Scan(func(k, v []byte) error {
 		if !r.Owns(string(k)) {
 			return nil
@@ -799,4 +813,143 @@ func (t *topN) Restore(r StateReader) error {
 		}
 		return nil
 	})
+}
+
+// snapshotRows is the updating mode's snapshot: one record per kept row,
+// keyed by its partition's key and its id (rowKey), valued by its
+// encoding, offset and id, written once when the row is kept and deleted
+// when it leaves, so a change to a partition of N rows writes the rows
+// that entered and deletes the ones that left, not the N. Deletes come
+// first: a row released and another of the same identity kept since the
+// last snapshot are a delete and then a put of the same key.
+func (t *topN) snapshotRows(w StateWriter) error {
+	full := w.Full()
+	if !full {
+		for _, k := range t.gone {
+			w.Delete(KeyBytes(k))
+		}
+	}
+	clear(t.gone)
+	t.gone = t.gone[:0]
+	write := func(p *tnPart) {
+		for _, r := range p.rows {
+			if full || !r.written {
+				w.Put(KeyBytes(t.rowKey(p, r)), t.encodeRow(r))
+				r.written = true
+			}
+		}
+	}
+	if full {
+		for _, p := range t.parts {
+			write(p)
+		}
+	} else {
+		for _, p := range t.changed {
+			if !p.gone {
+				write(p)
+			}
+		}
+	}
+	for _, p := range t.changed {
+		p.changed = false
+	}
+	clear(t.changed)
+	t.changed = t.changed[:0]
+	return nil
+}
+
+// rowKey is row r's record key: its partition's key, then its id as a key
+// value (rowIDKey).
+func (t *topN) rowKey(p *tnPart, r *tnRow) string {
+	t.keyBuf = rowIDKey(append(t.keyBuf[:0], p.key...), r)
+	return string(t.keyBuf)
+}
+
+// encodeRow is row r's record: its encoding, offset and id, the first and
+// last length-prefixed.
+func (t *topN) encodeRow(r *tnRow) []byte {
+	b := binary.AppendUvarint(t.buf[:0], uint64(len(r.enc)))
+	b = append(b, r.enc...)
+	b = binary.AppendVarint(b, r.off)
+	b = binary.AppendUvarint(b, uint64(len(r.id)))
+	b = append(b, r.id...)
+	t.buf = b
+	return b
+}
+
+// decodeRowRecord reads encodeRow's record.
+func (t *topN) decodeRowRecord(v []byte) (*tnRow, error) {
+	l, n := binary.Uvarint(v)
+	if n <= 0 || l > uint64(len(v)-n) {
+		return nil, fmt.Errorf("bad row length")
+	}
+	r := &tnRow{enc: string(v[n : n+int(l)])}
+	if err := r.decodeEnc(len(t.spec.Keep), len(t.spec.Order)); err != nil {
+		return nil, err
+	}
+	v = v[n+int(l):]
+	if r.off, n = binary.Varint(v); n <= 0 {
+		return nil, fmt.Errorf("bad offset")
+	}
+	v = v[n:]
+	if l, n = binary.Uvarint(v); n <= 0 || l != uint64(len(v)-n) {
+		return nil, fmt.Errorf("bad id")
+	}
+	r.id = string(v[n:])
+	return r, nil
+}
+
+// splitRowKey is a row record key's partition key: the values of the
+// PARTITION BY columns before the row's id.
+func (t *topN) splitRowKey(k []byte) (string, error) {
+	key := string(k)
+	rest := key
+	for i := range len(t.spec.Partition) {
+		var err error
+		if _, rest, err = value.DecodeValueIn(rest); err != nil {
+			return "", fmt.Errorf("partition value %d: %w", i, err)
+		}
+	}
+	part := key[:len(key)-len(rest)]
+	if _, after, err := value.DecodeValueIn(rest); err != nil || after != "" {
+		return "", fmt.Errorf("not one row id after the partition")
+	}
+	return part, nil
+}
+
+// restoreRows is the updating mode's Restore: the rows of each partition
+// this task owns, put back in order; what was emitted is what they rank
+// as.
+func (t *topN) restoreRows(r StateReader) error {
+	err := r.Scan(func(k, v []byte) error {
+		pk, err := t.splitRowKey(k)
+		if err != nil {
+			return fmt.Errorf("topn state record %x: %w", k, err)
+		}
+		if !r.Owns(pk) {
+			return nil
+		}
+		x, err := t.decodeRowRecord(v)
+		if err != nil {
+			return fmt.Errorf("topn state record %x: %w", k, err)
+		}
+		p := t.part(pk)
+		x.kept, x.written = true, true
+		p.rows = append(p.rows, x)
+		t.held++
+		t.bytes += rowBytes(x)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, p := range t.parts {
+		slices.SortFunc(p.rows, func(a, b *tnRow) int { return t.cmpProbe(a, tnProbe{ord: b.ord, id: b.id, off: b.off}) })
+		n := t.assign(p.rows)
+		for _, x := range p.rows[:n] {
+			x.rank = x.now
+		}
+		p.emitted = append(p.emitted[:0], p.rows[:n]...)
+	}
+	return nil
 }
