@@ -704,14 +704,43 @@ func (t *topN) encode(p *tnPart) []byte {
 	b = binary.AppendVarint(b, p.time)
 	b = binary.AppendUvarint(b, uint64(len(p.rows)))
 	for _, r := range p.rows {
-		b = binary.AppendUvarint(b, uint64(len(r.enc)))
-		b = append(b, r.enc...)
-		b = binary.AppendVarint(b, r.off)
-		b = binary.AppendUvarint(b, uint64(len(r.id)))
-		b = append(b, r.id...)
+		b = appendRowRecord(b, r)
 	}
 	t.buf = b
 	return b
+}
+
+// appendRowRecord appends row r's record: its encoding, offset and id,
+// the first and last length-prefixed.
+func appendRowRecord(b []byte, r *tnRow) []byte {
+	b = binary.AppendUvarint(b, uint64(len(r.enc)))
+	b = append(b, r.enc...)
+	b = binary.AppendVarint(b, r.off)
+	b = binary.AppendUvarint(b, uint64(len(r.id)))
+	return append(b, r.id...)
+}
+
+// readRowRecord reads appendRowRecord's record from the front of v and
+// returns the rest.
+func (t *topN) readRowRecord(v []byte) (*tnRow, []byte, error) {
+	l, n := binary.Uvarint(v)
+	if n <= 0 || l > uint64(len(v)-n) {
+		return nil, nil, fmt.Errorf("bad row length")
+	}
+	r := &tnRow{enc: string(v[n : n+int(l)])}
+	if err := r.decodeEnc(len(t.spec.Keep), len(t.spec.Order)); err != nil {
+		return nil, nil, err
+	}
+	v = v[n+int(l):]
+	if r.off, n = binary.Varint(v); n <= 0 {
+		return nil, nil, fmt.Errorf("bad offset")
+	}
+	v = v[n:]
+	if l, n = binary.Uvarint(v); n <= 0 || l > uint64(len(v)-n) {
+		return nil, nil, fmt.Errorf("bad id")
+	}
+	r.id = string(v[n : n+int(l)])
+	return r, v[n+int(l):], nil
 }
 
 // decodeTopN reads a partition's record (encode's).
@@ -731,23 +760,10 @@ func (t *topN) decodeTopN(v []byte) (done bool, time int64, rows []*tnRow, err e
 	}
 	v = v[n:]
 	for range count {
-		l, n := binary.Uvarint(v)
-		if n <= 0 || l > uint64(len(v)-n) {
-			return false, 0, nil, fmt.Errorf("bad row length")
-		}
-		r := &tnRow{enc: string(v[n : n+int(l)])}
-		if err := r.decodeEnc(len(t.spec.Keep), len(t.spec.Order)); err != nil {
+		var r *tnRow
+		if r, v, err = t.readRowRecord(v); err != nil {
 			return false, 0, nil, err
 		}
-		v = v[n+int(l):]
-		if r.off, n = binary.Varint(v); n <= 0 {
-			return false, 0, nil, fmt.Errorf("bad offset")
-		}
-		v = v[n:]
-		if l, n = binary.Uvarint(v); n <= 0 || l > uint64(len(v)-n) {
-			return false, 0, nil, fmt.Errorf("bad id")
-		}
-		r.id, v = string(v[n:n+int(l)]), v[n+int(l):]
 		rows = append(rows, r)
 	}
 	if len(v) != 0 {
@@ -834,7 +850,8 @@ func (t *topN) snapshotRows(w StateWriter) error {
 	write := func(p *tnPart) {
 		for _, r := range p.rows {
 			if full || !r.written {
-				w.Put(KeyBytes(t.rowKey(p, r)), t.encodeRow(r))
+				t.buf = appendRowRecord(t.buf[:0], r)
+				w.Put(KeyBytes(t.rowKey(p, r)), t.buf)
 				r.written = true
 			}
 		}
@@ -863,40 +880,6 @@ func (t *topN) snapshotRows(w StateWriter) error {
 func (t *topN) rowKey(p *tnPart, r *tnRow) string {
 	t.keyBuf = rowIDKey(append(t.keyBuf[:0], p.key...), r)
 	return string(t.keyBuf)
-}
-
-// encodeRow is row r's record: its encoding, offset and id, the first and
-// last length-prefixed.
-func (t *topN) encodeRow(r *tnRow) []byte {
-	b := binary.AppendUvarint(t.buf[:0], uint64(len(r.enc)))
-	b = append(b, r.enc...)
-	b = binary.AppendVarint(b, r.off)
-	b = binary.AppendUvarint(b, uint64(len(r.id)))
-	b = append(b, r.id...)
-	t.buf = b
-	return b
-}
-
-// decodeRowRecord reads encodeRow's record.
-func (t *topN) decodeRowRecord(v []byte) (*tnRow, error) {
-	l, n := binary.Uvarint(v)
-	if n <= 0 || l > uint64(len(v)-n) {
-		return nil, fmt.Errorf("bad row length")
-	}
-	r := &tnRow{enc: string(v[n : n+int(l)])}
-	if err := r.decodeEnc(len(t.spec.Keep), len(t.spec.Order)); err != nil {
-		return nil, err
-	}
-	v = v[n+int(l):]
-	if r.off, n = binary.Varint(v); n <= 0 {
-		return nil, fmt.Errorf("bad offset")
-	}
-	v = v[n:]
-	if l, n = binary.Uvarint(v); n <= 0 || l != uint64(len(v)-n) {
-		return nil, fmt.Errorf("bad id")
-	}
-	r.id = string(v[n:])
-	return r, nil
 }
 
 // splitRowKey is a row record key's partition key: the values of the
@@ -929,7 +912,10 @@ func (t *topN) restoreRows(r StateReader) error {
 		if !r.Owns(pk) {
 			return nil
 		}
-		x, err := t.decodeRowRecord(v)
+		x, rest, err := t.readRowRecord(v)
+		if err == nil && len(rest) > 0 {
+			err = fmt.Errorf("%d bytes after the row", len(rest))
+		}
 		if err != nil {
 			return fmt.Errorf("topn state record %x: %w", k, err)
 		}
