@@ -33,6 +33,17 @@ type cteScope struct {
 	next *cteScope
 }
 
+// cteQuery plans sel, WITH query c's (or a rewrite of it), where it is
+// read: as a subquery (each read is its own copy) seeing the WITH queries
+// before c, not c itself.
+func (b *builder) cteQuery(c *cteScope, sel *parser.Select, alias string) (*stream, error) {
+	saved := b.ctes
+	b.ctes = c.next
+	b.inCTE = append(b.inCTE, c.name)
+	defer func() { b.ctes, b.inCTE = saved, b.inCTE[:len(b.inCTE)-1] }()
+	return b.subquery(sel, alias, false)
+}
+
 // cte is the WITH query name names in scope, or nil.
 func (b *builder) cte(name string) *cteScope {
 	for c := b.ctes; c != nil; c = c.next {
@@ -269,13 +280,7 @@ func (b *builder) from(ref *parser.TableRef) (*stream, error) {
 		return nil, errf("AS", "AS OF TIMESTAMP belongs on the table side of a join: FROM stream JOIN t AS OF TIMESTAMP stream.ts ON ...")
 	}
 	if c := b.cte(ref.Name); c != nil {
-		// A WITH query is planned where it is read, as a subquery (each
-		// read is its own copy), seeing the WITH queries before it.
-		saved := b.ctes
-		b.ctes = c.next
-		b.inCTE = append(b.inCTE, c.name)
-		defer func() { b.ctes, b.inCTE = saved, b.inCTE[:len(b.inCTE)-1] }()
-		return b.subquery(c.sel, ref.Qualifier(), false)
+		return b.cteQuery(c, c.sel, ref.Qualifier())
 	}
 	tbl, ok := b.cat.Table(ref.Name)
 	if !ok {

@@ -94,12 +94,7 @@ func (b *builder) topN(ref *parser.TableRef, inner *parser.Select, at int, where
 	if ref.Subquery != nil {
 		s, err = b.subquery(&d, qual, false)
 	} else {
-		c := b.cte(ref.Name)
-		saved := b.ctes
-		b.ctes = c.next
-		b.inCTE = append(b.inCTE, c.name)
-		s, err = b.subquery(&d, qual, false)
-		b.ctes, b.inCTE = saved, b.inCTE[:len(b.inCTE)-1]
+		s, err = b.cteQuery(b.cte(ref.Name), &d, qual)
 	}
 	if err != nil {
 		return nil, nil, err
