@@ -212,6 +212,11 @@ func TestTextFuncsAllocate(t *testing.T) {
 			t.Fatal(err)
 		}
 		e := compile(t, call, &Env{})
+		if raceEnabled && tc.name == "regexp_like" {
+			// Go's regexp takes its matcher from a sync.Pool, which the race
+			// detector empties at random: checked without -race only.
+			continue
+		}
 		if n := testing.AllocsPerRun(100, func() { e(nil) }); n != 0 {
 			t.Errorf("%s allocates %v times a row", tc.name, n)
 		}
