@@ -317,11 +317,15 @@ func pgProgress(t testing.TB, pg *pgtest.Server, schema string) []int64 {
 const (
 	exactlyOnce = "exactly_once"
 	atLeastOnce = "at_least_once"
+	atMostOnce  = "at_most_once"
 )
 
 func deliveryTag(d string) string {
-	if d == exactlyOnce {
+	switch d {
+	case exactlyOnce:
 		return "eo"
+	case atMostOnce:
+		return "amo"
 	}
 	return "alo"
 }

@@ -18,7 +18,7 @@ const RowIDColumn = "_row_id"
 func Insert(sel *parser.Select, t *plan.TableDef, cat Catalog, opts plan.Options) (*plan.Graph, error) {
 	if !t.IsSink() {
 		if t.Engine == "kafka" {
-			return nil, errf(t.Name, "INSERT INTO %s: Kafka table %s is a source; a Kafka sink table names its delivery in ENGINE_ATTRIBUTE (\"delivery\": \"exactly_once\" or \"at_least_once\")", t.Name, t.Name)
+			return nil, errf(t.Name, "INSERT INTO %s: Kafka table %s is a source; a Kafka sink table names its delivery in ENGINE_ATTRIBUTE (\"delivery\": \"exactly_once\", \"at_least_once\" or \"at_most_once\")", t.Name, t.Name)
 		}
 		if t.Engine == "file" {
 			return nil, errf(t.Name, "INSERT INTO %s: file table %s has a PRIMARY KEY, so it is a side input read from its file; a file sink table has no PRIMARY KEY", t.Name, t.Name)
@@ -35,12 +35,13 @@ func Insert(sel *parser.Select, t *plan.TableDef, cat Catalog, opts plan.Options
 		}
 	}
 	ext := &plan.ExternalSink{Table: t.Name, Engine: t.Engine, Connection: t.Connection, Attrs: t.Attrs,
-		Columns: t.Columns, RowID: t.Columns.Index(RowIDColumn), ExactlyOnce: t.Attrs["delivery"] != "at_least_once"}
+		Columns: t.Columns, RowID: t.Columns.Index(RowIDColumn), ExactlyOnce: t.Attrs["delivery"] != "at_least_once" && t.Attrs["delivery"] != "at_most_once",
+		AtMostOnce: t.Attrs["delivery"] == "at_most_once"}
 	for _, k := range t.PrimaryKey {
 		ext.PrimaryKey = append(ext.PrimaryKey, t.Columns.Index(k))
 	}
 	if ext.ExactlyOnce && g.Options.CheckpointInterval <= 0 {
-		return nil, errf(t.Name, "INSERT INTO %s: exactly_once delivery commits at checkpoints, and checkpoints are off for this query; set checkpoint_interval, or use \"delivery\": \"at_least_once\"", t.Name)
+		return nil, errf(t.Name, "INSERT INTO %s: exactly_once delivery commits at checkpoints, and checkpoints are off for this query; set checkpoint_interval, or use \"delivery\": \"at_least_once\" or \"at_most_once\"", t.Name)
 	}
 	// target maps the query's output columns to the table's.
 	var target []int

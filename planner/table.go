@@ -203,8 +203,8 @@ func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 		case "retention":
 			def.Retention, err = dur()
 		case "delivery":
-			if s != "exactly_once" && s != "at_least_once" {
-				return nil, badf(k, "ENGINE_ATTRIBUTE delivery must be exactly_once or at_least_once, not %q", s)
+			if s != "exactly_once" && s != "at_least_once" && s != "at_most_once" {
+				return nil, badf(k, "ENGINE_ATTRIBUTE delivery must be exactly_once, at_least_once or at_most_once, not %q", s)
 			}
 			def.Attrs[k] = s
 		case "create_table":

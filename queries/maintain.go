@@ -309,21 +309,24 @@ func (e *Engine) removeOrphans(recs []viewRecord) {
 }
 
 // dropQueryData deletes a query's stored state and results and its sink
-// write-ahead log (at-least-once keys in the meta catalog).
+// write-ahead log (at-least-once keys, the at-most-once positions, in the
+// meta catalog).
 func (e *Engine) dropQueryData(id uint64) error {
 	if err := e.store.DropPrefix(runtime.QueryPrefix(id)); err != nil {
 		return fmt.Errorf("query %d state: %w", id, err)
 	}
-	kvs, err := e.meta.ListCatalog(runtime.SinkWALPrefix(id))
-	if err != nil {
-		return fmt.Errorf("query %d sink write-ahead log: %w", id, err)
+	var keys []string
+	for _, prefix := range []string{runtime.SinkWALPrefix(id), runtime.AtMostOnceKey(id)} {
+		kvs, err := e.meta.ListCatalog(prefix)
+		if err != nil {
+			return fmt.Errorf("query %d sink write-ahead log: %w", id, err)
+		}
+		for _, kv := range kvs {
+			keys = append(keys, string(kv.Key))
+		}
 	}
-	if len(kvs) == 0 {
+	if len(keys) == 0 {
 		return nil
-	}
-	keys := make([]string, len(kvs))
-	for i, kv := range kvs {
-		keys[i] = string(kv.Key)
 	}
 	if err := e.meta.DeleteCatalogKeys(keys); err != nil {
 		return fmt.Errorf("query %d sink write-ahead log: %w", id, err)

@@ -248,8 +248,11 @@ type roomWaiter interface {
 // End publishes what the end of input released (no barrier follows it)
 // to the latest results.
 func (s *sinkEnd) End() error {
-	if p, ok := s.sinkWriter.(interface{ publish() }); ok {
-		p.publish()
+	switch w := s.sinkWriter.(type) {
+	case interface{ end() }:
+		w.end()
+	case interface{ publish() }:
+		w.publish()
 	}
 	close(s.ended)
 	return nil

@@ -89,8 +89,9 @@ type journalWriter struct {
 	batchIdx map[string]int
 	lastDone chan struct{} // closed when the last batch handed over is applied
 	// prev is the last checkpoint barrier this subtask has passed (at
-	// start: the restored checkpoint).
+	// start: the restored checkpoint); epoch the last barrier (0: none).
 	prev   uint64
+	epoch  uint64
 	row    plan.Row
 	keyBuf []byte
 	rowBuf []byte
@@ -185,9 +186,9 @@ func (s *journalWriter) change(key string, row plan.Row) {
 	s.batch = append(s.batch, c)
 }
 
-// publish hands the at-least-once batch to the committer (at a barrier,
-// and at the end of input).
-func (s *journalWriter) publish() {
+// publish hands the at-least-once (or at-most-once) batch to the
+// committer: at barrier epoch to, and at the end of input (endOfInput).
+func (s *journalWriter) publish(to uint64) {
 	if len(s.batch) == 0 {
 		return
 	}
@@ -198,7 +199,7 @@ func (s *journalWriter) publish() {
 			keys = append(keys, k)
 		}
 	}
-	if done, err := s.c.enqueue(s.ctx, alBatch{changes: s.batch, keys: keys, prev: s.prev}); err == nil {
+	if done, err := s.c.enqueue(s.ctx, alBatch{changes: s.batch, keys: keys, prev: s.prev, from: s.epoch, to: to}); err == nil {
 		s.lastDone = done
 	}
 	s.batch, s.batchIdx = nil, nil
@@ -213,7 +214,7 @@ func (s *journalWriter) publish() {
 // reserve), so the pending bytes and epochs do not pass it.
 func (s *journalWriter) awaitRoom(ctx context.Context, b op.Barrier) error {
 	if !s.ext.ExactlyOnce {
-		s.publish()
+		s.publish(b.Epoch)
 		if b.CheckpointID == 0 && !b.Flush {
 			return nil
 		}
@@ -242,6 +243,14 @@ func (s *journalWriter) awaitRoom(ctx context.Context, b op.Barrier) error {
 func (s *journalWriter) Barrier(b op.Barrier) {
 	if !s.ext.ExactlyOnce && b.CheckpointID != 0 {
 		s.prev = b.CheckpointID
+	}
+	s.epoch = b.Epoch
+}
+
+// end publishes what the end of input released.
+func (s *journalWriter) end() {
+	if !s.ext.ExactlyOnce {
+		s.publish(endOfInput)
 	}
 }
 
@@ -314,6 +323,8 @@ type committer struct {
 	// markers: completed checkpoints the external system may not have yet,
 	// oldest first, with when they completed (exactly_once; metrics.go).
 	markers []markerTime
+	// amo records what an at_most_once sink writes (nil otherwise).
+	amo *amoLog
 	// applying is when the at_least_once batch being applied was handed
 	// over (unix ns; 0: none).
 	applying atomic.Int64
@@ -323,8 +334,11 @@ type alBatch struct {
 	changes []sink.Change
 	keys    []string // the encoded upsert keys (for the WAL)
 	prev    uint64   // the last checkpoint before the batch
-	done    chan struct{}
-	at      time.Time // when it was handed over
+	// from and to are the barrier epochs around the batch (0: the start;
+	// endOfInput: the end), for at_most_once.
+	from, to uint64
+	done     chan struct{}
+	at       time.Time // when it was handed over
 }
 
 func newCommitter(pub sink.Publisher, ext *plan.ExternalSink, sinkID string, store state.Versioned, qid uint64, j *Job) *committer {
@@ -351,6 +365,11 @@ func (c *committer) run(ctx context.Context) error {
 	// flows, and a restart commits what the last run journaled.
 	if err := c.retry(ctx, c.commitCompleted); err != nil {
 		return err
+	}
+	if c.amo != nil {
+		if c.amo.skipping {
+			c.logger.Info("sink: at_most_once: skipping the replay up to the source positions the last run had begun writing", "sink", c.ext.Table, "positions", c.amo.written)
+		}
 	}
 	if c.wal != nil {
 		// Undo what the last run may have applied after the restored
@@ -390,7 +409,17 @@ func (c *committer) run(ctx context.Context) error {
 		}
 		logged := c.wal == nil
 		c.applying.Store(b.at.UnixNano())
+		write := true
+		if c.amo != nil {
+			var err error
+			if write, err = c.amo.admit(b); err != nil {
+				return fmt.Errorf("sink %s: %w", c.ext.Table, err)
+			}
+		}
 		err := c.retry(ctx, func(ctx context.Context) error {
+			if !write {
+				return nil
+			}
 			if !logged {
 				if err := c.wal.put(b.prev, b.keys); err != nil {
 					return err
@@ -856,8 +885,11 @@ type SinkStatus struct {
 	// this checkpoint.
 	CommittedCheckpoint uint64 `json:"committed_checkpoint"`
 	// PendingEpochs are journaled epochs not yet committed.
-	PendingEpochs int    `json:"pending_epochs"`
-	Error         string `json:"error,omitempty"`
+	PendingEpochs int `json:"pending_epochs"`
+	// SkippedChanges (at_most_once): replayed changes not written since
+	// the start, because the last run may have begun writing them.
+	SkippedChanges int64  `json:"skipped_changes,omitempty"`
+	Error          string `json:"error,omitempty"`
 }
 
 func (c *committer) status() SinkStatus {
@@ -867,6 +899,9 @@ func (c *committer) status() SinkStatus {
 		CommittedEpoch: c.committed, CommittedCheckpoint: c.through, PendingEpochs: len(c.pending)}
 	if c.lastErr != nil {
 		s.Error = c.lastErr.Error()
+	}
+	if c.amo != nil {
+		s.SkippedChanges = c.amo.skipped.Load()
 	}
 	return s
 }

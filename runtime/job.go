@@ -85,6 +85,9 @@ type Job struct {
 	stages []*stageTasks
 	// committer writes the external sink, if the query has one.
 	committer *committer
+	// cuts are the source positions at each barrier, noted only for an
+	// at_most_once sink (nil otherwise).
+	cuts *cutTable
 	// restored is the checkpoint whose state the job started from (0:
 	// none; restoredCheckpoint); began is when Start was called (the
 	// restore time is logged from it).
@@ -577,7 +580,16 @@ func (j *Job) newCommitter(ext *plan.ExternalSink, deps Deps, o StartOptions) er
 	}
 	j.committer = newCommitter(pub, ext, o.SinkID, j.store, j.ID, j)
 	j.committer.limits = o.SinkLimits
-	if !ext.ExactlyOnce && ext.RowID < 0 {
+	if ext.AtMostOnce {
+		if deps.Meta == nil {
+			return fmt.Errorf("query %s: an at_most_once sink needs the meta store", j.Name)
+		}
+		j.cuts = newCutTable()
+		j.committer.amo = &amoLog{kv: deps.Meta, key: AtMostOnceKey(j.ID), cuts: j.cuts}
+		if err := j.committer.amo.load(); err != nil {
+			return fmt.Errorf("query %s: sink %s: %w", j.Name, ext.Table, err)
+		}
+	} else if !ext.ExactlyOnce && ext.RowID < 0 {
 		if deps.Meta == nil {
 			return fmt.Errorf("query %s: an at_least_once sink needs the meta store", j.Name)
 		}

@@ -36,6 +36,11 @@ type sourceTask struct {
 	endSent   bool
 	idleSent  bool // consumers were told this source is idle
 	restoreAt uint64
+	// hold (>= 0): an at_most_once sink's last run wrote what the input
+	// up to this offset produced; the task reads up to it and no further
+	// until it has passed a barrier there, so that a barrier's cut is
+	// exactly the written one (atmostonce.go). -1: none.
+	hold int64
 	// moved counts what the source sent down its chain (rows, watermarks,
 	// idleness, the end): while it stays, an emit barrier has nothing to
 	// emit, and the coordinator sends none.
@@ -58,6 +63,15 @@ func (s *sourceTask) run(ctx context.Context) error {
 		return err
 	}
 	s.job.taskRestored()
+	s.hold = -1
+	if s.job.cuts != nil {
+		s.job.cuts.note(0, s.vertex, s.subtask, s.startOffsets())
+		if !s.reader.caps().partitioned {
+			if h, ok := s.job.cuts.hold(s.vertex, s.subtask, s.spec.Table); ok && h > s.reader.Offset() {
+				s.hold = h
+			}
+		}
+	}
 	if err := s.resumeWatermark(); err != nil {
 		return err
 	}
@@ -202,7 +216,13 @@ func (s *sourceTask) afterPoll() {
 // poll reads one batch and sends it down the chain.
 func (s *sourceTask) poll(now int64) (int, error) {
 	b := &op.Batch{}
-	n, err := s.reader.Poll(now, BatchSize, b)
+	limit := BatchSize
+	if s.hold >= 0 {
+		if limit = int(min(int64(limit), s.hold-s.reader.Offset())); limit <= 0 {
+			return 0, nil
+		}
+	}
+	n, err := s.reader.Poll(now, limit, b)
 	if err != nil {
 		return 0, fmt.Errorf("%s: read table %s: %w", s.name, s.spec.Table, err)
 	}
@@ -328,20 +348,41 @@ func (s *sourceTask) onBarrier(ctx context.Context, b op.Barrier) error {
 	}
 	var pos []state.KV
 	var offsets map[string]int64
-	if b.CheckpointID != 0 {
+	if b.CheckpointID != 0 || s.job.cuts != nil {
 		p := sourcePos{Offset: s.reader.Offset(), MaxEventTime: s.tracker.MaxEventTime(), Floor: s.floor}
-		offsets = map[string]int64{s.spec.Table: p.Offset}
+		offsets = s.startOffsets()
 		if s.reader.caps().partitioned {
 			p.Partitions = s.reader.Positions()
-			offsets = map[string]int64{}
-			for part, pos := range p.Partitions {
-				offsets[PartitionKey(s.spec.Table, part)] = pos.Offset
-			}
 		}
-		val, _ := json.Marshal(p)
-		pos = []state.KV{{Key: sourceKey(s.job.ID, s.vertex, s.subtask), Value: val}}
+		if s.job.cuts != nil {
+			// An at_most_once sink records the cut before it writes
+			// what the input up to it produced (atmostonce.go).
+			s.job.cuts.note(b.Epoch, s.vertex, s.subtask, offsets)
+		}
+		if b.CheckpointID != 0 {
+			val, _ := json.Marshal(p)
+			pos = []state.KV{{Key: sourceKey(s.job.ID, s.vertex, s.subtask), Value: val}}
+		} else {
+			offsets = nil
+		}
+	}
+	if s.hold >= 0 && s.reader.Offset() >= s.hold {
+		s.hold = -1 // this barrier's cut is the written one
 	}
 	return s.barrier(ctx, b, 0, pos, offsets)
+}
+
+// startOffsets are the task's positions before it reads (for the cut at
+// the start, atmostonce.go), keyed as a checkpoint's offsets are.
+func (s *sourceTask) startOffsets() map[string]int64 {
+	if !s.reader.caps().partitioned {
+		return map[string]int64{s.spec.Table: s.reader.Offset()}
+	}
+	out := map[string]int64{}
+	for part, pos := range s.reader.Positions() {
+		out[PartitionKey(s.spec.Table, part)] = pos.Offset
+	}
+	return out
 }
 
 // sourcePos is a source task's checkpointed position.

@@ -335,6 +335,11 @@ type ExternalSink struct {
 	// ExactlyOnce: epochs are committed with progress records;
 	// otherwise changes are applied as they come (at_least_once).
 	ExactlyOnce bool
+	// AtMostOnce (with ExactlyOnce false): changes are applied as they
+	// come, and a restart never writes again what the crashed run may
+	// have begun writing (it skips the replay up to the source positions
+	// recorded before each write).
+	AtMostOnce bool
 	// AppendOnly: the sink takes only inserts, each keyed on its row id
 	// although the table has no _row_id column (ENGINE=file).
 	AppendOnly bool
@@ -347,8 +352,11 @@ type ExternalSink struct {
 
 // Delivery is the sink's delivery mode as written in ENGINE_ATTRIBUTE.
 func (e *ExternalSink) Delivery() string {
-	if e.ExactlyOnce {
+	switch {
+	case e.ExactlyOnce:
 		return "exactly_once"
+	case e.AtMostOnce:
+		return "at_most_once"
 	}
 	return "at_least_once"
 }
