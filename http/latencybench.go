@@ -72,7 +72,7 @@ type LatencyResult struct {
 // means every row up to s is visible.
 const (
 	latencyTable = `CREATE TABLE lat (k BIGINT NOT NULL, seq BIGINT NOT NULL) ENGINE=http`
-	latencyView  = `CREATE VIEW lat_v AS SELECT /*+ SET_VAR(emit_interval='%s') */ k, MAX(seq) AS m FROM lat GROUP BY k`
+	latencyView  = `CREATE VIEW lat_v AS SELECT k, MAX(seq) AS m FROM lat GROUP BY k`
 )
 
 // LatencyBench runs each interval × reader in turn, each on a fresh data
@@ -122,7 +122,7 @@ func latencyRun(ctx context.Context, cfg LatencyBenchConfig, interval time.Durat
 	}
 	defer os.RemoveAll(dir)
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	eng, err := queries.Open(queries.Config{DataDir: dir, CheckpointInterval: interval, Logger: logger})
+	eng, err := queries.Open(queries.Config{DataDir: dir, CheckpointInterval: interval, EmitInterval: emit, Logger: logger})
 	if err != nil {
 		return res, err
 	}
@@ -130,7 +130,7 @@ func latencyRun(ctx context.Context, cfg LatencyBenchConfig, interval time.Durat
 	if _, err := eng.Exec(ctx, latencyTable); err != nil {
 		return res, fmt.Errorf("create table: %w", err)
 	}
-	if _, err := eng.Exec(ctx, fmt.Sprintf(latencyView, emit)); err != nil {
+	if _, err := eng.Exec(ctx, latencyView); err != nil {
 		res.Unsupported = err.Error()
 		return res, nil
 	}
