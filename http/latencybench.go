@@ -12,11 +12,17 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/streamsql/streamsql/internal/pgtest"
 	"github.com/streamsql/streamsql/queries"
 )
 
@@ -29,6 +35,7 @@ var LatencyOutputs = []struct {
 }{
 	{"builtin", []string{"results-latest", "results-committed"}},
 	{"changes", []string{"changes-latest", "changes-committed"}},
+	{"postgres", []string{"postgres-exactly_once", "postgres-at_least_once", "postgres-at_most_once"}},
 }
 
 // LatencyBenchConfig is one `streamsql bench --latency` run.
@@ -40,6 +47,9 @@ type LatencyBenchConfig struct {
 	Outputs    []string        // names from LatencyOutputs
 	PollPeriod time.Duration   // GET results poll period (bounds its resolution)
 	Dir        string          // parent of the scratch data directories ("": the system's)
+	// PGURL is the PostgreSQL server the postgres output writes to; ""
+	// starts a throwaway one (internal/pgtest) for the run.
+	PGURL string
 	// Progress, when set, is called before each combination.
 	Progress func(interval time.Duration, reader string)
 }
@@ -84,6 +94,14 @@ func LatencyBench(ctx context.Context, cfg LatencyBenchConfig) ([]LatencyResult,
 	cfg.Batch = max(cfg.Batch, 1)
 	if cfg.PollPeriod <= 0 {
 		cfg.PollPeriod = 10 * time.Millisecond
+	}
+	if slices.Contains(cfg.Outputs, "postgres") && cfg.PGURL == "" {
+		pg, err := pgtest.Start()
+		if err != nil {
+			return nil, fmt.Errorf("latency bench: start PostgreSQL (or give --pg-url): %w", err)
+		}
+		defer pg.Close()
+		cfg.PGURL = pg.DSN("postgres")
 	}
 	var out []LatencyResult
 	for _, iv := range cfg.Intervals {
@@ -130,9 +148,21 @@ func latencyRun(ctx context.Context, cfg LatencyBenchConfig, interval time.Durat
 	if _, err := eng.Exec(ctx, latencyTable); err != nil {
 		return res, fmt.Errorf("create table: %w", err)
 	}
-	if _, err := eng.Exec(ctx, latencyView); err != nil {
-		res.Unsupported = err.Error()
-		return res, nil
+	query := "lat_v"
+	if mode, ok := strings.CutPrefix(reader, "postgres-"); ok {
+		query = fmt.Sprintf("lat_pg_%s_%d", mode, time.Now().UnixNano())
+		create := fmt.Sprintf(`CREATE TABLE %s (k BIGINT NOT NULL, m BIGINT NOT NULL, PRIMARY KEY (k)) ENGINE=postgres CONNECTION='%s'
+  ENGINE_ATTRIBUTE='{"table": "%s", "delivery": "%s", "create_table": true}'`, query, cfg.PGURL, query, mode)
+		if _, err := eng.Exec(ctx, create); err != nil {
+			res.Unsupported = err.Error()
+			return res, nil
+		}
+		if _, err := eng.Exec(ctx, "INSERT INTO "+query+" SELECT k, MAX(seq) FROM lat GROUP BY k"); err != nil {
+			res.Unsupported = err.Error()
+			return res, nil
+		}
+	} else if _, err := eng.Exec(ctx, latencyView); err != nil {
+		return res, fmt.Errorf("create view: %w", err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -166,7 +196,9 @@ func latencyRun(ctx context.Context, cfg LatencyBenchConfig, interval time.Durat
 	}
 	readErr := make(chan error, 1)
 	ready := make(chan struct{})
-	go func() { readErr <- readLatency(ctx, client, base, reader, cfg.PollPeriod, see, ready) }()
+	go func() {
+		readErr <- readLatency(ctx, client, base, cfg.PGURL, query, reader, cfg.PollPeriod, see, ready)
+	}()
 	select {
 	case <-ready:
 	case err := <-readErr:
@@ -214,7 +246,7 @@ func latencyRun(ctx context.Context, cfg LatencyBenchConfig, interval time.Durat
 	res.LatencyMaxMs = float64(queries.Percentile(lat, 100)) / 1000
 	res.CPUSeconds = cpu
 	res.CPUSecPerMillion = cpu / float64(res.Rows) * 1e6
-	if err := checkpointStats(client, base, &res); err != nil {
+	if err := checkpointStats(client, base, query, &res); err != nil {
 		return res, err
 	}
 	return res, nil
@@ -263,7 +295,39 @@ func postPaced(ctx context.Context, client *http.Client, url string, rate, batch
 // readLatency reads the view's m through one reader until ctx ends,
 // calling see with each value and when it was read; it closes ready once
 // it reads.
-func readLatency(ctx context.Context, client *http.Client, base, reader string, poll time.Duration, see func(int64, time.Time), ready chan<- struct{}) error {
+func readLatency(ctx context.Context, client *http.Client, base, pgURL, query, reader string, poll time.Duration, see func(int64, time.Time), ready chan<- struct{}) error {
+	if strings.HasPrefix(reader, "postgres-") {
+		// The sink creates the table at its first write: until then the
+		// SELECT fails with undefined_table, which reads as nothing yet.
+		conn, err := pgx.Connect(ctx, pgURL)
+		if err != nil {
+			return fmt.Errorf("connect to PostgreSQL: %w", err)
+		}
+		defer conn.Close(context.WithoutCancel(ctx))
+		close(ready)
+		t := time.NewTicker(poll)
+		defer t.Stop()
+		for {
+			var m *int64
+			err := conn.QueryRow(ctx, "SELECT max(m) FROM "+query).Scan(&m)
+			now := time.Now()
+			if ctx.Err() != nil {
+				return nil
+			}
+			var pe *pgconn.PgError
+			if err != nil && !(errors.As(err, &pe) && pe.Code == "42P01") {
+				return fmt.Errorf("poll %s: %w", query, err)
+			}
+			if err == nil && m != nil {
+				see(*m, now)
+			}
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				return nil
+			}
+		}
+	}
 	switch reader {
 	case "results-latest", "results-committed":
 		url := base + "/v1/queries/lat_v/results?consistency=" + reader[len("results-"):]
@@ -365,8 +429,8 @@ func getJSON(ctx context.Context, client *http.Client, url string, v any) error 
 }
 
 // checkpointStats fills the checkpoint figures from the query's recent
-// checkpoints (GET /v1/queries/lat_v/checkpoints, completed ones only).
-func checkpointStats(client *http.Client, base string, res *LatencyResult) error {
+// checkpoints (GET /v1/queries/{query}/checkpoints, completed ones only).
+func checkpointStats(client *http.Client, base, query string, res *LatencyResult) error {
 	var body struct {
 		Checkpoints []struct {
 			Status     string `json:"status"`
@@ -374,7 +438,7 @@ func checkpointStats(client *http.Client, base string, res *LatencyResult) error
 			Bytes      int64  `json:"bytes"`
 		} `json:"checkpoints"`
 	}
-	if err := getJSON(context.Background(), client, base+"/v1/queries/lat_v/checkpoints", &body); err != nil {
+	if err := getJSON(context.Background(), client, base+"/v1/queries/"+query+"/checkpoints", &body); err != nil {
 		return fmt.Errorf("checkpoints: %w", err)
 	}
 	var durs, sizes []int64

@@ -28,6 +28,7 @@ type latencyFlags struct {
 	rate      *int
 	outputs   *string
 	plot      *string
+	pgURL     *string
 }
 
 func (c *cli) latencyFlags(cmd *command) latencyFlags {
@@ -37,13 +38,14 @@ func (c *cli) latencyFlags(cmd *command) latencyFlags {
 		intervals: fs.String("intervals", "100ms,250ms,500ms,1s,2s,5s,10s", "--latency: checkpoint intervals"),
 		duration:  fs.Duration("duration", 5*time.Second, "--latency: posting time per combination"),
 		rate:      fs.Int("rate", 50_000, "--latency: input rows per second (HTTP ingest, one client)"),
-		outputs:   fs.String("outputs", "builtin,changes", "--latency: outputs: builtin, changes"),
+		outputs:   fs.String("outputs", "builtin,changes", "--latency: outputs: builtin, changes, postgres"),
+		pgURL:     fs.String("pg-url", "", "--latency: PostgreSQL for the postgres output (default: start a throwaway server)"),
 		plot:      fs.String("plot", "", "--latency: write a plot of latency and CPU against interval (.png or .svg)"),
 	}
 }
 
 func benchLatency(out io.Writer, f latencyFlags, batch int, asJSON bool) error {
-	cfg := httpapi.LatencyBenchConfig{Duration: *f.duration, Rate: *f.rate, Batch: batch}
+	cfg := httpapi.LatencyBenchConfig{Duration: *f.duration, Rate: *f.rate, Batch: batch, PGURL: *f.pgURL}
 	for _, s := range strings.Split(*f.intervals, ",") {
 		d, err := time.ParseDuration(strings.TrimSpace(s))
 		if err != nil || d <= 0 {
@@ -88,14 +90,14 @@ func printLatency(out io.Writer, f latencyFlags, batch int, asJSON bool, res []h
 	}
 	fmt.Fprintf(out, "latency from a row's durable acknowledgement to its first visibility; %d rows/s asked in requests of %d, %s per combination; CPU of the whole process (server, poster and reader in-process)\n",
 		*f.rate, batch, *f.duration)
-	fmt.Fprintf(out, "%-9s %-18s %9s %9s %9s %9s %11s %6s %9s %10s\n", "interval", "reader", "rows/s", "p50 ms", "p99 ms", "max ms", "cpu s/Mrow", "ckpts", "ckpt ms", "ckpt bytes")
+	fmt.Fprintf(out, "%-9s %-23s %9s %9s %9s %9s %11s %6s %9s %10s\n", "interval", "reader", "rows/s", "p50 ms", "p99 ms", "max ms", "cpu s/Mrow", "ckpts", "ckpt ms", "ckpt bytes")
 	for _, r := range res {
 		iv := time.Duration(r.IntervalMs * float64(time.Millisecond))
 		if r.Unsupported != "" {
-			fmt.Fprintf(out, "%-9s %-18s unsupported: %s\n", iv, r.Reader, r.Unsupported)
+			fmt.Fprintf(out, "%-9s %-23s unsupported: %s\n", iv, r.Reader, r.Unsupported)
 			continue
 		}
-		fmt.Fprintf(out, "%-9s %-18s %9.0f %9.1f %9.1f %9.1f %11.2f %6d %9.0f %10d\n", iv, r.Reader, r.RowsPerSecond,
+		fmt.Fprintf(out, "%-9s %-23s %9.0f %9.1f %9.1f %9.1f %11.2f %6d %9.0f %10d\n", iv, r.Reader, r.RowsPerSecond,
 			r.LatencyP50Ms, r.LatencyP99Ms, r.LatencyMaxMs, r.CPUSecPerMillion, r.Checkpoints, r.CheckpointP50Ms, r.CheckpointP50Bytes)
 	}
 	return nil
