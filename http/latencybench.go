@@ -22,6 +22,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/streamsql/streamsql/internal/kafkatest"
 	"github.com/streamsql/streamsql/internal/pgtest"
 	"github.com/streamsql/streamsql/queries"
 )
@@ -36,6 +40,7 @@ var LatencyOutputs = []struct {
 	{"builtin", []string{"results-latest", "results-committed"}},
 	{"changes", []string{"changes-latest", "changes-committed"}},
 	{"postgres", []string{"postgres-exactly_once", "postgres-at_least_once", "postgres-at_most_once"}},
+	{"kafka", []string{"kafka-exactly_once", "kafka-at_least_once", "kafka-at_most_once"}},
 }
 
 // LatencyBenchConfig is one `streamsql bench --latency` run.
@@ -50,6 +55,9 @@ type LatencyBenchConfig struct {
 	// PGURL is the PostgreSQL server the postgres output writes to; ""
 	// starts a throwaway one (internal/pgtest) for the run.
 	PGURL string
+	// Brokers is the Kafka cluster the kafka output writes to; "" starts
+	// a throwaway kfake broker (internal/kafkatest) for the run.
+	Brokers string
 	// Progress, when set, is called before each combination.
 	Progress func(interval time.Duration, reader string)
 }
@@ -102,6 +110,20 @@ func LatencyBench(ctx context.Context, cfg LatencyBenchConfig) ([]LatencyResult,
 		}
 		defer pg.Close()
 		cfg.PGURL = pg.DSN("postgres")
+	}
+	if slices.Contains(cfg.Outputs, "kafka") && cfg.Brokers == "" {
+		kdir, err := os.MkdirTemp(cfg.Dir, "streamsql-latency-kafka-")
+		if err != nil {
+			return nil, fmt.Errorf("latency bench: %w", err)
+		}
+		defer os.RemoveAll(kdir)
+		b, err := kafkatest.Start(kdir)
+		if err != nil {
+			return nil, fmt.Errorf("latency bench: start a Kafka broker (or give --brokers): %w", err)
+		}
+		defer kafkatest.Cleanup() // the broker binary it built
+		defer b.Close()
+		cfg.Brokers = b.Addr()
 	}
 	var out []LatencyResult
 	for _, iv := range cfg.Intervals {
@@ -161,6 +183,21 @@ func latencyRun(ctx context.Context, cfg LatencyBenchConfig, interval time.Durat
 			res.Unsupported = err.Error()
 			return res, nil
 		}
+	} else if mode, ok := strings.CutPrefix(reader, "kafka-"); ok {
+		query = fmt.Sprintf("lat_k_%s_%d", mode, time.Now().UnixNano())
+		if err := createTopic(ctx, cfg.Brokers, query); err != nil {
+			return res, err
+		}
+		create := fmt.Sprintf(`CREATE TABLE %s (k BIGINT NOT NULL, m BIGINT NOT NULL, PRIMARY KEY (k)) ENGINE=kafka CONNECTION='%s'
+  ENGINE_ATTRIBUTE='{"topic": "%s", "delivery": "%s"}'`, query, cfg.Brokers, query, mode)
+		if _, err := eng.Exec(ctx, create); err != nil {
+			res.Unsupported = err.Error()
+			return res, nil
+		}
+		if _, err := eng.Exec(ctx, "INSERT INTO "+query+" SELECT k, MAX(seq) FROM lat GROUP BY k"); err != nil {
+			res.Unsupported = err.Error()
+			return res, nil
+		}
 	} else if _, err := eng.Exec(ctx, latencyView); err != nil {
 		return res, fmt.Errorf("create view: %w", err)
 	}
@@ -197,7 +234,7 @@ func latencyRun(ctx context.Context, cfg LatencyBenchConfig, interval time.Durat
 	readErr := make(chan error, 1)
 	ready := make(chan struct{})
 	go func() {
-		readErr <- readLatency(ctx, client, base, cfg.PGURL, query, reader, cfg.PollPeriod, see, ready)
+		readErr <- readLatency(ctx, client, base, cfg.PGURL, cfg.Brokers, query, reader, cfg.PollPeriod, see, ready)
 	}()
 	select {
 	case <-ready:
@@ -295,7 +332,7 @@ func postPaced(ctx context.Context, client *http.Client, url string, rate, batch
 // readLatency reads the view's m through one reader until ctx ends,
 // calling see with each value and when it was read; it closes ready once
 // it reads.
-func readLatency(ctx context.Context, client *http.Client, base, pgURL, query, reader string, poll time.Duration, see func(int64, time.Time), ready chan<- struct{}) error {
+func readLatency(ctx context.Context, client *http.Client, base, pgURL, brokers, query, reader string, poll time.Duration, see func(int64, time.Time), ready chan<- struct{}) error {
 	if strings.HasPrefix(reader, "postgres-") {
 		// The sink creates the table at its first write: until then the
 		// SELECT fails with undefined_table, which reads as nothing yet.
@@ -327,6 +364,9 @@ func readLatency(ctx context.Context, client *http.Client, base, pgURL, query, r
 				return nil
 			}
 		}
+	}
+	if strings.HasPrefix(reader, "kafka-") {
+		return readKafka(ctx, brokers, query, see, ready)
 	}
 	switch reader {
 	case "results-latest", "results-committed":
@@ -452,4 +492,66 @@ func checkpointStats(client *http.Client, base, query string, res *LatencyResult
 	res.CheckpointMaxMs = float64(queries.Percentile(durs, 100))
 	res.CheckpointP50Bytes = queries.Percentile(sizes, 50)
 	return nil
+}
+
+// createTopic creates the sink's topic (one partition, compacted) before
+// the sink starts, so that the consumer reads it from its first record.
+func createTopic(ctx context.Context, brokers, topic string) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...))
+	if err != nil {
+		return fmt.Errorf("kafka client: %w", err)
+	}
+	defer cl.Close()
+	compact := "compact"
+	resp, err := kadm.NewClient(cl).CreateTopic(ctx, 1, -1, map[string]*string{"cleanup.policy": &compact}, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		return fmt.Errorf("create topic %s: %w", topic, err)
+	}
+	return nil
+}
+
+// readKafka consumes the sink's topic read_committed from its start: a
+// record is visible to it only once its transaction (exactly_once) is
+// committed.
+func readKafka(ctx context.Context, brokers, topic string, see func(int64, time.Time), ready chan<- struct{}) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(brokers, ",")...), kgo.ConsumeTopics(topic),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(10*time.Millisecond))
+	if err != nil {
+		return fmt.Errorf("kafka consumer: %w", err)
+	}
+	defer cl.Close()
+	close(ready)
+	for {
+		fs := cl.PollFetches(ctx)
+		now := time.Now()
+		if ctx.Err() != nil {
+			return nil
+		}
+		var ferr error
+		fs.EachError(func(t string, p int32, err error) { ferr = fmt.Errorf("fetch %s/%d: %w", t, p, err) })
+		if ferr != nil {
+			return ferr
+		}
+		var bad error
+		fs.EachRecord(func(r *kgo.Record) {
+			if r.Value == nil {
+				return
+			}
+			var row struct {
+				M int64 `json:"m"`
+			}
+			if err := json.Unmarshal(r.Value, &row); err != nil {
+				bad = fmt.Errorf("record %s: %w", r.Value, err)
+				return
+			}
+			see(row.M, now)
+		})
+		if bad != nil {
+			return bad
+		}
+	}
 }

@@ -29,6 +29,7 @@ type latencyFlags struct {
 	outputs   *string
 	plot      *string
 	pgURL     *string
+	brokers   *string
 }
 
 func (c *cli) latencyFlags(cmd *command) latencyFlags {
@@ -38,14 +39,15 @@ func (c *cli) latencyFlags(cmd *command) latencyFlags {
 		intervals: fs.String("intervals", "100ms,250ms,500ms,1s,2s,5s,10s", "--latency: checkpoint intervals"),
 		duration:  fs.Duration("duration", 5*time.Second, "--latency: posting time per combination"),
 		rate:      fs.Int("rate", 50_000, "--latency: input rows per second (HTTP ingest, one client)"),
-		outputs:   fs.String("outputs", "builtin,changes", "--latency: outputs: builtin, changes, postgres"),
+		outputs:   fs.String("outputs", "builtin,changes", "--latency: outputs: builtin, changes, postgres, kafka"),
 		pgURL:     fs.String("pg-url", "", "--latency: PostgreSQL for the postgres output (default: start a throwaway server)"),
+		brokers:   fs.String("brokers", "", "--latency: Kafka brokers for the kafka output (default: start a throwaway broker)"),
 		plot:      fs.String("plot", "", "--latency: write a plot of latency and CPU against interval (.png or .svg)"),
 	}
 }
 
 func benchLatency(out io.Writer, f latencyFlags, batch int, asJSON bool) error {
-	cfg := httpapi.LatencyBenchConfig{Duration: *f.duration, Rate: *f.rate, Batch: batch, PGURL: *f.pgURL}
+	cfg := httpapi.LatencyBenchConfig{Duration: *f.duration, Rate: *f.rate, Batch: batch, PGURL: *f.pgURL, Brokers: *f.brokers}
 	for _, s := range strings.Split(*f.intervals, ",") {
 		d, err := time.ParseDuration(strings.TrimSpace(s))
 		if err != nil || d <= 0 {
