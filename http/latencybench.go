@@ -25,8 +25,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/streamsql/streamsql/internal/kafkatest"
-	"github.com/streamsql/streamsql/internal/pgtest"
 	"github.com/streamsql/streamsql/queries"
 )
 
@@ -52,11 +50,9 @@ type LatencyBenchConfig struct {
 	Outputs    []string        // names from LatencyOutputs
 	PollPeriod time.Duration   // GET results poll period (bounds its resolution)
 	Dir        string          // parent of the scratch data directories ("": the system's)
-	// PGURL is the PostgreSQL server the postgres output writes to; ""
-	// starts a throwaway one (internal/pgtest) for the run.
+	// PGURL is the PostgreSQL server the postgres output writes to.
 	PGURL string
-	// Brokers is the Kafka cluster the kafka output writes to; "" starts
-	// a throwaway kfake broker (internal/kafkatest) for the run.
+	// Brokers is the Kafka cluster the kafka output writes to.
 	Brokers string
 	// Progress, when set, is called before each combination.
 	Progress func(interval time.Duration, reader string)
@@ -103,27 +99,10 @@ func LatencyBench(ctx context.Context, cfg LatencyBenchConfig) ([]LatencyResult,
 	if cfg.PollPeriod <= 0 {
 		cfg.PollPeriod = 10 * time.Millisecond
 	}
-	if slices.Contains(cfg.Outputs, "postgres") && cfg.PGURL == "" {
-		pg, err := pgtest.Start()
-		if err != nil {
-			return nil, fmt.Errorf("latency bench: start PostgreSQL (or give --pg-url): %w", err)
+	for _, o := range []struct{ name, addr string }{{"postgres", cfg.PGURL}, {"kafka", cfg.Brokers}} {
+		if slices.Contains(cfg.Outputs, o.name) && o.addr == "" {
+			return nil, fmt.Errorf("latency bench: the %s output needs its server's address", o.name)
 		}
-		defer pg.Close()
-		cfg.PGURL = pg.DSN("postgres")
-	}
-	if slices.Contains(cfg.Outputs, "kafka") && cfg.Brokers == "" {
-		kdir, err := os.MkdirTemp(cfg.Dir, "streamsql-latency-kafka-")
-		if err != nil {
-			return nil, fmt.Errorf("latency bench: %w", err)
-		}
-		defer os.RemoveAll(kdir)
-		b, err := kafkatest.Start(kdir)
-		if err != nil {
-			return nil, fmt.Errorf("latency bench: start a Kafka broker (or give --brokers): %w", err)
-		}
-		defer kafkatest.Cleanup() // the broker binary it built
-		defer b.Close()
-		cfg.Brokers = b.Addr()
 	}
 	var out []LatencyResult
 	for _, iv := range cfg.Intervals {

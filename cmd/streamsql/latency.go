@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,6 +19,8 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	httpapi "github.com/streamsql/streamsql/http"
+	"github.com/streamsql/streamsql/internal/kafkatest"
+	"github.com/streamsql/streamsql/internal/pgtest"
 )
 
 // latencyFlags are bench --latency's flags, registered by bench.
@@ -62,6 +65,29 @@ func benchLatency(out io.Writer, f latencyFlags, batch int, asJSON bool) error {
 		if ext := filepath.Ext(*f.plot); ext != ".png" && ext != ".svg" {
 			return fmt.Errorf("--plot %q: the name must end in .png or .svg", *f.plot)
 		}
+	}
+	// Throwaway servers, as the tests start them, unless given.
+	if slices.Contains(cfg.Outputs, "postgres") && cfg.PGURL == "" {
+		pg, err := pgtest.Start()
+		if err != nil {
+			return fmt.Errorf("start PostgreSQL for the postgres output (or give --pg-url): %w", err)
+		}
+		defer pg.Close()
+		cfg.PGURL = pg.DSN("postgres")
+	}
+	if slices.Contains(cfg.Outputs, "kafka") && cfg.Brokers == "" {
+		kdir, err := os.MkdirTemp("", "streamsql-latency-kafka-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(kdir)
+		b, err := kafkatest.Start(kdir)
+		if err != nil {
+			return fmt.Errorf("start a Kafka broker for the kafka output (or give --brokers): %w", err)
+		}
+		defer kafkatest.Cleanup() // the broker binary it built
+		defer b.Close()
+		cfg.Brokers = b.Addr()
 	}
 	if isTerminal(os.Stderr) {
 		cfg.Progress = func(iv time.Duration, rd string) { fmt.Fprintf(os.Stderr, "\r\033[Kinterval %s, %s", iv, rd) }
