@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -23,7 +24,10 @@ Runs a Nexmark query in-process over generated events and reports events
 per CPU second, checkpoint times and peak memory; with --ingest, posts
 NDJSON bids to an in-process server over loopback HTTP with durable
 acknowledgements and reports rows per CPU second. docs/benchmarks.md has
-the figures.
+the figures. With --latency, posts rows at a fixed rate for each checkpoint
+interval and output, and reports the latency from a row's durable
+acknowledgement to its first visibility in that output, CPU seconds per
+million rows and checkpoint durations and sizes.
 `
 
 func (c *cli) bench(args []string) error {
@@ -38,7 +42,8 @@ func (c *cli) bench(args []string) error {
 	ingest := fs.Bool("ingest", false, "benchmark HTTP ingest instead of a query: POST NDJSON bids to an in-process server")
 	clients := fs.Int("clients", 4, "--ingest: concurrent HTTP clients")
 	rows := fs.Int64("rows", 2_000_000, "--ingest: rows to post")
-	batch := fs.Int("batch", 1000, "--ingest: rows per request")
+	batch := fs.Int("batch", 1000, "--ingest, --latency: rows per request (--latency: 500 unless set)")
+	lat := c.latencyFlags(cmd)
 	rest, err := cmd.parse(c, args)
 	if err != nil {
 		return err
@@ -49,6 +54,15 @@ func (c *cli) bench(args []string) error {
 	*query = strings.TrimPrefix(*query, "nexmark/") // the examples' directory, as the issue names them
 	if !slices.Contains(queries.BenchQueries(), *query) {
 		return cmd.fail("--query %q: use one of %s", *query, strings.Join(queries.BenchQueries(), ", "))
+	}
+	if *lat.on {
+		n := 500
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name == "batch" {
+				n = *batch
+			}
+		})
+		return benchLatency(c.stdout, lat, n, *asJSON)
 	}
 	if *ingest {
 		cfg := httpapi.IngestBenchConfig{Clients: *clients, Rows: *rows, Batch: *batch}
