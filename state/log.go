@@ -241,9 +241,6 @@ func openLog(m *Meta, id uint64) (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("log %d open: lost ranges: %w", id, err)
 	}
-	if err := refuseRowsV1(txn, id); err != nil {
-		return nil, err
-	}
 	l.loss.Store(newLossState(lost))
 	l.end.Store(int64(end))
 	l.start.Store(min(int64(start), int64(end)))
@@ -261,6 +258,9 @@ func openLog(m *Meta, id uint64) (*Log, error) {
 	}
 	it.Close()
 	txn.Discard()
+	if err := l.migrateRowsV1(l.start.Load(), int64(end)); err != nil {
+		return nil, fmt.Errorf("log %d open: %w", id, err)
+	}
 	// Chunks at or above the end offset were left by a crash or a failed
 	// group: invisible, and deleted so that a chunk written later at
 	// another first offset is never shadowed by one of them.
@@ -1002,17 +1002,76 @@ func (l *Log) chunkKeysFrom(from int64) ([][]byte, error) {
 	return keys, nil
 }
 
-// refuseRowsV1 fails for a log stored one row per key (before chunks).
-func refuseRowsV1(txn *badger.Txn, id uint64) error {
-	opts := badger.DefaultIteratorOptions
-	opts.Prefix = tableKey(metaRowV1, id)
-	opts.PrefetchValues = false
-	it := txn.NewIterator(opts)
-	defer it.Close()
-	if it.Rewind(); it.Valid() {
-		return fmt.Errorf("log %d open: its rows are stored one per key (ingest log layout 1, key %x); this version reads layout 2 only (rows in chunks): drain the table with the older streamsql, or drop and recreate it", id, it.Item().Key())
+// migrateRowsV1 rewrites the rows of a log stored one per key (layout 1,
+// before chunks) as chunks of one row each, deleting the old keys (rows
+// outside [start, end) are only deleted), in batches: a crash part way
+// leaves rows in both layouts, and the next open finishes the job (a row
+// written again is the same entry).
+func (l *Log) migrateRowsV1(start, end int64) error {
+	prefix := tableKey(metaRowV1, l.id)
+	for {
+		type old struct {
+			key []byte
+			off int64
+			row []byte
+		}
+		var batch []old
+		size := 0
+		txn := l.m.db.NewTransaction(false)
+		opts := badger.DefaultIteratorOptions
+		opts.Prefix = prefix
+		opts.PrefetchValues = false
+		it := txn.NewIterator(opts)
+		var err error
+		for it.Rewind(); it.Valid() && len(batch) < truncateChunk && size < 64<<20; it.Next() {
+			item := it.Item()
+			k := item.KeyCopy(nil)
+			if len(k) != len(prefix)+8 {
+				err = fmt.Errorf("row key %x: bad length", k)
+				break
+			}
+			o := old{key: k, off: int64(binary.BigEndian.Uint64(k[len(prefix):]))}
+			if o.off >= start && o.off < end {
+				if o.row, err = item.ValueCopy(nil); err != nil {
+					break
+				}
+			}
+			size += len(o.row)
+			batch = append(batch, o)
+		}
+		it.Close()
+		txn.Discard()
+		if err != nil {
+			return fmt.Errorf("migrate rows of layout 1: %w", err)
+		}
+		if len(batch) == 0 {
+			return nil
+		}
+		w := txnWriter{
+			begin:  func() *badger.Txn { return l.m.db.NewTransaction(true) },
+			commit: func(txn *badger.Txn) error { return txn.Commit() },
+		}
+		for _, o := range batch {
+			if o.off >= start && o.off < end {
+				v := binary.AppendUvarint(make([]byte, 0, 2*binary.MaxVarintLen64+len(o.row)), 1)
+				v = append(binary.AppendUvarint(v, uint64(len(o.row))), o.row...)
+				k := binary.BigEndian.AppendUint64(append([]byte(nil), l.rowPrefix...), uint64(o.off))
+				if err = w.set(&badger.Entry{Key: k, Value: v}); err != nil {
+					break
+				}
+			}
+			if err = w.delete(o.key); err != nil {
+				break
+			}
+		}
+		if err == nil {
+			err = w.flush()
+		}
+		w.discard()
+		if err != nil {
+			return fmt.Errorf("migrate rows of layout 1 (offsets %d to %d): %w", batch[0].off, batch[len(batch)-1].off, err)
+		}
 	}
-	return nil
 }
 
 // Close stops the appender (answering any group in progress first). Appends

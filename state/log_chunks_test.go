@@ -166,20 +166,41 @@ func testLogChunksRandom(t *testing.T, seed uint64) {
 	}
 }
 
-// TestLogRefusesPerRowLayout opens a log stored one row per key (the
-// layout before chunks): the open fails naming the layout.
-func TestLogRefusesPerRowLayout(t *testing.T) {
+// TestLogMigratesPerRowLayout opens a log stored one row per key (the
+// layout before chunks, with a row below Start and one above End left
+// behind): the open rewrites the rows in [Start, End) as chunks and
+// deletes the old keys.
+func TestLogMigratesPerRowLayout(t *testing.T) {
 	dir := t.TempDir()
 	m := openMeta(t, dir, MetaOptions{})
 	txn := m.db.NewTransaction(true)
-	if err := txn.Set(binary8(tableKey(metaRowV1, 4), 0), []byte("old row")); err != nil {
+	big := bytes.Repeat([]byte("x"), 1000)
+	for off, row := range [][]byte{[]byte("r0"), []byte("r1"), big, []byte("r3"), []byte("debris")} {
+		if err := txn.Set(binary8(tableKey(metaRowV1, 4), uint64(off)), row); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := txn.Set(tableKey(metaEnd, 4), binary8(nil, 4)); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.Set(tableKey(metaStart, 4), binary8(nil, 1)); err != nil {
 		t.Fatal(err)
 	}
 	if err := txn.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	_, err := m.Log(4)
-	if err == nil || !bytes.Contains([]byte(err.Error()), []byte("layout 1")) {
-		t.Fatalf("open of a per-row log: %v", err)
+	l := openLogT(t, m, 4)
+	if got := readAll(t, l, 1); fmt.Sprint(got) != fmt.Sprint([]string{"r1", string(big), "r3"}) {
+		t.Fatalf("rows after migration: %.40q", got)
+	}
+	if got := keysUnder(t, m, tableKey(metaRowV1, 4)); len(got) != 0 {
+		t.Fatalf("%d keys of layout 1 left", len(got))
+	}
+	if got := rowOffsets(t, m, 4); fmt.Sprint(got) != "[1 2 3]" {
+		t.Fatalf("chunks after migration: %v", got)
+	}
+	mustAppend(t, l, rowsOf("r4"), "")
+	if got := readAll(t, l, 3); fmt.Sprint(got) != "[r3 r4]" {
+		t.Fatalf("rows after an append: %q", got)
 	}
 }
