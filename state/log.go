@@ -162,10 +162,13 @@ type Log struct {
 	changed chan struct{}
 
 	truncMu sync.Mutex // serialises Truncate, and Drop against it
-	// Guarded by truncMu: rows below cleared, and index entries before
-	// indexFrom that only cover them, were deleted by this process.
-	cleared   int64
-	indexFrom []byte
+	// Guarded by truncMu: chunks below cleared (the first chunk kept), and
+	// index entries before indexFrom, were deleted by this process by a
+	// Truncate to clearedFor (a chunk straddling it stays until wholly
+	// below a later Start).
+	cleared    int64
+	clearedFor int64
+	indexFrom  []byte
 
 	// groupMu is held by the appender for each group and by CheckAcked:
 	// a loss is declared between groups.
@@ -255,6 +258,19 @@ func openLog(m *Meta, id uint64) (*Log, error) {
 	}
 	it.Close()
 	txn.Discard()
+	if err := l.migrateRowsV1(l.start.Load(), int64(end)); err != nil {
+		return nil, fmt.Errorf("log %d open: %w", id, err)
+	}
+	// Chunks at or above the end offset were left by a crash or a failed
+	// group: invisible, and deleted so that a chunk written later at
+	// another first offset is never shadowed by one of them.
+	if stale, err := l.chunkKeysFrom(int64(end)); err != nil {
+		return nil, fmt.Errorf("log %d open: %w", id, err)
+	} else if len(stale) > 0 {
+		if err := l.deleteKeys(stale); err != nil {
+			return nil, fmt.Errorf("log %d open: delete %d chunks above the end offset %d: %w", id, len(stale), end, err)
+		}
+	}
 	if err := l.openMark(); err != nil {
 		return nil, fmt.Errorf("log %d open: %w", id, err)
 	}
@@ -700,17 +716,21 @@ func (l *Log) writeGroup(group []*appendReq, writes []int, results []AppendResul
 	rowsEntries := func(yield func(*badger.Entry) error) error {
 		for _, i := range writes {
 			r := group[i]
-			// Keys and entries in one allocation each per request, not per row.
-			keys := make([]byte, len(r.rows)*17)
-			ents := make([]badger.Entry, len(r.rows))
-			for j, row := range r.rows {
-				k := keys[j*17 : j*17+17 : j*17+17]
-				copy(k, l.rowPrefix)
-				binary.BigEndian.PutUint64(k[9:], uint64(results[i].First+int64(j)))
-				ents[j] = badger.Entry{Key: k, Value: row}
-				if err := yield(&ents[j]); err != nil {
+			for j := 0; j < len(r.rows); {
+				n, size := chunkRows(r.rows[j:])
+				// One key and one value buffer per chunk, not per row.
+				buf := make([]byte, 17, 17+size)
+				copy(buf, l.rowPrefix)
+				binary.BigEndian.PutUint64(buf[9:], uint64(results[i].First+int64(j)))
+				v := binary.AppendUvarint(buf[17:], uint64(n))
+				for _, row := range r.rows[j : j+n] {
+					v = binary.AppendUvarint(v, uint64(len(row)))
+					v = append(v, row...)
+				}
+				if err := yield(&badger.Entry{Key: buf[:17:17], Value: v}); err != nil {
 					return err
 				}
+				j += n
 			}
 		}
 		return nil
@@ -779,7 +799,12 @@ func (l *Log) writeGroup(group []*appendReq, writes []int, results []AppendResul
 	}
 	w.discard()
 	if err != nil {
-		return fmt.Errorf("write rows: %w", err)
+		// Some chunks may be on disk above the end offset: a later group
+		// starting there could chunk its rows differently, so the log
+		// refuses appends until reopened (which deletes them).
+		err = fmt.Errorf("write rows: %w", err)
+		l.failed = err
+		return err
 	}
 	txn := l.m.db.NewTransaction(true)
 	defer txn.Discard()
@@ -854,42 +879,199 @@ func (l *Log) Read(from int64, max int, fn func(off int64, row []byte) error) (i
 	return off, nil
 }
 
-// readRange calls fn for the rows [from, limit), which must all be there.
+// readRange calls fn for the rows [from, limit), which must all be there:
+// it seeks to the chunk holding from (the last chunk key at or below it)
+// and yields sub-slices of each chunk's value.
 func (l *Log) readRange(txn *badger.Txn, from, limit int64, fn func(off int64, row []byte) error) (int64, error) {
+	seek := binary.BigEndian.AppendUint64(append([]byte(nil), l.rowPrefix...), uint64(from))
+	ropts := badger.DefaultIteratorOptions
+	ropts.Prefix = l.rowPrefix
+	ropts.PrefetchValues = false
+	ropts.Reverse = true
+	rit := txn.NewIterator(ropts)
+	rit.Seek(seek)
+	if rit.Valid() {
+		copy(seek[len(l.rowPrefix):], rit.Item().Key()[len(l.rowPrefix):])
+	}
+	rit.Close()
 	opts := badger.DefaultIteratorOptions
 	opts.Prefix = l.rowPrefix
 	// Values are read in order by this goroutine: prefetching starts a
-	// goroutine per row, and every query over the table reads it.
+	// goroutine per chunk, and every query over the table reads it.
 	opts.PrefetchValues = false
 	it := txn.NewIterator(opts)
 	defer it.Close()
 	off := from
-	for it.Seek(binary.BigEndian.AppendUint64(append([]byte(nil), l.rowPrefix...), uint64(from))); off < limit && it.Valid(); it.Next() {
+	for it.Seek(seek); off < limit && it.Valid(); it.Next() {
 		item := it.Item()
 		k := item.Key()
 		if len(k) != len(l.rowPrefix)+8 {
-			return off, fmt.Errorf("log %d read: row key %x: bad length", l.id, k)
+			return off, fmt.Errorf("log %d read: chunk key %x: bad length", l.id, k)
 		}
-		if got := int64(binary.BigEndian.Uint64(k[len(l.rowPrefix):])); got != off {
-			return off, fmt.Errorf("log %d read: row %d missing (found %d)", l.id, off, got)
+		first := int64(binary.BigEndian.Uint64(k[len(l.rowPrefix):]))
+		if first > off {
+			return off, fmt.Errorf("log %d read: row %d missing (next chunk starts at %d)", l.id, off, first)
 		}
 		var fnErr error
 		err := item.Value(func(v []byte) error {
-			fnErr = fn(off, v)
-			return fnErr
+			next, err := yieldChunk(v, first, off, limit, func(o int64, row []byte) error {
+				fnErr = fn(o, row)
+				return fnErr
+			})
+			off = next
+			return err
 		})
 		if fnErr != nil {
 			return off, fnErr
 		}
 		if err != nil {
-			return off, fmt.Errorf("log %d read row %d: %w", l.id, off, err)
+			return off, fmt.Errorf("log %d read chunk at %d: %w", l.id, first, err)
 		}
-		off++
 	}
 	if off < limit {
 		return off, fmt.Errorf("log %d read: row %d missing", l.id, off)
 	}
 	return off, nil
+}
+
+// maxChunkBytes is where Append cuts a request's rows into another chunk.
+const maxChunkBytes = 1 << 20
+
+// chunkRows returns how many of rows (at least one) go in the next chunk
+// and the bytes of its value.
+func chunkRows(rows [][]byte) (n, size int) {
+	size = binary.MaxVarintLen64
+	for n < len(rows) && (n == 0 || size+len(rows[n]) <= maxChunkBytes) {
+		size += len(rows[n]) + binary.MaxVarintLen64
+		n++
+	}
+	return n, size
+}
+
+// yieldChunk calls fn for the rows of chunk value v (whose first row has
+// offset first) with offsets in [from, limit), and returns the offset
+// after the last one yielded (or after the chunk). row is a sub-slice of v.
+func yieldChunk(v []byte, first, from, limit int64, fn func(off int64, row []byte) error) (int64, error) {
+	count, n := binary.Uvarint(v)
+	if n <= 0 || count > uint64(len(v)) {
+		return from, fmt.Errorf("corrupt chunk header")
+	}
+	v = v[n:]
+	off := first
+	end := first + int64(count)
+	for ; off < end && off < limit; off++ {
+		size, n := binary.Uvarint(v)
+		if n <= 0 || size > uint64(len(v)-n) {
+			return max(off, from), fmt.Errorf("corrupt row %d in chunk", off)
+		}
+		row := v[n : n+int(size) : n+int(size)]
+		v = v[n+int(size):]
+		if off < from {
+			continue
+		}
+		if err := fn(off, row); err != nil {
+			return off, err
+		}
+	}
+	return max(off, from), nil
+}
+
+// chunkCount reads the row count of a chunk value.
+func chunkCount(v []byte) (int64, error) {
+	count, n := binary.Uvarint(v)
+	if n <= 0 || count > uint64(len(v)) {
+		return 0, fmt.Errorf("corrupt chunk header")
+	}
+	return int64(count), nil
+}
+
+// chunkKeysFrom returns the keys of the chunks whose first offset is at
+// least from.
+func (l *Log) chunkKeysFrom(from int64) ([][]byte, error) {
+	txn := l.m.db.NewTransaction(false)
+	defer txn.Discard()
+	opts := badger.DefaultIteratorOptions
+	opts.Prefix = l.rowPrefix
+	opts.PrefetchValues = false
+	it := txn.NewIterator(opts)
+	defer it.Close()
+	var keys [][]byte
+	for it.Seek(binary.BigEndian.AppendUint64(append([]byte(nil), l.rowPrefix...), uint64(from))); it.Valid(); it.Next() {
+		keys = append(keys, it.Item().KeyCopy(nil))
+	}
+	return keys, nil
+}
+
+// migrateRowsV1 rewrites the rows of a log stored one per key (layout 1,
+// before chunks) as chunks of one row each, deleting the old keys (rows
+// outside [start, end) are only deleted), in batches: a crash part way
+// leaves rows in both layouts, and the next open finishes the job (a row
+// written again is the same entry).
+func (l *Log) migrateRowsV1(start, end int64) error {
+	prefix := tableKey(metaRowV1, l.id)
+	for {
+		type old struct {
+			key []byte
+			off int64
+			row []byte
+		}
+		var batch []old
+		size := 0
+		txn := l.m.db.NewTransaction(false)
+		opts := badger.DefaultIteratorOptions
+		opts.Prefix = prefix
+		opts.PrefetchValues = false
+		it := txn.NewIterator(opts)
+		var err error
+		for it.Rewind(); it.Valid() && len(batch) < truncateChunk && size < 64<<20; it.Next() {
+			item := it.Item()
+			k := item.KeyCopy(nil)
+			if len(k) != len(prefix)+8 {
+				err = fmt.Errorf("row key %x: bad length", k)
+				break
+			}
+			o := old{key: k, off: int64(binary.BigEndian.Uint64(k[len(prefix):]))}
+			if o.off >= start && o.off < end {
+				if o.row, err = item.ValueCopy(nil); err != nil {
+					break
+				}
+			}
+			size += len(o.row)
+			batch = append(batch, o)
+		}
+		it.Close()
+		txn.Discard()
+		if err != nil {
+			return fmt.Errorf("migrate rows of layout 1: %w", err)
+		}
+		if len(batch) == 0 {
+			return nil
+		}
+		w := txnWriter{
+			begin:  func() *badger.Txn { return l.m.db.NewTransaction(true) },
+			commit: func(txn *badger.Txn) error { return txn.Commit() },
+		}
+		for _, o := range batch {
+			if o.off >= start && o.off < end {
+				v := binary.AppendUvarint(make([]byte, 0, 2*binary.MaxVarintLen64+len(o.row)), 1)
+				v = append(binary.AppendUvarint(v, uint64(len(o.row))), o.row...)
+				k := binary.BigEndian.AppendUint64(append([]byte(nil), l.rowPrefix...), uint64(o.off))
+				if err = w.set(&badger.Entry{Key: k, Value: v}); err != nil {
+					break
+				}
+			}
+			if err = w.delete(o.key); err != nil {
+				break
+			}
+		}
+		if err == nil {
+			err = w.flush()
+		}
+		w.discard()
+		if err != nil {
+			return fmt.Errorf("migrate rows of layout 1 (offsets %d to %d): %w", batch[0].off, batch[len(batch)-1].off, err)
+		}
+	}
 }
 
 // Close stops the appender (answering any group in progress first). Appends
@@ -983,49 +1165,85 @@ func (l *Log) Truncate(below int64) error {
 		fault.Point("ingest.truncate")
 	}
 	start := l.Start()
-	if start <= l.cleared {
+	if start <= l.clearedFor {
 		return nil
 	}
 	// From 0 after an open, so that leftovers of an unfinished truncation go.
-	if err := l.deleteRowsBelow(l.cleared, start); err != nil {
+	kept, err := l.deleteRowsBelow(l.cleared, start)
+	if err != nil {
 		return fmt.Errorf("log %d truncate below %d: %w", l.id, start, err)
 	}
 	indexFrom, err := l.deleteIndexBelow(l.indexFrom, start)
 	if err != nil {
 		return fmt.Errorf("log %d truncate below %d: %w", l.id, start, err)
 	}
-	l.cleared, l.indexFrom = start, indexFrom
+	l.cleared, l.clearedFor, l.indexFrom = kept, start, indexFrom
 	return nil
 }
 
-// deleteRowsBelow deletes the rows with offsets in [from, start), in chunks.
-func (l *Log) deleteRowsBelow(from, start int64) error {
+// deleteRowsBelow deletes the chunks from the one starting at from that
+// lie wholly below start (a chunk ends where the next one starts, the last
+// one after its row count), in batches. It returns the first offset of the
+// first chunk kept (start when none straddles it): the next call starts
+// there.
+func (l *Log) deleteRowsBelow(from, start int64) (int64, error) {
 	seek := binary.BigEndian.AppendUint64(append([]byte(nil), l.rowPrefix...), uint64(from))
-	limit := binary.BigEndian.AppendUint64(append([]byte(nil), l.rowPrefix...), uint64(start))
 	for {
 		var keys [][]byte
+		kept := start
 		txn := l.m.db.NewTransaction(false)
 		opts := badger.DefaultIteratorOptions
 		opts.Prefix = l.rowPrefix
 		opts.PrefetchValues = false
 		it := txn.NewIterator(opts)
+		var pending []byte // a chunk below start whose end is not known yet
+		done := false
+		var err error
 		for it.Seek(seek); it.Valid() && len(keys) < truncateChunk; it.Next() {
-			k := it.Item().KeyCopy(nil)
-			if string(k) >= string(limit) {
+			first := int64(binary.BigEndian.Uint64(it.Item().Key()[len(l.rowPrefix):]))
+			if pending != nil {
+				if first > start {
+					kept, pending, done = int64(binary.BigEndian.Uint64(pending[len(l.rowPrefix):])), nil, true
+					break
+				}
+				keys, pending = append(keys, pending), nil
+			}
+			if first >= start {
+				done = true
 				break
 			}
-			keys = append(keys, k)
+			pending = it.Item().KeyCopy(nil)
+		}
+		if pending != nil && len(keys) < truncateChunk {
+			// The last chunk: its row count says where it ends.
+			done = true
+			var item *badger.Item
+			if item, err = txn.Get(pending); err == nil {
+				var count int64
+				if err = item.Value(func(v []byte) (e error) { count, e = chunkCount(v); return }); err == nil {
+					first := int64(binary.BigEndian.Uint64(pending[len(l.rowPrefix):]))
+					if first+count <= start {
+						keys = append(keys, pending)
+					} else {
+						kept = first
+					}
+				}
+			}
+		} else if pending == nil && !it.Valid() {
+			done = true
 		}
 		it.Close()
 		txn.Discard()
-		if len(keys) == 0 {
-			return nil
+		if err != nil {
+			return from, fmt.Errorf("read chunk: %w", err)
 		}
-		if err := l.deleteKeys(keys); err != nil {
-			return fmt.Errorf("delete rows: %w", err)
+		if len(keys) > 0 {
+			if err := l.deleteKeys(keys); err != nil {
+				return from, fmt.Errorf("delete chunks: %w", err)
+			}
 		}
-		if len(keys) < truncateChunk {
-			return nil
+		if done || len(keys) == 0 {
+			return kept, nil
 		}
 		seek = append(keys[len(keys)-1], 0) // the next key after the last deleted
 	}

@@ -21,7 +21,8 @@ const (
 	metaSeq     = 's' // s<name> -> BE8 last value handed out
 	metaCatalog = 'c' // c<key> -> catalog value
 	metaEnd     = 'e' // e<table BE8> -> BE8 end offset of the table's log
-	metaRow     = 'l' // l<table BE8><offset BE8> -> row
+	metaRow     = 'r' // r<table BE8><first offset BE8> -> chunk: uvarint row count, then each row as uvarint length + bytes (log.go)
+	metaRowV1   = 'l' // l<table BE8><offset BE8> -> one row: the layout before chunks (layout 1), rewritten as chunks at open
 	metaIdem    = 'i' // i<table BE8><sha256(idempotency key)> -> BE8 accepted, first, last (TTL)
 	metaStart   = 'b' // b<table BE8> -> BE8 first retained offset of the table's log (absent: 0)
 	metaTime    = 't' // t<table BE8><unix ms BE8> -> BE8 first offset appended in that millisecond (append-time index)
