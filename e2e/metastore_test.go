@@ -47,11 +47,12 @@ func viewTotal(t *testing.T, s *server, view string) int64 {
 }
 
 // flipInLastGroup flips one byte of the meta store's memtable write-ahead
-// log inside the last group commit of table id's log: Badger writes a
-// transaction's keys in key order (the end offset 'e<id>' first, then its
-// rows 'l<id>...'), so a byte a little after the last end-offset entry
-// spoils that transaction, which Badger then drops when it opens the
-// store, silently.
+// log inside the last group commit of table id's log: the first byte of
+// the value of the last end-offset entry 'e<id>' (a WAL entry is header,
+// key with its 8-byte version, value, checksum). The checksum then fails,
+// so Badger drops that entry, the rest of its transaction (the group's
+// chunk pointer and time index) and everything after it when it opens
+// the store, silently.
 func flipInLastGroup(t *testing.T, dataDir string, id uint64) {
 	t.Helper()
 	key := binary.BigEndian.AppendUint64([]byte{'e'}, id)
@@ -62,10 +63,11 @@ func flipInLastGroup(t *testing.T, dataDir string, id uint64) {
 			t.Fatal(err)
 		}
 		i := bytes.LastIndex(b, key)
-		if i < 0 || i+500 >= len(b) {
+		at := i + len(key) + 8 // past the key's version: the value
+		if i < 0 || at >= len(b) {
 			continue
 		}
-		b[i+500] ^= 0xff
+		b[at] ^= 0xff
 		if err := os.WriteFile(p, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -180,7 +182,7 @@ func TestDropTableCrash(t *testing.T) {
 
 	metaDir := filepath.Join(s.dataDir, "meta")
 	prefix := func(space byte) []byte { return binary.BigEndian.AppendUint64([]byte{space}, 1) }
-	spaces := []byte{'l', 'i', 'e', 'b', 't', 'x'} // rows, idempotency keys, end, start, time index, lost ranges
+	spaces := []byte{'r', 'i', 'e', 'b', 't', 'x'} // row chunks, idempotency keys, end, start, time index, lost ranges
 	var prefixes [][]byte
 	for _, c := range spaces {
 		prefixes = append(prefixes, prefix(c))
@@ -189,8 +191,8 @@ func TestDropTableCrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if before[0] != 3000 || before[1] != 3 {
-		t.Fatalf("after the crash in DROP TABLE: %d rows and %d idempotency keys in the store, want 3000 and 3 (the crash window was missed)", before[0], before[1])
+	if before[0] != 3 || before[1] != 3 { // one chunk per request of 1,000 rows
+		t.Fatalf("after the crash in DROP TABLE: %d row chunks and %d idempotency keys in the store, want 3 and 3 (the crash window was missed)", before[0], before[1])
 	}
 
 	s.env = nil
