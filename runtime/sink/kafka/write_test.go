@@ -241,7 +241,19 @@ func TestFencedOpenTransaction(t *testing.T) {
 		}
 		during = readTopic(t, addr, "out", true)
 	}
-	err := p1.CommitEpoch(ctx(t), 2, []sink.Change{upsert(row(1, "zombie", 2, 2, false, 2)), upsert(row(2, "zombie", 2, 2, false, 2))})
+	zombie := []sink.Change{upsert(row(1, "zombie", 2, 2, false, 2)), upsert(row(2, "zombie", 2, 2, false, 2))}
+	err := p1.CommitEpoch(ctx(t), 2, zombie)
+	// kfake now and then answers a produce of the transaction with
+	// OUT_OF_ORDER_SEQUENCE_NUMBER (about once in a few thousand runs
+	// under -race on a loaded machine), before the transaction is ended:
+	// the epoch then failed retryably and the runtime would retry it, as
+	// here. The fence is tested once a transaction reaches its end.
+	retried := false
+	for try := 1; err != nil && p1.beforeEnd != nil && !sink.IsPermanent(err) && try < 5; try++ {
+		retried = true
+		t.Logf("epoch 2 failed before its transaction was ended (try %d): %v; retrying", try, err)
+		err = p1.CommitEpoch(ctx(t), 2, zombie)
+	}
 	if err == nil || errors.Is(err, sink.ErrCommitted) || sink.IsPermanent(err) || !strings.Contains(err.Error(), "commit outcome unknown") {
 		t.Fatalf("the fenced publisher's CommitEpoch: %v, want a retryable 'outcome unknown' error", err)
 	}
@@ -255,7 +267,8 @@ func TestFencedOpenTransaction(t *testing.T) {
 	t.Logf("the fenced publisher's error: %v", err)
 	wantRecs(t, "read_committed while fenced", during, kv(1, "a", 1, 1, true, 1))
 	wantRecs(t, "read_committed after", readTopic(t, addr, "out", true), kv(1, "a", 1, 1, true, 1))
-	if u := readTopic(t, addr, "out", false); len(u) != 3 {
+	// (A failed try may have appended some of its records too, aborted.)
+	if u := readTopic(t, addr, "out", false); len(u) != 3 && !(retried && len(u) > 3) {
 		t.Fatalf("read_uncommitted sees %d records, want 3 (epoch 2's were produced, then aborted): %v", len(u), recStrings(u))
 	}
 	if e := progressRecs(t, addr, "out.streamsql-progress", spec.SinkID); !reflect.DeepEqual(e, []uint64{1}) {
