@@ -5,14 +5,16 @@
 // aggregate and join kind, and queries over updating inputs (an
 // aggregation and a filter over a running aggregate, an aggregation over
 // a PRIMARY KEY table: changelog streams whose rows are taken back), in
-// both delivery modes, drives steady ingest
+// the three delivery modes, drives steady ingest
 // over HTTP (chunks with Idempotency-Keys, resent until acknowledged) and
 // Kafka (with aborted transactions among the committed records), kills the
 // server with SIGKILL at random moments or arms a named fault point
 // (internal/fault) for N cycles, and then compares the built-in results,
 // the PostgreSQL tables and a read_committed read of the Kafka sink topics
 // with an oracle: a batch evaluation of the same queries over the input,
-// written here from the SQL's meaning, not from the engine.
+// written here from the SQL's meaning, not from the engine. An
+// at_most_once sink may lack rows (Lost, reported, not a failure) but
+// must hold none twice and none the oracle lacks.
 //
 // The input is generated so that no row is ever late (each source's
 // disorder is below its watermark delay) and every view is in changes

@@ -110,7 +110,7 @@ func TestTortureKills(t *testing.T) {
 // named point, a run whose server is killed once and restarted with the
 // point armed until it fires there, restarted without it, and every
 // output (the ingest log, the views' built-in results, PostgreSQL and
-// Kafka sinks in both delivery modes) compared with the oracle.
+// Kafka sinks in the three delivery modes) compared with the oracle.
 func TestTortureFaultPoints(t *testing.T) {
 	base := sharedConfig(t)
 	table := map[string]Report{}

@@ -555,12 +555,13 @@ func queryByName(name string) querySpec {
 type sinkSpec struct {
 	name     string // the streamsql table (and query) name
 	engine   string // "postgres" or "kafka"
-	delivery string // "exactly_once" or "at_least_once"
+	delivery string // "exactly_once", "at_least_once" or "at_most_once" (append-only queries only: see kafkaRows)
 	query    string // the querySpec it takes its SELECT from
 }
 
-// sinks cover both engines in both delivery modes, with upserts,
-// deletes (HAVING, sessions merging) and append-only rows.
+// sinks cover both engines in the delivery modes, with upserts,
+// deletes (HAVING, sessions merging) and append-only rows; at_most_once
+// on append-only rows to Kafka, where a record produced again is seen.
 var sinks = []sinkSpec{
 	{"pg_tumble_eo", "postgres", "exactly_once", "tumble_all"},
 	{"pg_rows_eo", "postgres", "exactly_once", "j_rows"},
@@ -577,6 +578,7 @@ var sinks = []sinkSpec{
 	{"k_runpos_eo", "kafka", "exactly_once", "run_pos"},
 	{"k_runagg_alo", "kafka", "at_least_once", "run_agg"},
 	{"pg_dimagg_alo", "postgres", "at_least_once", "dim_agg"},
+	{"k_rows_amo", "kafka", "at_most_once", "j_rows"},
 }
 
 // parallelism of each query: 2 for some, so exchanges and alignment are
