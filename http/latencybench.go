@@ -49,6 +49,11 @@ type LatencyBenchConfig struct {
 	Batch      int             // rows per request
 	Outputs    []string        // names from LatencyOutputs
 	PollPeriod time.Duration   // GET results poll period (bounds its resolution)
+	// StateKeys > 0 runs a second view beside the measured one, a
+	// running aggregate over StateKeys groups (lat_state), so that each
+	// checkpoint has that state's changes to write: the cost a short
+	// interval pays. Its checkpoints are the ones reported.
+	StateKeys int
 	Dir        string          // parent of the scratch data directories ("": the system's)
 	// PGURL is the PostgreSQL server the postgres output writes to.
 	PGURL string
@@ -78,15 +83,21 @@ type LatencyResult struct {
 	CheckpointP50Ms    float64 `json:"checkpoint_p50_ms"`
 	CheckpointMaxMs    float64 `json:"checkpoint_max_ms"`
 	CheckpointP50Bytes int64   `json:"checkpoint_p50_bytes"`
+	// CheckpointsOf is the query the checkpoint figures are of: the
+	// state view when there is one, else the measured query.
+	CheckpointsOf string `json:"checkpoints_of"`
+	StateKeys     int    `json:"state_keys"`
 }
 
 // The workload: one key, so the view is one row whose m is the highest seq
 // the output shows. Rows are posted by one client in seq order, each
 // request after the previous one's durable acknowledgement, so m >= s
-// means every row up to s is visible.
+// means every row up to s is visible. g is seq modulo the state keys, the
+// group of the state view.
 const (
-	latencyTable = `CREATE TABLE lat (k BIGINT NOT NULL, seq BIGINT NOT NULL) ENGINE=http`
-	latencyView  = `CREATE VIEW lat_v AS SELECT k, MAX(seq) AS m FROM lat GROUP BY k`
+	latencyTable     = `CREATE TABLE lat (k BIGINT NOT NULL, seq BIGINT NOT NULL, g BIGINT NOT NULL) ENGINE=http`
+	latencyView      = `CREATE VIEW lat_v AS SELECT k, MAX(seq) AS m FROM lat GROUP BY k`
+	latencyStateView = `CREATE VIEW lat_state AS SELECT g, COUNT(*) AS n, SUM(seq) AS s FROM lat GROUP BY g`
 )
 
 // LatencyBench runs each interval × reader in turn, each on a fresh data
@@ -134,7 +145,7 @@ func LatencyBench(ctx context.Context, cfg LatencyBenchConfig) ([]LatencyResult,
 
 func latencyRun(ctx context.Context, cfg LatencyBenchConfig, interval time.Duration, output, reader string) (LatencyResult, error) {
 	emit := min(200*time.Millisecond, interval)
-	res := LatencyResult{Output: output, Reader: reader, IntervalMs: ms(interval), EmitIntervalMs: ms(emit), CPUIncludesClients: true}
+	res := LatencyResult{Output: output, Reader: reader, IntervalMs: ms(interval), EmitIntervalMs: ms(emit), CPUIncludesClients: true, StateKeys: cfg.StateKeys}
 	dir, err := os.MkdirTemp(cfg.Dir, "streamsql-latency-bench-")
 	if err != nil {
 		return res, err
@@ -148,6 +159,11 @@ func latencyRun(ctx context.Context, cfg LatencyBenchConfig, interval time.Durat
 	defer eng.Close(context.WithoutCancel(ctx))
 	if _, err := eng.Exec(ctx, latencyTable); err != nil {
 		return res, fmt.Errorf("create table: %w", err)
+	}
+	if cfg.StateKeys > 0 {
+		if _, err := eng.Exec(ctx, latencyStateView); err != nil {
+			return res, fmt.Errorf("create the state view: %w", err)
+		}
 	}
 	query := "lat_v"
 	if mode, ok := strings.CutPrefix(reader, "postgres-"); ok {
@@ -222,7 +238,7 @@ func latencyRun(ctx context.Context, cfg LatencyBenchConfig, interval time.Durat
 	}
 
 	cpu0, t0 := queries.CPUSeconds(), time.Now()
-	acks, err := postPaced(ctx, client, base+"/v1/tables/lat/rows", cfg.Rate, cfg.Batch, cfg.Duration)
+	acks, err := postPaced(ctx, client, base+"/v1/tables/lat/rows", cfg.Rate, cfg.Batch, max(cfg.StateKeys, 1), cfg.Duration)
 	if err != nil {
 		return res, fmt.Errorf("post: %w", err)
 	}
@@ -262,7 +278,11 @@ func latencyRun(ctx context.Context, cfg LatencyBenchConfig, interval time.Durat
 	res.LatencyMaxMs = float64(queries.Percentile(lat, 100)) / 1000
 	res.CPUSeconds = cpu
 	res.CPUSecPerMillion = cpu / float64(res.Rows) * 1e6
-	if err := checkpointStats(client, base, query, &res); err != nil {
+	res.CheckpointsOf = query
+	if cfg.StateKeys > 0 {
+		res.CheckpointsOf = "lat_state"
+	}
+	if err := checkpointStats(client, base, res.CheckpointsOf, &res); err != nil {
 		return res, err
 	}
 	return res, nil
@@ -275,12 +295,12 @@ type observation struct {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// postPaced posts rows {k: 0, seq} in requests of batch rows, one request
+// postPaced posts rows {k: 0, seq, g: seq % groups} in requests of batch rows, one request
 // per tick of rate/batch per second, for d, and returns each request's
 // acknowledgement time. One client, each request after the previous one's
 // answer: a slow answer delays the next tick (the achieved rate is
 // reported).
-func postPaced(ctx context.Context, client *http.Client, url string, rate, batch int, d time.Duration) ([]time.Time, error) {
+func postPaced(ctx context.Context, client *http.Client, url string, rate, batch, groups int, d time.Duration) ([]time.Time, error) {
 	period := time.Duration(float64(time.Second) * float64(batch) / float64(rate))
 	tick := time.NewTicker(period)
 	defer tick.Stop()
@@ -292,6 +312,8 @@ func postPaced(ctx context.Context, client *http.Client, url string, rate, batch
 		for range batch {
 			buf = append(buf, `{"k":0,"seq":`...)
 			buf = strconv.AppendInt(buf, seq, 10)
+			buf = append(buf, `,"g":`...)
+			buf = strconv.AppendInt(buf, seq%int64(groups), 10)
 			buf = append(buf, "}\n"...)
 			seq++
 		}

@@ -13,7 +13,7 @@ import (
 func TestLatencyBench(t *testing.T) {
 	res, err := LatencyBench(context.Background(), LatencyBenchConfig{
 		Intervals: []time.Duration{200 * time.Millisecond}, Duration: time.Second, Rate: 2000, Batch: 100,
-		Outputs: []string{"builtin", "changes"}, Dir: t.TempDir(),
+		Outputs: []string{"builtin", "changes"}, Dir: t.TempDir(), StateKeys: 500,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -29,7 +29,7 @@ func TestLatencyBench(t *testing.T) {
 		if !(0 < r.LatencyP50Ms && r.LatencyP50Ms <= r.LatencyP99Ms && r.LatencyP99Ms <= r.LatencyMaxMs) {
 			t.Errorf("%s: latencies p50 %v p99 %v max %v", r.Reader, r.LatencyP50Ms, r.LatencyP99Ms, r.LatencyMaxMs)
 		}
-		if r.Checkpoints == 0 || r.CheckpointP50Bytes <= 0 {
+		if r.Checkpoints == 0 || r.CheckpointP50Bytes <= 0 || r.CheckpointsOf != "lat_state" || r.StateKeys != 500 {
 			t.Errorf("%s: checkpoints %+v", r.Reader, r)
 		}
 	}

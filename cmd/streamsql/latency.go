@@ -33,6 +33,7 @@ type latencyFlags struct {
 	plot      *string
 	pgURL     *string
 	brokers   *string
+	stateKeys *int
 }
 
 func (c *cli) latencyFlags(cmd *command) latencyFlags {
@@ -46,11 +47,15 @@ func (c *cli) latencyFlags(cmd *command) latencyFlags {
 		pgURL:     fs.String("pg-url", "", "--latency: PostgreSQL for the postgres output (default: start a throwaway server)"),
 		brokers:   fs.String("brokers", "", "--latency: Kafka brokers for the kafka output (default: start a throwaway broker)"),
 		plot:      fs.String("plot", "", "--latency: write a plot of latency and CPU against interval (.png or .svg)"),
+		stateKeys: fs.Int("state-keys", 100_000, "--latency: groups of a second view whose state each checkpoint writes (0: none)"),
 	}
 }
 
 func benchLatency(out io.Writer, f latencyFlags, batch int, asJSON bool) error {
-	cfg := httpapi.LatencyBenchConfig{Duration: *f.duration, Rate: *f.rate, Batch: batch, PGURL: *f.pgURL, Brokers: *f.brokers}
+	if *f.stateKeys < 0 {
+		return fmt.Errorf("--state-keys %d: want 0 or more", *f.stateKeys)
+	}
+	cfg := httpapi.LatencyBenchConfig{Duration: *f.duration, Rate: *f.rate, Batch: batch, PGURL: *f.pgURL, Brokers: *f.brokers, StateKeys: *f.stateKeys}
 	for _, s := range strings.Split(*f.intervals, ",") {
 		d, err := time.ParseDuration(strings.TrimSpace(s))
 		if err != nil || d <= 0 {
@@ -118,6 +123,9 @@ func printLatency(out io.Writer, f latencyFlags, batch int, asJSON bool, res []h
 	}
 	fmt.Fprintf(out, "latency from a row's durable acknowledgement to its first visibility; %d rows/s asked in requests of %d, %s per combination; CPU of the whole process (server, poster and reader in-process)\n",
 		*f.rate, batch, *f.duration)
+	if *f.stateKeys > 0 {
+		fmt.Fprintf(out, "beside the measured view, lat_state keeps a running aggregate over %d groups; the checkpoint figures are its\n", *f.stateKeys)
+	}
 	fmt.Fprintf(out, "%-9s %-23s %9s %9s %9s %9s %11s %6s %9s %10s\n", "interval", "reader", "rows/s", "p50 ms", "p99 ms", "max ms", "cpu s/Mrow", "ckpts", "ckpt ms", "ckpt bytes")
 	for _, r := range res {
 		iv := time.Duration(r.IntervalMs * float64(time.Millisecond))

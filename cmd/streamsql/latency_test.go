@@ -25,7 +25,7 @@ func TestBenchLatency(t *testing.T) {
 	var out, errb bytes.Buffer
 	c := &cli{stdin: strings.NewReader(""), stdout: &out, stderr: &errb, getenv: func(string) string { return "" }}
 	if code := c.run([]string{"bench", "--latency", "--intervals", "200ms", "--duration", "1s", "--rate", "2000", "--batch", "100",
-		"--outputs", "builtin", "--json", "--plot", pngFile}); code != 0 {
+		"--outputs", "builtin", "--state-keys", "1000", "--json", "--plot", pngFile}); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	var res []httpapi.LatencyResult
@@ -41,7 +41,7 @@ func TestBenchLatency(t *testing.T) {
 		t.Fatalf("results %+v", res)
 	}
 	for _, r := range res {
-		if r.IntervalMs != 200 || r.Rows != int64(r.Requests)*100 || r.Rows == 0 || r.CPUSecPerMillion <= 0 {
+		if r.IntervalMs != 200 || r.Rows != int64(r.Requests)*100 || r.Rows == 0 || r.CPUSecPerMillion <= 0 || r.StateKeys != 1000 || r.CheckpointsOf != "lat_state" {
 			t.Errorf("result %+v", r)
 		}
 		if !(0 < r.LatencyP50Ms && r.LatencyP50Ms <= r.LatencyP99Ms && r.LatencyP99Ms <= r.LatencyMaxMs) {
