@@ -221,7 +221,7 @@ func TestAtMostOnceResultsCrash(t *testing.T) {
 	}
 	readers := map[string]*changeCollector{}
 	for _, nm := range names {
-		readers[nm] = &changeCollector{t: t, view: nm, got: map[string]int{}}
+		readers[nm] = newChangeCollector(t, nm)
 		readers[nm].connect(srv.base)
 	}
 
@@ -319,12 +319,29 @@ type changeCollector struct {
 	t    *testing.T
 	view string
 	wg   sync.WaitGroup
+	stop chan struct{} // closed when the test ends: no more reports
 
 	mu    sync.Mutex
 	got   map[string]int   // key (its JSON) -> changes
 	rows  []map[string]any // every change's row
 	conns int
 	last  time.Time // when the last record came
+}
+
+func newChangeCollector(t *testing.T, view string) *changeCollector {
+	c := &changeCollector{t: t, view: view, got: map[string]int{}, stop: make(chan struct{})}
+	t.Cleanup(func() { close(c.stop) })
+	return c
+}
+
+// report fails the test with a message, unless the test has ended (a
+// reader left behind by a failure).
+func (c *changeCollector) report(format string, args ...any) {
+	select {
+	case <-c.stop:
+	default:
+		c.t.Errorf(format, args...)
+	}
 }
 
 // connect starts reading from the server at base, which may not listen
@@ -346,10 +363,14 @@ func (c *changeCollector) connect(base string) {
 				resp.Body.Close()
 			}
 			if time.Now().After(deadline) {
-				c.t.Errorf("%s: no /changes stream from %s by the deadline (last: %v)", c.view, base, describe(resp, err))
+				c.report("%s: no /changes stream from %s by the deadline (last: %v)", c.view, base, describe(resp, err))
 				return
 			}
-			time.Sleep(2 * time.Millisecond)
+			select {
+			case <-c.stop:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
 		}
 		defer resp.Body.Close()
 		c.mu.Lock()
@@ -373,7 +394,7 @@ func (c *changeCollector) connect(base string) {
 				row, _ := m["row"].(map[string]any)
 				c.rows = append(c.rows, row)
 			case "lagged":
-				c.t.Errorf("%s: the reader lagged: %v", c.view, m)
+				c.report("%s: the reader lagged: %v", c.view, m)
 			}
 			c.mu.Unlock()
 		}
