@@ -286,7 +286,13 @@ func (p *crashPoster) wait(t *testing.T) {
 
 // crashHooks are what a crash test does around each kill.
 type crashHooks struct {
-	beforeKill   func(k int) // after the random delay, before aiming and killing
+	beforeKill func(k int) // after the random delay, before aiming and killing
+	// afterLaunch, if set, runs once the new process is started, before it
+	// answers (its listener may not be open yet): a request it sends waits
+	// in the listener's backlog while the data directory opens and is
+	// served at once after, as a rule before the restored queries' first
+	// barrier publishes anything.
+	afterLaunch  func(k int)
 	afterRestart func(k int) // once the restarted server answers /healthz
 }
 
@@ -344,7 +350,11 @@ func runKills(t *testing.T, srv *server, p killLoad, kills int, rng *rand.Rand, 
 			ks.underLoad++
 		}
 		srv.kill(t)
-		srv.start(t)
+		srv.launch(t)
+		if h.afterLaunch != nil {
+			h.afterLaunch(k)
+		}
+		srv.awaitStart(t)
 		if h.afterRestart != nil {
 			h.afterRestart(k)
 		}

@@ -200,6 +200,17 @@
 //     sink's fault points: every file parses whole, and the files hold
 //     every row of the log exactly once (mid-stream: the epochs up to the
 //     one recorded hold the prefix its checkpoint read).
+//   - atmostonce_crash_test.go: at_most_once outputs under crash_test.go's
+//     random SIGKILLs, barriers every 100ms and checkpoints every 2s:
+//     PostgreSQL sinks (a trigger counts every write of a row) and a Kafka
+//     topic, no row written twice, an at_least_once control written twice
+//     (TestAtMostOnceCrash); views' built-in results with
+//     delivery=at_most_once (an append-only passthrough, a window count at
+//     parallelism 2) read through /changes by readers that reconnect to
+//     each new process as it is launched, before it replays: no change
+//     twice, every change in the oracle (the posted rows, their windows'
+//     counts), the default-delivery control seeing changes again
+//     (TestAtMostOnceResultsCrash).
 //   - file_side_test.go: a CSV side input (ENGINE=file with a PRIMARY
 //     KEY) joined AS OF the stream's time: the first version, a reload
 //     polled in, a bad row (file_error, the table unchanged), a SIGKILL

@@ -167,6 +167,13 @@ func newServer(t testing.TB, flags ...string) *server {
 func (s *server) start(t testing.TB) {
 	t.Helper()
 	s.launch(t)
+	s.awaitStart(t)
+}
+
+// awaitStart waits until the process launch started answers /healthz
+// (200), failing t with its log if it exits first.
+func (s *server) awaitStart(t testing.TB) {
+	t.Helper()
 	if !s.waitHealthy(t) {
 		ps := s.cmd.ProcessState
 		s.setCmd(nil, nil, s.base)

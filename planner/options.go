@@ -11,7 +11,10 @@ import (
 )
 
 // OptionNames are the per-query options of SET_VAR hints and SET.
-var OptionNames = []string{"emit_mode", "parallelism", "state_ttl", "checkpoint_interval", "emit_interval", "results_retention"}
+var OptionNames = []string{"emit_mode", "parallelism", "state_ttl", "checkpoint_interval", "emit_interval", "results_retention", "delivery"}
+
+// deliveryValues are the values of the delivery option.
+var deliveryValues = []string{plan.DeliveryExactlyOnce, plan.DeliveryAtMostOnce}
 
 // MaxParallelism bounds the parallelism option.
 const MaxParallelism = 64
@@ -56,6 +59,8 @@ func ApplyOptions(opts *plan.Options, vars []parser.SetVar, where string) error 
 			opts.EmitInterval, err = dur(false)
 		case "results_retention":
 			opts.ResultsRetention, err = dur(true)
+		case "delivery":
+			err = setDelivery(opts, val, where)
 		default:
 			return errf(v.Name, "unknown option %s in %s%s (options: %s)", v.Name, where, didYouMean(v.Name, OptionNames), strings.Join(OptionNames, ", "))
 		}
@@ -76,4 +81,18 @@ func CheckIntervals(checkpoint, emit int64) error {
 			window.FormatDuration(checkpoint), window.FormatDuration(emit), window.FormatDuration(checkpoint), window.FormatDuration(checkpoint), window.FormatDuration(emit))
 	}
 	return nil
+}
+
+// setDelivery sets the delivery option of built-in results: exactly_once
+// (the default) or at_most_once. at_least_once is what latest reads and
+// /changes already are, so it is refused with the reason.
+func setDelivery(opts *plan.Options, val, where string) error {
+	switch d := strings.ToLower(val); d {
+	case plan.DeliveryExactlyOnce, plan.DeliveryAtMostOnce:
+		opts.Delivery = d
+		return nil
+	case "at_least_once":
+		return errf("delivery", "%s delivery='at_least_once' is not an option of built-in results: their latest reads and /changes already are at-least-once across a crash (the replay may publish a change again) and committed reads are exactly-once; delivery must be exactly_once (the default) or at_most_once (no change published twice, those since the last checkpoint lost in a crash)", where)
+	}
+	return errf("delivery", "%s delivery must be %s, not %q%s", where, strings.Join(deliveryValues, " or "), val, didYouMean(val, deliveryValues))
 }

@@ -45,7 +45,8 @@ func Query(sel *parser.Select, cat Catalog, opts plan.Options, name string, sink
 		e.Kind, e.UpsertKey = p.s.changes.kind()
 		p.s.cur = b.vertex(p.s.cur.Parallelism, []plan.Edge{e})
 	}
-	p.s.cur.Ops = append(p.s.cur.Ops, &plan.Sink{Kind: sink, Name: name, Key: p.key, Consolidate: p.s.changes != nil && p.s.multi})
+	p.s.cur.Ops = append(p.s.cur.Ops, &plan.Sink{Kind: sink, Name: name, Key: p.key, Consolidate: p.s.changes != nil && p.s.multi,
+		AtMostOnce: sink == plan.SinkResults && opts.Delivery == plan.DeliveryAtMostOnce})
 	opts.Parallelism = p.par
 	return &plan.Graph{Vertices: b.vertices, Options: opts, Key: p.key, KeyOut: p.keyOut, KeyNames: p.keyNames, Out: p.out}, nil
 }

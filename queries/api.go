@@ -541,7 +541,11 @@ func (e *Engine) Query(name string) (QueryInfo, error) {
 	qi.StateSize = map[string]int64{"rows": st.StateRows, "bytes": st.StateBytes}
 	qi.RecentLateRows = lateRowsJSON(st.RecentLate)
 	if v.Results != nil {
-		qi.Sinks["results"] = map[string]any{"committed_checkpoint": v.Results.Committed()}
+		res := map[string]any{"committed_checkpoint": v.Results.Committed(), "delivery": resultsDelivery(v.Graph)}
+		if res["delivery"] == plan.DeliveryAtMostOnce {
+			res["skipped_changes"] = st.ResultsSkipped
+		}
+		qi.Sinks["results"] = res
 	}
 	for _, ss := range st.Sinks {
 		qi.Sinks[ss.Table] = ss
@@ -790,4 +794,17 @@ func (e *Engine) Checkpoints(name string) ([]runtime.CheckpointStat, error) {
 		h[i], h[j] = h[j], h[i]
 	}
 	return h, nil
+}
+
+// resultsDelivery is the delivery of g's built-in results (the delivery
+// option).
+func resultsDelivery(g *plan.Graph) string {
+	for _, v := range g.Vertices {
+		for _, o := range v.Ops {
+			if s, ok := o.(*plan.Sink); ok && s.Kind == plan.SinkResults {
+				return s.Delivery()
+			}
+		}
+	}
+	return plan.DeliveryExactlyOnce
 }

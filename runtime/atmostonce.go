@@ -20,16 +20,23 @@ import (
 // previous barrier's cut produced.
 //
 // So every source task notes its positions at every barrier (cutTable),
-// and before the committer applies a batch (the changes between barriers
-// P and E) it records E's cut in the meta store, synced (amoLog). After
-// a crash the query restores its checkpoint and replays; the committer
-// drops every replayed batch whose starting cut is below the recorded one
-// at some source: part of its input produced output the crashed run had
-// begun writing. The first batch it writes starts at or past that cut, so
-// what it and the batches after it write is disjoint from what was
-// written (for a deterministic query: processing-time results are not).
-// What is lost is what the crashed run had not finished writing, and the
-// replayed changes between the recorded cut and the first barrier past it.
+// and before a sink subtask's batch (its changes between barriers P and
+// E) is written it records E's cut in the meta store, synced (amoLog).
+// After a crash the query restores its checkpoint and replays; each sink
+// subtask (amoGate) drops every replayed batch whose starting cut is below
+// the recorded one at some source: part of its input produced output the
+// crashed run had begun writing. The first batch it writes starts at or
+// past that cut, so what it and the batches after it write is disjoint
+// from what was written (for a deterministic query: processing-time
+// results are not). What is lost is what the crashed run had not finished
+// writing, and the replayed changes between the recorded cut and the
+// first barrier past it.
+//
+// The same gate serves an external sink (its committer applies each
+// subtask's batches: committer.run) and the built-in results of a view
+// with delivery=at_most_once (each results sink subtask publishes its
+// batches to the latest view and /changes: resultsGate, sink.go); the
+// record is one per query, shared by its sink subtasks.
 
 // endOfInput is the epoch of the batch a sink publishes at the end of a
 // bounded input (no barrier follows it).
@@ -114,17 +121,31 @@ func (t *cutTable) get(epoch uint64) (map[string]int64, error) {
 // entry; no other query's key has it as a prefix).
 func AtMostOnceKey(qid uint64) string { return fmt.Sprintf("sinkcut/%d/", qid) }
 
-// amoLog is an at_most_once sink's record of what it has begun writing;
-// used only on the committer's goroutine.
+// amoLog is an at_most_once sink's record of what it has begun writing,
+// one per query: its sink subtasks (an external sink's committer, the
+// results sink's subtasks, each through its own amoGate) share it.
 type amoLog struct {
 	kv   MetaKV
 	key  string
 	cuts *cutTable
-	// written is the last cut recorded; skipping: the crashed run's cut
-	// (read at start) is not passed yet.
-	written  map[string]int64
+	// last is the cut the crashed run recorded (read by load before the
+	// tasks start; not changed after): a gate skips until it is passed.
+	last map[string]int64
+
+	mu sync.Mutex
+	// written is the cut recorded last: every change written so far comes
+	// from input below it.
+	written map[string]int64
+	skipped atomic.Int64 // changes dropped since the start (read by status)
+}
+
+// amoGate is one sink subtask's view of the query's amoLog: whether it
+// still skips the replay of what the crashed run may have written. Used
+// on that subtask's goroutine only (the committer's, for an external
+// sink's batches of that subtask).
+type amoGate struct {
+	l        *amoLog
 	skipping bool
-	skipped  atomic.Int64 // changes dropped since the start (read by status)
 }
 
 // load reads the cut the last run recorded.
@@ -137,45 +158,85 @@ func (l *amoLog) load() error {
 		if string(kv.Key) != l.key {
 			continue
 		}
-		if err := json.Unmarshal(kv.Value, &l.written); err != nil {
+		if err := json.Unmarshal(kv.Value, &l.last); err != nil {
 			return fmt.Errorf("at_most_once record %q: %w", l.key, err)
 		}
-		l.skipping = len(l.written) > 0
 	}
-	l.cuts.written = maps.Clone(l.written)
+	l.written = maps.Clone(l.last)
+	l.cuts.written = maps.Clone(l.last)
 	return nil
 }
 
-// admit says whether batch b is written; before it is, its cut is
-// recorded (synced).
-func (l *amoLog) admit(b alBatch) (bool, error) {
-	if l.skipping {
-		from, err := l.cuts.get(b.from)
+// replaying says whether the last run recorded a cut: its replay is
+// skipped up to there.
+func (l *amoLog) replaying() bool { return len(l.last) > 0 }
+
+// gate is a new sink subtask's gate, skipping while the last run's cut is
+// not passed.
+func (l *amoLog) gate() *amoGate { return &amoGate{l: l, skipping: l.replaying()} }
+
+// admit says whether the n changes a sink subtask has between barrier
+// epochs from and to (0: the start; endOfInput: the end) are written
+// (published). While the subtask skips, a batch that starts below the
+// last run's cut at some source is dropped (counted): part of its input
+// produced output the crashed run may have written; the first that starts
+// at or past it ends the skipping. Before a batch is written, the cut at
+// to is recorded (synced), unless what is recorded covers it already
+// (another subtask recorded it, or a later one): the record only grows.
+// Nothing to write (n == 0) records nothing.
+func (g *amoGate) admit(from, to uint64, n int) (bool, error) {
+	if n == 0 {
+		return true, nil
+	}
+	l := g.l
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if g.skipping {
+		start, err := l.cuts.get(from)
 		if err != nil {
 			return false, err
 		}
-		for k, w := range l.written {
-			if p, ok := from[k]; !ok || p < w {
-				l.skipped.Add(int64(len(b.changes)))
+		for k, w := range l.last {
+			if p, ok := start[k]; !ok || p < w {
+				l.skipped.Add(int64(n))
 				return false, nil
 			}
 		}
-		l.skipping = false
+		g.skipping = false
 	}
-	to, err := l.cuts.get(b.to)
+	end, err := l.cuts.get(to)
 	if err != nil {
 		return false, err
 	}
-	if maps.Equal(to, l.written) {
+	if covers(l.written, end) {
 		return true, nil
 	}
-	val, err := json.Marshal(to)
+	rec := maps.Clone(l.written)
+	if rec == nil {
+		rec = make(map[string]int64, len(end))
+	}
+	for k, p := range end {
+		if w, ok := rec[k]; !ok || p > w {
+			rec[k] = p
+		}
+	}
+	val, err := json.Marshal(rec)
 	if err != nil {
 		return false, err
 	}
 	if err := l.kv.PutCatalog(l.key, val); err != nil {
 		return false, fmt.Errorf("record source positions: %w", err)
 	}
-	l.written = maps.Clone(to)
+	l.written = rec
 	return true, nil
+}
+
+// covers says whether cut w is at or past cut c at every source of c.
+func covers(w, c map[string]int64) bool {
+	for k, p := range c {
+		if q, ok := w[k]; !ok || q < p {
+			return false
+		}
+	}
+	return true
 }

@@ -222,10 +222,7 @@ func (s *sinkEnd) Watermark(wm int64) error {
 }
 func (s *sinkEnd) Idle(bool) error { return nil }
 
-func (s *sinkEnd) Barrier(b op.Barrier) error {
-	s.sinkWriter.Barrier(b)
-	return nil
-}
+func (s *sinkEnd) Barrier(b op.Barrier) error { return s.sinkWriter.Barrier(b) }
 
 func (s *sinkEnd) awaitRoom(ctx context.Context, b op.Barrier, live *liveness) (time.Duration, error) {
 	w, ok := s.sinkWriter.(roomWaiter)
@@ -248,11 +245,10 @@ type roomWaiter interface {
 // End publishes what the end of input released (no barrier follows it)
 // to the latest results.
 func (s *sinkEnd) End() error {
-	switch w := s.sinkWriter.(type) {
-	case interface{ end() }:
-		w.end()
-	case interface{ publish() }:
-		w.publish()
+	if w, ok := s.sinkWriter.(interface{ end() error }); ok {
+		if err := w.end(); err != nil {
+			return err
+		}
 	}
 	close(s.ended)
 	return nil

@@ -335,6 +335,10 @@ type Status struct {
 	StateRows, StateBytes int64
 	// Sinks are the external sinks' progress.
 	Sinks []SinkStatus
+	// ResultsSkipped (built-in results, delivery=at_most_once): replayed
+	// changes not published since the start, because the last run may
+	// have published them.
+	ResultsSkipped int64
 	// BadRecords counts source records that could not be decoded;
 	// RecentBad are the last few.
 	BadRecords int64
@@ -371,6 +375,9 @@ func (j *Job) Status() Status {
 			// the journal's bound) and the committer retries.
 			s.State, s.Err = StateRetrying, errors.New(cs.Error)
 		}
+	}
+	if j.amo != nil && j.committer == nil {
+		s.ResultsSkipped = j.amo.skipped.Load()
 	}
 	s.RowsIn, s.RowsOut, s.LateRows = j.rowsIn.Load(), j.rowsOut.Load(), j.lateRows.Load()
 	s.LastCheckpoint = j.lastCheckpoint.Load()

@@ -199,7 +199,7 @@ func (s *journalWriter) publish(to uint64) {
 			keys = append(keys, k)
 		}
 	}
-	if done, err := s.c.enqueue(s.ctx, alBatch{changes: s.batch, keys: keys, prev: s.prev, from: s.epoch, to: to}); err == nil {
+	if done, err := s.c.enqueue(s.ctx, alBatch{changes: s.batch, keys: keys, prev: s.prev, from: s.epoch, to: to, task: s.task}); err == nil {
 		s.lastDone = done
 	}
 	s.batch, s.batchIdx = nil, nil
@@ -240,18 +240,20 @@ func (s *journalWriter) awaitRoom(ctx context.Context, b op.Barrier) error {
 	return s.c.reserve(ctx, b.CheckpointID, int64(s.w.Len()))
 }
 
-func (s *journalWriter) Barrier(b op.Barrier) {
+func (s *journalWriter) Barrier(b op.Barrier) error {
 	if !s.ext.ExactlyOnce && b.CheckpointID != 0 {
 		s.prev = b.CheckpointID
 	}
 	s.epoch = b.Epoch
+	return nil
 }
 
 // end publishes what the end of input released.
-func (s *journalWriter) end() {
+func (s *journalWriter) end() error {
 	if !s.ext.ExactlyOnce {
 		s.publish(endOfInput)
 	}
+	return nil
 }
 
 // snapshot is exactly_once's pre-commit: the records since the last
@@ -323,8 +325,10 @@ type committer struct {
 	// markers: completed checkpoints the external system may not have yet,
 	// oldest first, with when they completed (exactly_once; metrics.go).
 	markers []markerTime
-	// amo records what an at_most_once sink writes (nil otherwise).
-	amo *amoLog
+	// amo records what an at_most_once sink writes (nil otherwise);
+	// gates are its sink subtasks' (run's goroutine only).
+	amo   *amoLog
+	gates map[int]*amoGate
 	// applying is when the at_least_once batch being applied was handed
 	// over (unix ns; 0: none).
 	applying atomic.Int64
@@ -335,8 +339,10 @@ type alBatch struct {
 	keys    []string // the encoded upsert keys (for the WAL)
 	prev    uint64   // the last checkpoint before the batch
 	// from and to are the barrier epochs around the batch (0: the start;
-	// endOfInput: the end), for at_most_once.
+	// endOfInput: the end), and task the sink subtask it is from, for
+	// at_most_once.
 	from, to uint64
+	task     int
 	done     chan struct{}
 	at       time.Time // when it was handed over
 }
@@ -366,10 +372,8 @@ func (c *committer) run(ctx context.Context) error {
 	if err := c.retry(ctx, c.commitCompleted); err != nil {
 		return err
 	}
-	if c.amo != nil {
-		if c.amo.skipping {
-			c.logger.Info("sink: at_most_once: skipping the replay up to the source positions the last run had begun writing", "sink", c.ext.Table, "positions", c.amo.written)
-		}
+	if c.amo != nil && c.amo.replaying() {
+		c.logger.Info("sink: at_most_once: skipping the replay up to the source positions the last run had begun writing", "sink", c.ext.Table, "positions", c.amo.last)
 	}
 	if c.wal != nil {
 		// Undo what the last run may have applied after the restored
@@ -411,8 +415,16 @@ func (c *committer) run(ctx context.Context) error {
 		c.applying.Store(b.at.UnixNano())
 		write := true
 		if c.amo != nil {
+			g := c.gates[b.task]
+			if g == nil {
+				if c.gates == nil {
+					c.gates = map[int]*amoGate{}
+				}
+				g = c.amo.gate()
+				c.gates[b.task] = g
+			}
 			var err error
-			if write, err = c.amo.admit(b); err != nil {
+			if write, err = g.admit(b.from, b.to, len(b.changes)); err != nil {
 				return fmt.Errorf("sink %s: %w", c.ext.Table, err)
 			}
 		}

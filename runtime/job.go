@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -86,8 +87,10 @@ type Job struct {
 	// committer writes the external sink, if the query has one.
 	committer *committer
 	// cuts are the source positions at each barrier, noted only for an
-	// at_most_once sink (nil otherwise).
+	// at_most_once sink (nil otherwise); amo records what that sink
+	// writes.
 	cuts *cutTable
+	amo  *amoLog
 	// restored is the checkpoint whose state the job started from (0:
 	// none; restoredCheckpoint); began is when Start was called (the
 	// restore time is logged from it).
@@ -452,9 +455,22 @@ func (j *Job) build(deps Deps, o StartOptions, committed uint64) error {
 						return fmt.Errorf("query %s: a results sink needs a results table", j.Name)
 					}
 					j.results.setWidth(len(g.Out))
+					var gate *resultsGate
+					if s.AtMostOnce {
+						amo, err := j.atMostOnce(deps)
+						if err != nil {
+							return fmt.Errorf("query %s: results: %w", j.Name, err)
+						}
+						gate = &resultsGate{g: amo.gate()}
+						if i == 0 && amo.replaying() {
+							j.logger.Info("results: at_most_once: skipping the replay up to the source positions the last run had begun publishing", "query", j.Name, "positions", amo.last)
+						}
+					}
 					if s.Key == plan.KeyRowID {
 						j.results.setAppendOnly()
-						st.sinkWriter = newAppendResults(j.results, j.store, j.ID, i, v.Parallelism, counters)
+						rs := newAppendResults(j.results, j.store, j.ID, i, v.Parallelism, counters)
+						rs.gate = gate
+						st.sinkWriter = rs
 					} else {
 						if i == 0 {
 							j.results.shard(v.Parallelism, s.Key)
@@ -462,6 +478,7 @@ func (j *Job) build(deps Deps, o StartOptions, committed uint64) error {
 						rs := newUpsertResults(j.results, j.store, j.ID, s.Key, i, v.Parallelism, counters)
 						rs.consolidate = s.Consolidate
 						rs.retention = g.Options.ResultsRetention
+						rs.gate = gate
 						st.sinkWriter = rs
 					}
 				case plan.SinkExternal:
@@ -581,14 +598,11 @@ func (j *Job) newCommitter(ext *plan.ExternalSink, deps Deps, o StartOptions) er
 	j.committer = newCommitter(pub, ext, o.SinkID, j.store, j.ID, j)
 	j.committer.limits = o.SinkLimits
 	if ext.AtMostOnce {
-		if deps.Meta == nil {
-			return fmt.Errorf("query %s: an at_most_once sink needs the meta store", j.Name)
-		}
-		j.cuts = newCutTable()
-		j.committer.amo = &amoLog{kv: deps.Meta, key: AtMostOnceKey(j.ID), cuts: j.cuts}
-		if err := j.committer.amo.load(); err != nil {
+		amo, err := j.atMostOnce(deps)
+		if err != nil {
 			return fmt.Errorf("query %s: sink %s: %w", j.Name, ext.Table, err)
 		}
+		j.committer.amo = amo
 	} else if !ext.ExactlyOnce && ext.RowID < 0 {
 		if deps.Meta == nil {
 			return fmt.Errorf("query %s: an at_least_once sink needs the meta store", j.Name)
@@ -596,6 +610,25 @@ func (j *Job) newCommitter(ext *plan.ExternalSink, deps Deps, o StartOptions) er
 		j.committer.wal = &sinkWAL{kv: deps.Meta, prefix: SinkWALPrefix(j.ID)}
 	}
 	return nil
+}
+
+// atMostOnce is the query's record of what its at_most_once sink writes,
+// made (and the last run's record read) on first use, before any task
+// runs; its sources note their cuts from then on (j.cuts).
+func (j *Job) atMostOnce(deps Deps) (*amoLog, error) {
+	if j.amo != nil {
+		return j.amo, nil
+	}
+	if deps.Meta == nil {
+		return nil, errors.New("an at_most_once sink needs the meta store")
+	}
+	cuts := newCutTable()
+	amo := &amoLog{kv: deps.Meta, key: AtMostOnceKey(j.ID), cuts: cuts}
+	if err := amo.load(); err != nil {
+		return nil, err
+	}
+	j.cuts, j.amo = cuts, amo
+	return amo, nil
 }
 
 // lastSink returns the chain's sink, when it ends in one.

@@ -19,8 +19,8 @@ import (
 // goroutine.
 type sinkWriter interface {
 	op.Emitter
-	// Barrier publishes the epoch's changes.
-	Barrier(b op.Barrier)
+	// Barrier publishes the epoch's changes; an error fails the query.
+	Barrier(b op.Barrier) error
 	// snapshot returns the writes of checkpoint id (after its Barrier).
 	// The sink lets go of them: a failed write is the writer's to retry.
 	snapshot(id uint64) sinkWrites
@@ -77,6 +77,9 @@ type upsertResults struct {
 	// changes (an update's old row as a delete) are netted per key before
 	// they apply (consolidated).
 	consolidate bool
+	// gate drops the changes a crashed run may have published
+	// (delivery=at_most_once; nil otherwise).
+	gate *resultsGate
 }
 
 var _ sinkWriter = (*upsertResults)(nil)
@@ -91,13 +94,30 @@ func (s *upsertResults) watermark(wm int64) {
 	s.res.watermark(s.task, s.tasks, wm)
 }
 
-// publish applies the pending changes to the latest results and logs them.
-func (s *upsertResults) publish() {
+// publishAt publishes the pending changes at barrier epoch to
+// (endOfInput: the end of input), unless an at_most_once gate drops them.
+func (s *upsertResults) publishAt(to uint64) error {
 	if len(s.pending) == 0 {
-		return
+		return nil
 	}
 	if s.consolidate {
 		s.pending = consolidated(s.pending)
+	}
+	ok, err := s.gate.admit(to, len(s.pending))
+	if err != nil || !ok {
+		clear(s.pending)
+		s.pending = s.pending[:0]
+		return err
+	}
+	s.publish()
+	return nil
+}
+
+// publish applies the pending changes (consolidated already, if the sink
+// consolidates) to the latest results and logs them.
+func (s *upsertResults) publish() {
+	if len(s.pending) == 0 {
+		return
 	}
 	// The rows are encoded into one buffer for this publication (the
 	// latest view and the log copy what they keep).
@@ -217,14 +237,20 @@ func (s *upsertResults) Emit(b *op.Batch) error {
 	return nil
 }
 
-func (s *upsertResults) Barrier(b op.Barrier) {
-	s.publish()
+func (s *upsertResults) Barrier(b op.Barrier) error {
+	defer s.gate.passed(b.Epoch)
+	if err := s.publishAt(b.Epoch); err != nil {
+		return err
+	}
 	if b.CheckpointID == 0 {
-		return
+		return nil
 	}
 	s.expire() // over the rows just published too
-	s.publish()
+	return s.publishAt(b.Epoch)
 }
+
+// end publishes what the end of input released.
+func (s *upsertResults) end() error { return s.publishAt(endOfInput) }
 
 // snapshot writes the log's blocks since the last checkpoint, or a base
 // of the rows this sink owns (its first checkpoint, or deltas outgrown).
@@ -263,9 +289,13 @@ type appendResults struct {
 	counters *op.Counters
 	blocks   blockBuilder
 	// Published so far: blocks.closed[:pubBlocks], and pubOff bytes of the
-	// next block (closed or open).
+	// next block (closed or open); fresh rows were added since.
 	pubBlocks, pubOff int
+	fresh             int
 	keyBuf            []byte
+	// gate drops the rows a crashed run may have published
+	// (delivery=at_most_once; nil otherwise).
+	gate *resultsGate
 }
 
 var _ sinkWriter = (*appendResults)(nil)
@@ -295,12 +325,50 @@ func (s *appendResults) Emit(b *op.Batch) error {
 		}
 	}
 	s.counters.RowsOut += int64(b.Len())
+	s.fresh += b.Len()
 	return nil
+}
+
+// publishAt publishes the rows added since the last barrier at barrier
+// epoch to (endOfInput: the end of input), unless an at_most_once gate
+// drops them.
+func (s *appendResults) publishAt(to uint64) error {
+	ok, err := s.gate.admit(to, s.fresh)
+	if err != nil || !ok {
+		s.drop()
+		return err
+	}
+	s.publish()
+	return nil
+}
+
+// drop takes the records added since the last barrier out of the blocks:
+// neither published nor checkpointed. Published bytes stay as they are
+// (Results.recent shares them); only unpublished ones are cut off or
+// written over.
+func (s *appendResults) drop() {
+	b := &s.blocks
+	if s.pubBlocks < len(b.closed) {
+		// The block holding the published end was closed since: keep its
+		// published part as a (short) closed block; every later block and
+		// the open one are new.
+		kept := b.closed[s.pubBlocks][:s.pubOff:s.pubOff]
+		b.closed = b.closed[:s.pubBlocks]
+		if len(kept) > 0 {
+			b.closed = append(b.closed, kept)
+			s.pubBlocks++
+		}
+		b.cur, s.pubOff = b.cur[:0], 0
+	} else {
+		b.cur = b.cur[:s.pubOff]
+	}
+	s.fresh = 0
 }
 
 // publish hands the records added since the last barrier to the latest
 // view.
 func (s *appendResults) publish() {
+	s.fresh = 0
 	var recs [][]byte
 	for ; s.pubBlocks < len(s.blocks.closed); s.pubBlocks++ {
 		if b := s.blocks.closed[s.pubBlocks][s.pubOff:]; len(b) > 0 {
@@ -317,7 +385,13 @@ func (s *appendResults) publish() {
 	}
 }
 
-func (s *appendResults) Barrier(op.Barrier) { s.publish() }
+func (s *appendResults) Barrier(b op.Barrier) error {
+	defer s.gate.passed(b.Epoch)
+	return s.publishAt(b.Epoch)
+}
+
+// end publishes what the end of input released.
+func (s *appendResults) end() error { return s.publishAt(endOfInput) }
 
 // snapshot writes the blocks since the last checkpoint, each as one entry
 // at the checkpoint's id. A block whose write fails is written again with
@@ -339,5 +413,30 @@ type discardResults struct{ counters *op.Counters }
 var _ sinkWriter = (*discardResults)(nil)
 
 func (d *discardResults) Emit(b *op.Batch) error     { d.counters.RowsOut += int64(b.Len()); return nil }
-func (d *discardResults) Barrier(op.Barrier)         {}
+func (d *discardResults) Barrier(op.Barrier) error   { return nil }
 func (d *discardResults) snapshot(uint64) sinkWrites { return sinkWrites{} }
+
+// resultsGate is an at_most_once results sink subtask's gate (amoGate,
+// atmostonce.go) and the last barrier it passed. Its methods on a nil
+// gate (exactly_once results) admit everything.
+type resultsGate struct {
+	g    *amoGate
+	from uint64 // the last barrier epoch passed (0: the start)
+}
+
+// admit says whether the n changes since the last barrier are published
+// at barrier epoch to (atmostonce.go: recorded first, synced, or dropped
+// in a replay); per barrier, never per row.
+func (r *resultsGate) admit(to uint64, n int) (bool, error) {
+	if r == nil {
+		return true, nil
+	}
+	return r.g.admit(r.from, to, n)
+}
+
+// passed notes that the sink passed barrier epoch.
+func (r *resultsGate) passed(epoch uint64) {
+	if r != nil {
+		r.from = epoch
+	}
+}

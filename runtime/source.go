@@ -117,7 +117,10 @@ func (s *sourceTask) run(ctx context.Context) error {
 				return err
 			}
 			if err := s.chain.term.End(); err != nil {
-				return nil
+				if ctx.Err() != nil {
+					return nil // an exchange fails only when the query stops
+				}
+				return err
 			}
 		}
 		if err := s.idle(now.UnixMilli()); err != nil {

@@ -147,7 +147,12 @@ func (t *taskBase) barrier(ctx context.Context, b op.Barrier, aligned time.Durat
 		return nil // only when the query stops
 	}
 	if err := t.chain.term.Barrier(b); err != nil {
-		return nil // the exchange only fails when the query stops
+		if ctx.Err() != nil {
+			return nil // an exchange fails only when the query stops
+		}
+		// A results sink that could not record what it publishes
+		// (at_most_once).
+		return fmt.Errorf("%s: barrier %d: %w", t.name, b.Epoch, err)
 	}
 	if b.CheckpointID != 0 {
 		w.sink = t.chain.term.snapshot(b.CheckpointID)

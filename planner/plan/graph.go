@@ -62,7 +62,19 @@ type Options struct {
 	CheckpointInterval int64 // ms; 0 = checkpoints off
 	EmitInterval       int64 // ms between barriers
 	ResultsRetention   int64 // ms; 0 = keep
+	// Delivery is the delivery option as set (SET_VAR(delivery=...) or
+	// SET): "" when not set, else DeliveryExactlyOnce or
+	// DeliveryAtMostOnce. It chooses the built-in results' guarantee
+	// (Sink.AtMostOnce); an INSERT INTO refuses it (the sink table's
+	// ENGINE_ATTRIBUTE chooses).
+	Delivery string
 }
+
+// The values of the delivery option of built-in results.
+const (
+	DeliveryExactlyOnce = "exactly_once"
+	DeliveryAtMostOnce  = "at_most_once"
+)
 
 // Vertex is one stage of the graph.
 type Vertex struct {
@@ -309,6 +321,20 @@ type Sink struct {
 	// order (a join of updating inputs): the sink nets each epoch's
 	// changes per key.
 	Consolidate bool
+	// AtMostOnce (built-in results, delivery=at_most_once): before a sink
+	// subtask publishes an epoch's changes it records the epoch's source
+	// cut, and after a crash it drops the replayed changes below the
+	// recorded cut, so no change is published twice (what the crash
+	// rolled back is lost instead).
+	AtMostOnce bool
+}
+
+// Delivery is a results sink's delivery mode (the delivery option).
+func (s *Sink) Delivery() string {
+	if s.AtMostOnce {
+		return DeliveryAtMostOnce
+	}
+	return DeliveryExactlyOnce
 }
 
 // ExternalSink is an INSERT INTO's target: a table with ENGINE=postgres,
@@ -435,9 +461,9 @@ func (s *Sink) Explain() string {
 		return fmt.Sprintf("Sink %s table=%s delivery=%s key=%s primary_key=[%s]", e.Engine, e.Table, e.Delivery(), s.Key, strings.Join(pk, ", "))
 	}
 	if s.Consolidate {
-		return fmt.Sprintf("Sink results name=%s key=%s consolidate", s.Name, s.Key)
+		return fmt.Sprintf("Sink results name=%s key=%s delivery=%s consolidate", s.Name, s.Key, s.Delivery())
 	}
-	return fmt.Sprintf("Sink results name=%s key=%s", s.Name, s.Key)
+	return fmt.Sprintf("Sink results name=%s key=%s delivery=%s", s.Name, s.Key, s.Delivery())
 }
 
 func joinExprs(es []Expr) string {
