@@ -35,7 +35,7 @@ var LatencyOutputs = []struct {
 	Name    string
 	Readers []string
 }{
-	{"builtin", []string{"results-latest", "results-committed"}},
+	{"builtin", []string{"results-latest", "results-committed", "results-at_most_once"}},
 	{"changes", []string{"changes-latest", "changes-committed"}},
 	{"postgres", []string{"postgres-exactly_once", "postgres-at_least_once", "postgres-at_most_once"}},
 	{"kafka", []string{"kafka-exactly_once", "kafka-at_least_once", "kafka-at_most_once"}},
@@ -97,6 +97,7 @@ type LatencyResult struct {
 const (
 	latencyTable     = `CREATE TABLE lat (k BIGINT NOT NULL, seq BIGINT NOT NULL, g BIGINT NOT NULL) ENGINE=http`
 	latencyView      = `CREATE VIEW lat_v AS SELECT k, MAX(seq) AS m FROM lat GROUP BY k`
+	latencyViewAMO   = `CREATE VIEW lat_v AS SELECT /*+ SET_VAR(delivery='at_most_once') */ k, MAX(seq) AS m FROM lat GROUP BY k`
 	latencyStateView = `CREATE VIEW lat_state AS SELECT g, COUNT(*) AS n, SUM(seq) AS s FROM lat GROUP BY g`
 )
 
@@ -193,8 +194,14 @@ func latencyRun(ctx context.Context, cfg LatencyBenchConfig, interval time.Durat
 			res.Unsupported = err.Error()
 			return res, nil
 		}
-	} else if _, err := eng.Exec(ctx, latencyView); err != nil {
-		return res, fmt.Errorf("create view: %w", err)
+	} else {
+		view := latencyView
+		if reader == "results-at_most_once" {
+			view = latencyViewAMO
+		}
+		if _, err := eng.Exec(ctx, view); err != nil {
+			return res, fmt.Errorf("create view: %w", err)
+		}
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -370,8 +377,12 @@ func readLatency(ctx context.Context, client *http.Client, base, pgURL, brokers,
 		return readKafka(ctx, brokers, query, see, ready)
 	}
 	switch reader {
-	case "results-latest", "results-committed":
-		url := base + "/v1/queries/lat_v/results?consistency=" + reader[len("results-"):]
+	case "results-latest", "results-committed", "results-at_most_once":
+		consistency := reader[len("results-"):]
+		if reader == "results-at_most_once" {
+			consistency = "latest" // the view's delivery is at_most_once
+		}
+		url := base + "/v1/queries/lat_v/results?consistency=" + consistency
 		close(ready)
 		t := time.NewTicker(poll)
 		defer t.Stop()

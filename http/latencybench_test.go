@@ -18,7 +18,7 @@ func TestLatencyBench(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"results-latest", "results-committed", "changes-latest", "changes-committed"}
+	want := []string{"results-latest", "results-committed", "results-at_most_once", "changes-latest", "changes-committed"}
 	if len(res) != len(want) {
 		t.Fatalf("%d results, want %d: %+v", len(res), len(want), res)
 	}

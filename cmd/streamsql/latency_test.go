@@ -37,7 +37,7 @@ func TestBenchLatency(t *testing.T) {
 		}
 		res = append(res, r)
 	}
-	if len(res) != 2 || res[0].Reader != "results-latest" || res[1].Reader != "results-committed" {
+	if len(res) != 3 || res[0].Reader != "results-latest" || res[1].Reader != "results-committed" || res[2].Reader != "results-at_most_once" {
 		t.Fatalf("results %+v", res)
 	}
 	for _, r := range res {
