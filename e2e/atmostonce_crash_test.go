@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,16 +19,17 @@ import (
 
 // TestAtMostOnceCrash: an append-only query (every bid, keyed by its
 // _row_id) into a PostgreSQL table at_most_once at parallelism 2 and 1, and
-// into a Kafka topic at_most_once and (the control) at_least_once, while
+// into a Kafka topic at_most_once and (the control) at_least_once, and
+// into files (ENGINE=file, at_most_once, parallelism 2), while
 // the log is posted in chunks with Idempotency-Keys and the server is
 // SIGKILLed at random moments (STREAMSQL_CRASH_KILLS). Barriers go out
 // every 100ms and checkpoints every 2s, so most kills land after some
 // batches were written that the checkpoint restored does not cover: the
 // replay reaches them again. A BEFORE trigger in PostgreSQL counts every
 // write of every row (an insert, also one ON CONFLICT DO NOTHING drops,
-// or an update); a Kafka topic keeps every record produced. At the end no
-// at_most_once row was written twice and no output holds more rows than
-// the oracle; the at_least_once control was written twice somewhere
+// or an update); a Kafka topic keeps every record produced, the files
+// every row written. At the end no at_most_once row was written twice
+// and no output holds a row the oracle lacks; the at_least_once control was written twice somewhere
 // (else the kills missed the window and the test proves nothing); the
 // rows lost are counted and logged with the ranges in flight at each
 // kill.
@@ -55,7 +57,11 @@ CREATE TRIGGER count_write BEFORE INSERT OR UPDATE ON %s FOR EACH ROW EXECUTE FU
 	ks := &kafkaScenario{srv: srv, broker: b}
 	kafkaAMO, kafkaALO := kafkaBidSink(bidInstance("passthrough", variants[1]), atMostOnce), kafkaBidSink(bidInstance("passthrough", variants[1]), atLeastOnce)
 	ks.create(t, kafkaAMO, kafkaALO)
-	names := append(sinkNames(sinks), ks.names()...)
+	fs := &fileScenario{srv: srv}
+	fileAMO := fileSink{name: "f_passthrough_p2_amo", format: "ndjson", path: "amo", dir: filepath.Join(srv.dataDir, "files", "amo"), parallelism: 2, delivery: atMostOnce, partition: "hm", level: "hm"}
+	fs.create(t, fileAMO)
+	srv.waitRunning(t, fileAMO.name)
+	names := append(append(sinkNames(sinks), ks.names()...), fileAMO.name)
 
 	chunks := idemChunks(t, "bids", rows, crashChunkRows, "amocrash")
 	rng := rand.New(rand.NewPCG(seed, 0xa70))
@@ -140,6 +146,27 @@ CREATE TRIGGER count_write BEFORE INSERT OR UPDATE ON %s FOR EACH ROW EXECUTE FU
 			checkAtMostOnce(t, srv, s.sinkQuery, len(perKey), rows, inFlight)
 		})
 	}
+	t.Run(fileAMO.name, func(t *testing.T) {
+		files, _, _ := readFileSink(t, fileAMO)
+		inLog := map[string]bool{}
+		for _, r := range rows {
+			inLog[bidKey(r)] = true
+		}
+		perKey := map[string]int{}
+		var twice, foreign []string
+		for _, r := range files {
+			if perKey[r.key]++; perKey[r.key] == 2 {
+				twice = append(twice, r.key)
+			}
+			if !inLog[r.key] {
+				foreign = append(foreign, r.key)
+			}
+		}
+		if len(twice) > 0 || len(foreign) > 0 {
+			t.Errorf("%d rows in the files twice (e.g. %v), %d not in the log (e.g. %v)", len(twice), twice[:min(3, len(twice))], len(foreign), foreign[:min(3, len(foreign))])
+		}
+		t.Logf("%s (at_most_once): %d rows of the log's %d in %d files' rows, %d lost; sink: %v", fileAMO.name, len(perKey), len(rows), len(files), len(rows)-len(perKey), sinkEntries(srv.query(t, fileAMO.name)))
+	})
 	// The control: with kills under load, some batch the restored
 	// checkpoint did not cover was produced before a kill and again after.
 	if stats.underLoad >= 2 && dups[kafkaALO.name] == 0 {

@@ -30,6 +30,7 @@ type fileSink struct {
 	// partition is the partition_by ("hm" when empty) and level the name
 	// of its directory level ("hm=<minute>").
 	partition, level string
+	delivery         string // "" for the default (exactly_once)
 }
 
 type fileScenario struct {
@@ -44,10 +45,14 @@ func (sc *fileScenario) create(t *testing.T, s fileSink) {
 	if s.partition == "" {
 		s.partition, s.level = "hm", "hm"
 	}
+	delivery := ""
+	if s.delivery != "" {
+		delivery = fmt.Sprintf(`, "delivery": %q`, s.delivery)
+	}
 	sc.srv.sql(t, fmt.Sprintf(`CREATE TABLE %s (auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR(32), ts TIMESTAMP(3), hm VARCHAR(8))
-  ENGINE=file ENGINE_ATTRIBUTE='{"path": %q, "format": %q, "partition_by": %q}';
+  ENGINE=file ENGINE_ATTRIBUTE='{"path": %q, "format": %q, "partition_by": %q%s}';
 INSERT INTO %s SELECT /*+ SET_VAR(parallelism=%d) */ auction, bidder, price, channel, ts, DATE_FORMAT(ts, '%%H:%%i') FROM bids`,
-		s.name, s.path, s.format, strings.ReplaceAll(s.partition, "'", "''"), s.name, s.parallelism))
+		s.name, s.path, s.format, strings.ReplaceAll(s.partition, "'", "''"), delivery, s.name, s.parallelism))
 	sc.sinks = append(sc.sinks, s)
 }
 

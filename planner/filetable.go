@@ -48,6 +48,14 @@ func checkFileTable(def *plan.TableDef) error {
 	if def.StartLatest && !def.IsSink() {
 		return errf("start", "ENGINE_ATTRIBUTE start of side input %s: a query reads a side input from its first version (start latest would miss the rows that have not changed since)", def.Name)
 	}
+	if d, set := def.Attrs["delivery"]; set {
+		switch {
+		case !def.IsSink():
+			return errf("delivery", "ENGINE_ATTRIBUTE delivery is for file sinks (tables without a PRIMARY KEY); %s is a side input", def.Name)
+		case d == "at_least_once":
+			return errf("delivery", "ENGINE_ATTRIBUTE delivery of file sink %s must be exactly_once (the default) or at_most_once, not at_least_once: files are never changed, so a write repeated after a crash would be a second copy of its rows that no reader can tell apart", def.Name)
+		}
+	}
 	if b, set := def.Attrs["bounded"]; set {
 		if def.IsSink() {
 			return errf("bounded", "ENGINE_ATTRIBUTE bounded is for file side inputs (tables with a PRIMARY KEY); %s is a sink", def.Name)
@@ -178,8 +186,8 @@ func checkFileInsert(g *plan.Graph, t *plan.TableDef) error {
 	if g.Key != plan.KeyRowID {
 		return errf(t.Name, "INSERT INTO %s: file sinks take append-only queries (files are written once and never changed), and this query updates its rows on its upsert key (%s); write it to a PostgreSQL or Kafka sink table instead", t.Name, keyNames(g))
 	}
-	if !t.IsSink() || t.Attrs["delivery"] != "exactly_once" {
-		return errf(t.Name, "INSERT INTO %s: file sinks are exactly_once", t.Name)
+	if d := t.Attrs["delivery"]; !t.IsSink() || d != "exactly_once" && d != "at_most_once" {
+		return errf(t.Name, "INSERT INTO %s: file sinks are exactly_once or at_most_once", t.Name)
 	}
 	return nil
 }

@@ -34,7 +34,11 @@ func TestFileTables(t *testing.T) {
 		{sql: `CREATE TABLE f ` + cols + ` ENGINE=file ENGINE_ATTRIBUTE='{"path": "/x", "partition_by": "DATE_FORMAT(PROCTIME(), ''%Y'')"}'`, name: "partition_by", want: "PROCTIME() is only allowed as the time argument"},
 		{sql: `CREATE TABLE f ` + cols + ` ENGINE=file ENGINE_ATTRIBUTE='{"path": "/x", "partition_by": "dt WHERE 1"}'`, name: "partition_by", want: "not a list of expressions"},
 		{sql: `CREATE TABLE f ` + pkCols + ` ENGINE=file ENGINE_ATTRIBUTE='{"path": "/x", "partition_by": "dt"}'`, name: "partition_by", want: "is for file sinks"},
-		{sql: `CREATE TABLE f ` + cols + ` ENGINE=file ENGINE_ATTRIBUTE='{"path": "/x", "delivery": "at_least_once"}'`, name: "delivery", want: `unknown ENGINE_ATTRIBUTE key "delivery" for ENGINE=file`},
+		{sql: `CREATE TABLE f ` + cols + ` ENGINE=file ENGINE_ATTRIBUTE='{"path": "/x", "delivery": "at_least_once"}'`, name: "delivery", want: `must be exactly_once (the default) or at_most_once, not at_least_once: files are never changed`},
+		{sql: `CREATE TABLE f ` + cols + ` ENGINE=file ENGINE_ATTRIBUTE='{"path": "/x", "delivery": "at_most_once"}'`, sink: true},
+		{sql: `CREATE TABLE f ` + cols + ` ENGINE=file ENGINE_ATTRIBUTE='{"path": "/x", "delivery": "exactly_once"}'`, sink: true},
+		{sql: `CREATE TABLE f ` + cols + ` ENGINE=file ENGINE_ATTRIBUTE='{"path": "/x", "delivery": "twice"}'`, name: "delivery", want: `must be exactly_once, at_least_once or at_most_once, not "twice"`},
+		{sql: `CREATE TABLE f ` + pkCols + ` ENGINE=file ENGINE_ATTRIBUTE='{"path": "/x", "delivery": "at_most_once"}'`, name: "delivery", want: "is for file sinks (tables without a PRIMARY KEY); f is a side input"},
 		{sql: `CREATE TABLE f ` + cols + ` ENGINE=file ENGINE_ATTRIBUTE='{"path": "/x", "event_time": "ts"}'`, name: "event_time", want: `unknown ENGINE_ATTRIBUTE key "event_time"`},
 		{sql: `CREATE TABLE f ` + pkCols + ` ENGINE=file ENGINE_ATTRIBUTE='{"path": "/x", "start": "latest"}'`, name: "start", want: "reads a side input from its first version"},
 		{sql: `CREATE TABLE f ` + pkCols + ` ENGINE=file ENGINE_ATTRIBUTE='{"path": "/x", "bounded": "yes"}'`, name: "bounded", want: "must be true or false"},
@@ -92,12 +96,23 @@ func TestFileInsert(t *testing.T) {
 	if pe, ok := err.(*Error); !ok || pe.Name != "fout" || !strings.Contains(pe.Msg, "file sinks take append-only queries") || !strings.Contains(pe.Msg, "auction") {
 		t.Errorf("an updating query: %v, want a refusal naming the upsert key", err)
 	}
+	amo, err := createTable(t, `CREATE TABLE famo (auction BIGINT, price DOUBLE, dt VARCHAR(16)) ENGINE=file ENGINE_ATTRIBUTE='{"path": "/tmp/a", "delivery": "at_most_once"}'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat["famo"] = amo
+	stmts, _ := parser.Parse(`INSERT INTO famo SELECT auction, price, 'x' FROM bid`)
+	if g, err := Insert(stmts[0].Stmt.(*parser.Insert).Select, amo, cat, testOpts); err != nil {
+		t.Errorf("INSERT INTO an at_most_once file sink: %v", err)
+	} else if ext := sinkExt(g); ext == nil || ext.ExactlyOnce || !ext.AtMostOnce || ext.Delivery() != "at_most_once" {
+		t.Errorf("external sink %+v: want at_most_once", ext)
+	}
 	side, err := createTable(t, `CREATE TABLE side (auction BIGINT, price BIGINT, dt VARCHAR(16), PRIMARY KEY (auction)) ENGINE=file ENGINE_ATTRIBUTE='{"path": "/tmp/side.csv", "format": "csv"}'`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cat["side"] = side
-	stmts, _ := parser.Parse(`INSERT INTO side SELECT auction, price, 'x' FROM bid`)
+	stmts, _ = parser.Parse(`INSERT INTO side SELECT auction, price, 'x' FROM bid`)
 	if _, err := Insert(stmts[0].Stmt.(*parser.Insert).Select, side, cat, testOpts); err == nil || !strings.Contains(err.Error(), "side input") {
 		t.Errorf("INSERT INTO a side input: %v, want a refusal", err)
 	}

@@ -34,7 +34,7 @@ func Insert(sel *parser.Select, t *plan.TableDef, cat Catalog, opts plan.Options
 		// table's is its own.
 		how := "in its ENGINE_ATTRIBUTE (\"delivery\": \"exactly_once\", \"at_least_once\" or \"at_most_once\")"
 		if t.Engine == "file" {
-			how = "by its engine: a file sink is always exactly_once"
+			how = "in its ENGINE_ATTRIBUTE (\"delivery\": \"exactly_once\" or \"at_most_once\")"
 		}
 		return nil, errf("delivery", "INSERT INTO %s: the delivery option (%s) chooses the guarantee of a view's built-in results; sink table %s chooses its delivery %s: remove the option (SET_VAR or SET)", t.Name, g.Options.Delivery, t.Name, how)
 	}

@@ -34,7 +34,7 @@ var engineAttrs = map[string]map[string]bool{
 	"kafka": {"topic": true},
 	// a file table is a sink without a PRIMARY KEY, else a side input
 	// (filetable.go checks the keys of each role)
-	"file": {"path": true, "format": true, "partition_by": true, "bounded": true},
+	"file": {"path": true, "format": true, "partition_by": true, "bounded": true, "delivery": true},
 }
 
 var (

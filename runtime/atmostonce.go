@@ -137,6 +137,9 @@ type amoLog struct {
 	// from input below it.
 	written map[string]int64
 	skipped atomic.Int64 // changes dropped since the start (read by status)
+	// dropped: changes of failed writes not written again, since the
+	// start (an external sink's; read by status).
+	dropped atomic.Int64
 }
 
 // amoGate is one sink subtask's view of the query's amoLog: whether it

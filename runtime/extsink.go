@@ -428,9 +428,22 @@ func (c *committer) run(ctx context.Context) error {
 				return fmt.Errorf("sink %s: %w", c.ext.Table, err)
 			}
 		}
+		attempted := false
 		err := c.retry(ctx, func(ctx context.Context) error {
 			if !write {
 				return nil
+			}
+			if c.amo != nil {
+				// at_most_once never writes a batch again: the attempt
+				// that failed may have written part of it (some Kafka
+				// records, some files). Retries before the first attempt
+				// (the sink would not open) lose nothing.
+				if attempted {
+					c.amo.dropped.Add(int64(len(b.changes)))
+					c.logger.Warn("sink: at_most_once: a write failed; its changes are dropped, not written again", "sink", c.ext.Table, "changes", len(b.changes))
+					return nil
+				}
+				attempted = true
 			}
 			if !logged {
 				if err := c.wal.put(b.prev, b.keys); err != nil {
@@ -900,7 +913,10 @@ type SinkStatus struct {
 	PendingEpochs int `json:"pending_epochs"`
 	// SkippedChanges (at_most_once): replayed changes not written since
 	// the start, because the last run may have begun writing them.
-	SkippedChanges int64  `json:"skipped_changes,omitempty"`
+	SkippedChanges int64 `json:"skipped_changes,omitempty"`
+	// DroppedChanges (at_most_once): changes of writes that failed, not
+	// written again (the failed write may have written some of them).
+	DroppedChanges int64  `json:"dropped_changes,omitempty"`
 	Error          string `json:"error,omitempty"`
 }
 
@@ -914,6 +930,7 @@ func (c *committer) status() SinkStatus {
 	}
 	if c.amo != nil {
 		s.SkippedChanges = c.amo.skipped.Load()
+		s.DroppedChanges = c.amo.dropped.Load()
 	}
 	return s
 }

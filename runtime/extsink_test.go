@@ -209,3 +209,71 @@ func TestRestoredCheckpointAfterRepair(t *testing.T) {
 		}
 	}
 }
+
+// flakyPublisher fails the Apply calls its fail count says, after
+// recording them, as a write that broke part-way would.
+type flakyPublisher struct {
+	gatedPublisher
+	fail     int
+	attempts [][]sink.Change
+}
+
+func (p *flakyPublisher) Apply(ctx context.Context, changes []sink.Change) error {
+	p.attempts = append(p.attempts, changes)
+	if p.fail > 0 {
+		p.fail--
+		return errors.New("connection reset in the middle of the write")
+	}
+	p.applied = append(p.applied, changes)
+	return nil
+}
+
+// TestAtMostOnceFailedWriteDropped: an at_most_once batch whose write
+// failed is not written again (the failed write may have written part of
+// it); it is counted as dropped, and the next batch is written.
+func TestAtMostOnceFailedWriteDropped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ext := &plan.ExternalSink{Table: "out", PrimaryKey: []int{0}, KeyValues: []int{0}, AtMostOnce: true}
+		pub := &flakyPublisher{fail: 1}
+		cuts := newCutTable()
+		amo := &amoLog{kv: memCatalog{}, key: AtMostOnceKey(1), cuts: cuts}
+		if err := amo.load(); err != nil {
+			t.Fatal(err)
+		}
+		c := &committer{pub: pub, ext: ext, amo: amo,
+			poke: make(chan struct{}, 1), batches: make(chan alBatch, alBatches), pending: map[uint64]int64{},
+			changed: make(chan struct{}), undone: make(chan struct{}), logger: slog.New(slog.DiscardHandler)}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go c.run(ctx)
+		for e := range uint64(3) {
+			cuts.note(e, 0, 0, map[string]int64{"t": int64(10 * e)})
+		}
+		change := func(k int64) []sink.Change {
+			return []sink.Change{{Key: plan.Row{plan.Int(k)}, Row: plan.Row{plan.Int(k)}}}
+		}
+		for i, e := range []uint64{1, 2} {
+			done, err := c.enqueue(ctx, alBatch{changes: change(int64(i)), from: e - 1, to: e})
+			if err != nil {
+				t.Fatal(err)
+			}
+			synctest.Wait()
+			time.Sleep(time.Minute) // past every backoff
+			synctest.Wait()
+			select {
+			case <-done:
+			default:
+				t.Fatalf("batch %d not done", i)
+			}
+		}
+		if len(pub.attempts) != 2 || len(pub.applied) != 1 || pub.applied[0][0].Key[0] != plan.Int(1) {
+			t.Fatalf("attempts %v, applied %v: want the failed batch tried once, the next one written", pub.attempts, pub.applied)
+		}
+		if n := amo.dropped.Load(); n != 1 {
+			t.Fatalf("dropped %d, want 1", n)
+		}
+		if st := c.status(); st.DroppedChanges != 1 {
+			t.Fatalf("status %+v, want dropped_changes 1", st)
+		}
+	})
+}

@@ -1,6 +1,7 @@
 // Package file is the publisher of ENGINE=file sink tables: each epoch's
 // rows as files in a directory tree (NDJSON, CSV or Parquet), partitioned
-// by the values of columns, committed exactly once.
+// by the values of columns, committed exactly once (or, at_most_once,
+// written at every barrier: Apply).
 //
 // Two phases. The pre-commit is the runtime's: an epoch's rows are in the
 // checkpoint's journal (runtime/extsink.go). The commit, once the
@@ -19,6 +20,15 @@
 // same files, so committing an epoch again after a crash is idempotent: a
 // file whose final name exists is done (it was renamed whole), the others
 // are written again. Open deletes the sink's orphan temporaries.
+//
+// at_most_once (Apply): each barrier's rows are written at once, the same
+// way (temporaries synced, renamed, directories synced), with no journal
+// and no progress file; the files of one write are named by a sequence
+// in place of the epoch, the write's time in nanoseconds (above the last
+// one this publisher used), so that no write, after a restart either,
+// replaces a file. What was not renamed at a crash is an orphan
+// temporary, deleted by Open: lost, never written twice (the runtime
+// neither retries a failed write nor repeats a replayed one).
 package file
 
 import (
@@ -33,6 +43,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/streamsql/streamsql/internal/fault"
 	"github.com/streamsql/streamsql/planner/plan"
@@ -57,10 +68,12 @@ type Publisher struct {
 	id       string // the sink's name in file names: a hash of Spec.SinkID
 	progress string // the progress file
 
-	committed uint64 // the last epoch committed (Committed, CommitEpoch)
-	enc       encoder
-	dirBuf    []byte
-	maxBytes  int
+	committed  uint64 // the last epoch committed (Committed, CommitEpoch)
+	atMostOnce bool
+	lastSeq    uint64 // the sequence of the last at_most_once write (Apply)
+	enc        encoder
+	dirBuf     []byte
+	maxBytes   int
 	// point is called at each crash point (fault.PointIn; tests replace it).
 	point func(name string)
 }
@@ -84,14 +97,15 @@ func Resolve(path, filesDir string) (string, error) {
 // New makes the publisher of spec; relative paths are under filesDir. It
 // touches no file (Open does). Its errors are permanent.
 func New(spec sink.Spec, filesDir string) (*Publisher, error) {
-	if !spec.ExactlyOnce {
-		return nil, sink.Permanent("sink table %s: file sinks are exactly_once", spec.Table)
+	amo := spec.Attrs["delivery"] == "at_most_once"
+	if !spec.ExactlyOnce && !amo {
+		return nil, sink.Permanent("sink table %s: file sinks are exactly_once or at_most_once", spec.Table)
 	}
 	dir, err := Resolve(spec.Attrs["path"], filesDir)
 	if err != nil {
 		return nil, sink.Permanent("sink table %s: %v", spec.Table, err)
 	}
-	p := &Publisher{spec: spec, dir: dir, format: spec.Attrs["format"], maxBytes: maxFileBytes,
+	p := &Publisher{spec: spec, dir: dir, format: spec.Attrs["format"], maxBytes: maxFileBytes, atMostOnce: amo,
 		point: func(name string) { fault.PointIn(name, "file") }}
 	if p.format == "" {
 		p.format = "ndjson"
@@ -192,49 +206,9 @@ func (p *Publisher) CommitEpoch(ctx context.Context, epoch uint64, changes []sin
 	if epoch <= p.committed {
 		return sink.ErrCommitted
 	}
-	// Phase one: every file not yet in place under a temporary name,
-	// synced; one file's bytes in memory at a time.
-	var files, todo []file
-	err := p.files(epoch, changes, func(f file) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		data := f.data
-		f.data = nil
-		files = append(files, f)
-		final := filepath.Join(p.dir, f.dir, f.name)
-		if _, err := os.Lstat(final); err == nil {
-			return nil // renamed whole by an earlier attempt at this epoch
-		}
-		if err := os.MkdirAll(filepath.Join(p.dir, f.dir), 0o755); err != nil {
-			return err
-		}
-		if err := writeSynced(filepath.Join(p.dir, f.dir, "."+f.name+".tmp"), data); err != nil {
-			return err
-		}
-		todo = append(todo, f)
-		return nil
-	})
+	files, err := p.place(ctx, epoch, changes)
 	if err != nil {
 		return err
-	}
-	p.point("sink.before_commit")
-	// Phase two: the renames, each directory synced.
-	for _, f := range todo {
-		d := filepath.Join(p.dir, f.dir)
-		if err := os.Rename(filepath.Join(d, "."+f.name+".tmp"), filepath.Join(d, f.name)); err != nil {
-			return err
-		}
-		if err := syncDir(d); err != nil {
-			return err
-		}
-		p.point("sink.after_rename")
-	}
-	if len(todo) > 0 {
-		// New partition directories are entries of their parents.
-		if err := syncParents(p.dir, todo); err != nil {
-			return err
-		}
 	}
 	rec := progressRecord{SinkID: p.spec.SinkID, Epoch: epoch, Files: make([]string, len(files))}
 	for i, f := range files {
@@ -257,6 +231,55 @@ func (p *Publisher) CommitEpoch(ctx context.Context, epoch uint64, changes []sin
 	p.committed = epoch
 	p.point("sink.after_commit")
 	return nil
+}
+
+// place writes the files of epoch's rows (seq's, at_most_once) and
+// returns them: phase one, every file not yet in place under a temporary
+// name, synced, one file's bytes in memory at a time; phase two, the
+// renames, each directory synced.
+func (p *Publisher) place(ctx context.Context, epoch uint64, changes []sink.Change) ([]file, error) {
+	var files, todo []file
+	err := p.files(epoch, changes, func(f file) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		data := f.data
+		f.data = nil
+		files = append(files, f)
+		final := filepath.Join(p.dir, f.dir, f.name)
+		if _, err := os.Lstat(final); err == nil {
+			return nil // renamed whole by an earlier attempt at this epoch
+		}
+		if err := os.MkdirAll(filepath.Join(p.dir, f.dir), 0o755); err != nil {
+			return err
+		}
+		if err := writeSynced(filepath.Join(p.dir, f.dir, "."+f.name+".tmp"), data); err != nil {
+			return err
+		}
+		todo = append(todo, f)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.point("sink.before_commit")
+	for _, f := range todo {
+		d := filepath.Join(p.dir, f.dir)
+		if err := os.Rename(filepath.Join(d, "."+f.name+".tmp"), filepath.Join(d, f.name)); err != nil {
+			return nil, err
+		}
+		if err := syncDir(d); err != nil {
+			return nil, err
+		}
+		p.point("sink.after_rename")
+	}
+	if len(todo) > 0 {
+		// New partition directories are entries of their parents.
+		if err := syncParents(p.dir, todo); err != nil {
+			return nil, err
+		}
+	}
+	return files, nil
 }
 
 // files lays epoch's rows out as files, passed to emit one by one: by
@@ -309,10 +332,20 @@ func (p *Publisher) files(epoch uint64, changes []sink.Change, emit func(file) e
 	return nil
 }
 
-// Apply is at_least_once delivery, which file sinks do not have (the
-// planner refuses it).
+// Apply is at_most_once delivery: changes are written as new files at
+// once, named by a sequence that never repeats (the package comment), with
+// no progress record. File sinks have no at_least_once (the planner
+// refuses it): a write repeated would be a second copy of its rows.
 func (p *Publisher) Apply(ctx context.Context, changes []sink.Change) error {
-	return sink.Permanent("sink table %s: file sinks are exactly_once", p.spec.Table)
+	if !p.atMostOnce {
+		return sink.Permanent("sink table %s: Apply on an exactly_once file sink", p.spec.Table)
+	}
+	if len(changes) == 0 {
+		return nil
+	}
+	p.lastSeq = max(uint64(time.Now().UnixNano()), p.lastSeq+1)
+	_, err := p.place(ctx, p.lastSeq, changes)
+	return err
 }
 
 // Close releases nothing: no file stays open between calls.
