@@ -34,6 +34,7 @@ type latencyFlags struct {
 	pgURL     *string
 	brokers   *string
 	stateKeys *int
+	input     *string
 }
 
 func (c *cli) latencyFlags(cmd *command) latencyFlags {
@@ -48,6 +49,7 @@ func (c *cli) latencyFlags(cmd *command) latencyFlags {
 		brokers:   fs.String("brokers", "", "--latency: Kafka brokers for the kafka output (default: start a throwaway broker)"),
 		plot:      fs.String("plot", "", "--latency: write a plot of latency and CPU against interval (.png or .svg)"),
 		stateKeys: fs.Int("state-keys", 100_000, "--latency: groups of a second view whose state each checkpoint writes (0: none)"),
+		input:     fs.String("input", "http", "--latency: where rows come from: http (posted, latency from each request's acknowledgement) or generator (Nexmark bids, latency from generation)"),
 	}
 }
 
@@ -55,7 +57,7 @@ func benchLatency(out io.Writer, f latencyFlags, batch int, asJSON bool) error {
 	if *f.stateKeys < 0 {
 		return fmt.Errorf("--state-keys %d: want 0 or more", *f.stateKeys)
 	}
-	cfg := httpapi.LatencyBenchConfig{Duration: *f.duration, Rate: *f.rate, Batch: batch, PGURL: *f.pgURL, Brokers: *f.brokers, StateKeys: *f.stateKeys}
+	cfg := httpapi.LatencyBenchConfig{Duration: *f.duration, Rate: *f.rate, Batch: batch, PGURL: *f.pgURL, Brokers: *f.brokers, StateKeys: *f.stateKeys, Input: *f.input}
 	for _, s := range strings.Split(*f.intervals, ",") {
 		d, err := time.ParseDuration(strings.TrimSpace(s))
 		if err != nil || d <= 0 {
@@ -121,8 +123,13 @@ func printLatency(out io.Writer, f latencyFlags, batch int, asJSON bool, res []h
 		}
 		return nil
 	}
-	fmt.Fprintf(out, "latency from a row's durable acknowledgement to its first visibility; %d rows/s asked in requests of %d, %s per combination; CPU of the whole process (server, poster and reader in-process)\n",
-		*f.rate, batch, *f.duration)
+	if *f.input == "generator" {
+		fmt.Fprintf(out, "latency from a row's generation (a Nexmark bid table at %d events/s) to its first visibility, %s per combination; CPU of the whole process (server and reader in-process)\n",
+			*f.rate, *f.duration)
+	} else {
+		fmt.Fprintf(out, "latency from a row's durable acknowledgement to its first visibility; %d rows/s asked in requests of %d, %s per combination; CPU of the whole process (server, poster and reader in-process)\n",
+			*f.rate, batch, *f.duration)
+	}
 	if *f.stateKeys > 0 {
 		fmt.Fprintf(out, "beside the measured view, lat_state keeps a running aggregate over %d groups; the checkpoint figures are its\n", *f.stateKeys)
 	}
