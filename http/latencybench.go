@@ -236,6 +236,11 @@ func latencyRun(ctx context.Context, cfg LatencyBenchConfig, interval time.Durat
 			return res, fmt.Errorf("create view: %w", err)
 		}
 	}
+	// The generator's schedule starts when the measured query's source
+	// does, shortly after its CREATE returned (a sink's first checks its
+	// connection: up to 100 ms), so an event generated at wall time w has
+	// event time w - lead.
+	lead := time.Now().UnixMilli() - genBase
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return res, err
@@ -294,7 +299,7 @@ func latencyRun(ctx context.Context, cfg LatencyBenchConfig, interval time.Durat
 		}
 		end := t0.Add(cfg.Duration)
 		for t := t0; t.Before(end); t = t.Add(10 * time.Millisecond) {
-			samples = append(samples, sample{t.UnixMilli(), time.UnixMilli(t.UnixMilli())})
+			samples = append(samples, sample{t.UnixMilli() - lead, t})
 		}
 		select {
 		case <-time.After(time.Until(end)):
