@@ -58,7 +58,7 @@ type LatencyBenchConfig struct {
 	// checkpoint has that state's changes to write: the cost a short
 	// interval pays. Its checkpoints are the ones reported.
 	StateKeys int
-	Dir        string          // parent of the scratch data directories ("": the system's)
+	Dir       string // parent of the scratch data directories ("": the system's)
 	// PGURL is the PostgreSQL server the postgres output writes to.
 	PGURL string
 	// Brokers is the Kafka cluster the kafka output writes to.
@@ -83,6 +83,8 @@ type LatencyResult struct {
 	CPUSeconds         float64 `json:"cpu_seconds"`
 	CPUSecPerMillion   float64 `json:"cpu_seconds_per_million_rows"`
 	CPUIncludesClients bool    `json:"cpu_includes_clients"`
+	// Checkpoints completed while the rows went in and out (the count);
+	// duration and size are the p50 of the query's recent ones (up to 50).
 	Checkpoints        int     `json:"checkpoints"`
 	CheckpointP50Ms    float64 `json:"checkpoint_p50_ms"`
 	CheckpointMaxMs    float64 `json:"checkpoint_max_ms"`
@@ -290,6 +292,14 @@ func latencyRun(ctx context.Context, cfg LatencyBenchConfig, interval time.Durat
 		at time.Time
 	}
 	var samples []sample
+	statsOf := query
+	if cfg.StateKeys > 0 {
+		statsOf = "lat_state"
+	}
+	ckpt0, err := checkpointsCompleted(client, base, statsOf)
+	if err != nil {
+		return res, err
+	}
 	cpu0, t0 := queries.CPUSeconds(), time.Now()
 	var wall time.Duration
 	if cfg.Input == "generator" {
@@ -339,6 +349,10 @@ func latencyRun(ctx context.Context, cfg LatencyBenchConfig, interval time.Durat
 		}
 	}
 	cpu := queries.CPUSeconds() - cpu0
+	ckpt1, err := checkpointsCompleted(client, base, statsOf)
+	if err != nil {
+		return res, err
+	}
 	cancel()
 
 	// Each sample's latency: the first observation with m at or past it,
@@ -359,13 +373,11 @@ func latencyRun(ctx context.Context, cfg LatencyBenchConfig, interval time.Durat
 	res.LatencyMaxMs = float64(queries.Percentile(lat, 100)) / 1000
 	res.CPUSeconds = cpu
 	res.CPUSecPerMillion = cpu / float64(res.Rows) * 1e6
-	res.CheckpointsOf = query
-	if cfg.StateKeys > 0 {
-		res.CheckpointsOf = "lat_state"
-	}
-	if err := checkpointStats(client, base, res.CheckpointsOf, &res); err != nil {
+	res.CheckpointsOf = statsOf
+	if err := checkpointStats(client, base, statsOf, &res); err != nil {
 		return res, err
 	}
+	res.Checkpoints = int(ckpt1 - ckpt0)
 	return res, nil
 }
 
@@ -584,11 +596,24 @@ func checkpointStats(client *http.Client, base, query string, res *LatencyResult
 			durs, sizes = append(durs, c.DurationMs), append(sizes, c.Bytes)
 		}
 	}
-	res.Checkpoints = len(durs)
 	res.CheckpointP50Ms = float64(queries.Percentile(durs, 50))
 	res.CheckpointMaxMs = float64(queries.Percentile(durs, 100))
 	res.CheckpointP50Bytes = queries.Percentile(sizes, 50)
 	return nil
+}
+
+// checkpointsCompleted is how many checkpoints query has completed in
+// this run (GET /v1/queries/{name}: checkpointing.completed).
+func checkpointsCompleted(client *http.Client, base, query string) (uint64, error) {
+	var body struct {
+		Checkpointing struct {
+			Completed uint64 `json:"completed"`
+		} `json:"checkpointing"`
+	}
+	if err := getJSON(context.Background(), client, base+"/v1/queries/"+query, &body); err != nil {
+		return 0, fmt.Errorf("query %s: %w", query, err)
+	}
+	return body.Checkpointing.Completed, nil
 }
 
 // createTopic creates the sink's topic (one partition, compacted) before
