@@ -1,6 +1,6 @@
 // Package streamsql_test checks the repository's dependency direction
-// (DESIGN.md, "Import direction"): cmd -> http -> queries -> {planner,
-// runtime, state}; only parser imports the TiDB parser; the packages of
+// (DESIGN.md, "Import direction"): cmd -> {http, pgwire} -> queries ->
+// {planner, runtime, state} (http and pgwire beside each other); only parser imports the TiDB parser; the packages of
 // onlyDeps depend on nothing but the packages listed there (runtime/op:
 // planner/plan, window, value, funcs; funcs: planner/plan, value, window;
 // value: planner/plan, window); and the pure packages (runtime/ckpt,
@@ -56,8 +56,9 @@ func TestImportDirection(t *testing.T) {
 		"state":        {"github.com/pingcap/", mod + "/parser", mod + "/planner", mod + "/runtime", mod + "/queries", mod + "/http"},
 		"planner":      {mod + "/runtime", mod + "/state", mod + "/queries", mod + "/http", "github.com/dgraph-io/"},
 		"parser":       {mod + "/planner/plan", mod + "/runtime", mod + "/state", mod + "/queries", mod + "/http"},
-		"queries":      {mod + "/http", mod + "/cmd"},
-		"http":         {mod + "/cmd"},
+		"queries":      {mod + "/http", mod + "/pgwire", mod + "/cmd"},
+		"http":         {mod + "/pgwire", mod + "/cmd"},
+		"pgwire":       {mod + "/http", mod + "/cmd"},
 	}
 	for pkg, ds := range all {
 		rel := strings.TrimPrefix(strings.TrimPrefix(pkg, mod), "/")

@@ -483,6 +483,10 @@ type Result struct {
 	Name      string
 	Columns   []string
 	Rows      []Object
+	// Types are the column types of a SELECT's rows (a view's results),
+	// for clients that type their columns (pgwire); nil for the other
+	// results, whose values are text, numbers and booleans. Not in JSON.
+	Types []plan.Type
 }
 
 // MarshalJSON writes {"statement", "kind", "name"[, "columns", "rows"]}.
@@ -1169,5 +1173,5 @@ func (e *Engine) pull(s *parser.Select, st *parser.Statement) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	return Result{Kind: "select", Name: name, Columns: ColumnNames(q.Out), Rows: Objects(q.Out, out)}, nil
+	return Result{Kind: "select", Name: name, Columns: ColumnNames(q.Out), Rows: Objects(q.Out, out), Types: ColumnTypes(q.Out)}, nil
 }

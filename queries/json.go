@@ -47,6 +47,15 @@ func ColumnNames(s plan.Schema) []string {
 	return n
 }
 
+// ColumnTypes lists a schema's column types.
+func ColumnTypes(s plan.Schema) []plan.Type {
+	t := make([]plan.Type, len(s))
+	for i, c := range s {
+		t[i] = c.Type
+	}
+	return t
+}
+
 // Objects renders rows of schema s for JSON.
 func Objects(s plan.Schema, rows []plan.Row) []Object {
 	cols := ColumnNames(s)

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	httpapi "github.com/streamsql/streamsql/http"
+	"github.com/streamsql/streamsql/pgwire"
 	"github.com/streamsql/streamsql/planner/plan"
 	"github.com/streamsql/streamsql/queries"
 	"github.com/streamsql/streamsql/value"
@@ -131,6 +133,9 @@ func (c *cli) serve(args []string) error {
 	diskReserve := fs.String("disk-reserve", "256MiB", "free space kept on the data directory's file system: ingest is refused (507) below it, checkpoints below half of it; 0 turns the check off")
 	tlsCert := fs.String("tls-cert", "", "serve HTTPS with this PEM certificate `file` (the chain, leaf first); needs --tls-key")
 	tlsKey := fs.String("tls-key", "", "the PEM private key `file` of --tls-cert")
+	pgAddr := fs.String("pg-addr", "", "also serve the PostgreSQL wire protocol on this `address` (off unless given; docs/pgwire.md): the bind rule of --addr; with --token the password is the token, which needs TLS (--tls-cert) beyond loopback")
+	pgMaxMessage := &sizeFlag{pgwire.DefaultMaxMessage}
+	fs.Var(pgMaxMessage, "pg-max-message", "largest PostgreSQL protocol message a client may send: a `size` (the connection is closed with an error beyond)")
 	rest, err := cmd.parse(c, args)
 	if err != nil {
 		return err
@@ -180,6 +185,20 @@ func (c *cli) serve(args []string) error {
 	if err := checkBind(*addr, *token != "", net.DefaultResolver.LookupIPAddr); err != nil {
 		return err // refused for what it is (exit 1)
 	}
+	if *pgAddr != "" {
+		if err := checkBindFlag("--pg-addr", *pgAddr, true, nil); err != nil {
+			return cmd.fail("%w", err)
+		}
+		if err := checkBindFlag("--pg-addr", *pgAddr, *token != "", net.DefaultResolver.LookupIPAddr); err != nil {
+			return err
+		}
+		if *token != "" && *tlsCert == "" && checkBindFlag("--pg-addr", *pgAddr, false, net.DefaultResolver.LookupIPAddr) != nil {
+			return fmt.Errorf("--pg-addr %s is not loopback: clients would send the token as a cleartext password without TLS; give --tls-cert and --tls-key (SCRAM is not supported yet)", *pgAddr)
+		}
+		if maxBody := pgMaxMessage.n; maxBody > math.MaxInt32 {
+			return cmd.fail("--pg-max-message %s is too large", pgMaxMessage)
+		}
+	}
 	var tlsConfig *tls.Config
 	if *tlsCert != "" {
 		cert, err := loadKeyPair(*tlsCert, *tlsKey)
@@ -207,6 +226,21 @@ func (c *cli) serve(args []string) error {
 	defer ln.Close()
 	if a, ok := ln.Addr().(*net.TCPAddr); *token == "" && (!ok || !a.IP.IsLoopback()) {
 		return fmt.Errorf("--addr %s: listening on %s, which is not loopback: set --token", *addr, ln.Addr())
+	}
+	var pgLn net.Listener
+	if *pgAddr != "" {
+		if pgLn, err = net.Listen("tcp", *pgAddr); err != nil {
+			return fmt.Errorf("--pg-addr %s: %w", *pgAddr, err)
+		}
+		defer pgLn.Close()
+		if a, ok := pgLn.Addr().(*net.TCPAddr); !ok || !a.IP.IsLoopback() {
+			switch {
+			case *token == "":
+				return fmt.Errorf("--pg-addr %s: listening on %s, which is not loopback: set --token", *pgAddr, pgLn.Addr())
+			case tlsConfig == nil:
+				return fmt.Errorf("--pg-addr %s: listening on %s, which is not loopback: the token would travel in cleartext; give --tls-cert and --tls-key", *pgAddr, pgLn.Addr())
+			}
+		}
 	}
 	eng, err := queries.Open(queries.Config{DataDir: *data, CheckpointInterval: *ckpt, EmitInterval: *emit, IdempotencyWindow: *idem, DiskReserve: reserve, Logger: logger,
 		Limits: value.Limits{MaxRowSize: int(min(maxRow.n, math.MaxInt32)), MaxDepth: *maxDepth}, StallTimeout: stallOption(*stall)})
@@ -246,7 +280,17 @@ func (c *cli) serve(args []string) error {
 	logger.Info("streamsql serving", "addr", ln.Addr().String(), "url", scheme+"://"+ln.Addr().String(), "data", *data)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	errc := make(chan error, 1)
+	errc := make(chan error, 2)
+	var pgSrv *pgwire.Server
+	if pgLn != nil {
+		pgSrv = pgwire.New(eng, pgwire.Options{Token: *token, TLS: tlsConfig, MaxMessage: int(pgMaxMessage.n), Logger: logger})
+		logger.Info("streamsql serving the PostgreSQL protocol", "pg_addr", pgLn.Addr().String())
+		go func() {
+			if err := pgSrv.Serve(pgLn); err != nil && !errors.Is(err, pgwire.ErrServerClosed) {
+				errc <- fmt.Errorf("--pg-addr: %w", err)
+			}
+		}()
+	}
 	go func() {
 		if tlsConfig != nil {
 			errc <- srv.ServeTLS(ln, "", "") // the certificate is in TLSConfig
@@ -254,14 +298,23 @@ func (c *cli) serve(args []string) error {
 		}
 		errc <- srv.Serve(ln)
 	}()
+	var runErr error
 	select {
-	case err := <-errc:
-		return err
+	case runErr = <-errc:
 	case <-ctx.Done():
+		logger.Info("shutting down")
 	}
-	logger.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	if pgSrv != nil {
+		// Its listener and connections close; statements running on them
+		// have their contexts cancelled.
+		pgSrv.Close(sctx)
+	}
+	if runErr != nil {
+		srv.Close()
+		return runErr
+	}
 	return srv.Shutdown(sctx)
 }
 
@@ -341,17 +394,22 @@ func checkToken(token string) error {
 // A bad port is refused here too, before the data directory is opened.
 // lookup resolves names (net.DefaultResolver.LookupIPAddr).
 func checkBind(addr string, haveToken bool, lookup func(context.Context, string) ([]net.IPAddr, error)) error {
+	return checkBindFlag("--addr", addr, haveToken, lookup)
+}
+
+// checkBindFlag is checkBind of the address of flag (--addr, --pg-addr).
+func checkBindFlag(flag, addr string, haveToken bool, lookup func(context.Context, string) ([]net.IPAddr, error)) error {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return fmt.Errorf("--addr %s: %w (use host:port, e.g. 127.0.0.1:8080)", addr, err)
+		return fmt.Errorf("%s %s: %w (use host:port, e.g. 127.0.0.1:8080)", flag, addr, err)
 	}
 	if _, err := net.LookupPort("tcp", port); err != nil {
-		return fmt.Errorf("--addr %s: bad port: %w", addr, err)
+		return fmt.Errorf("%s %s: bad port: %w", flag, addr, err)
 	}
 	if haveToken {
 		return nil
 	}
-	all := fmt.Errorf("--addr %s listens on every interface, not only loopback: set --token (or listen on 127.0.0.1)", addr)
+	all := fmt.Errorf("%s %s listens on every interface, not only loopback: set --token (or listen on 127.0.0.1)", flag, addr)
 	if host == "" {
 		return all
 	}
@@ -363,7 +421,7 @@ func checkBind(addr string, haveToken bool, lookup func(context.Context, string)
 		defer cancel()
 		addrs, err := lookup(ctx, host)
 		if err != nil {
-			return fmt.Errorf("--addr %s: cannot resolve %s to check that it is loopback: %w", addr, host, err)
+			return fmt.Errorf("%s %s: cannot resolve %s to check that it is loopback: %w", flag, addr, host, err)
 		}
 		for _, a := range addrs {
 			ips = append(ips, a.IP)
@@ -375,9 +433,9 @@ func checkBind(addr string, haveToken bool, lookup func(context.Context, string)
 			return all
 		case !ip.IsLoopback():
 			if ip.String() != host {
-				return fmt.Errorf("--addr %s: %s resolves to %s, which is not loopback: set --token (or listen on 127.0.0.1)", addr, host, ip)
+				return fmt.Errorf("%s %s: %s resolves to %s, which is not loopback: set --token (or listen on 127.0.0.1)", flag, addr, host, ip)
 			}
-			return fmt.Errorf("--addr %s is not loopback: set --token (or listen on 127.0.0.1)", addr)
+			return fmt.Errorf("%s %s is not loopback: set --token (or listen on 127.0.0.1)", flag, addr)
 		}
 	}
 	return nil

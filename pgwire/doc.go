@@ -1,0 +1,28 @@
+// Package pgwire serves the engine over the PostgreSQL wire protocol
+// (protocol 3.0; docs/pgwire.md), beside the HTTP API: `serve --pg-addr`.
+// Messages are read and written with github.com/jackc/pgx/v5/pgproto3;
+// this package owns the protocol's states and what a message means:
+//
+//   - server.go: the listener, the connections it tracks and closes at
+//     Close, the startup (SSLRequest with a TLS upgrade when configured,
+//     GSSENCRequest refused, CancelRequest accepted and ignored,
+//     StartupMessage), the password check (the --token, cleartext, only
+//     over TLS or loopback) and the ParameterStatus values drivers expect;
+//   - query.go: the simple query protocol and the extended one (Parse,
+//     Bind, Describe, Execute with row limits, Close, Sync, Flush; named
+//     and unnamed statements and portals), statements run through
+//     queries.Engine.Exec as POST /v1/sql runs them;
+//   - session.go: the client and session statements answered here and
+//     never sent to the engine (SELECT version(), current_database(),
+//     current_schema(), SHOW of the reported parameters, SET of session
+//     parameters), recognized by their exact shape, never rewritten;
+//   - encode.go: column types (OIDs), values in text and binary formats,
+//     engine errors as ErrorResponse with a SQLSTATE and a Position.
+//
+// Threading: one goroutine per connection (started by Serve, counted in
+// the server's WaitGroup), which reads a message, answers it and reads
+// the next; the engine is shared by every connection (it is safe for
+// concurrent use). A connection's context is cancelled when its goroutine
+// returns and when the server closes; Close closes the listeners and every
+// connection and waits for their goroutines.
+package pgwire

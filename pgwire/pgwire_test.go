@@ -1,0 +1,532 @@
+package pgwire
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net"
+	"os/exec"
+	"runtime"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
+	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/queries"
+)
+
+type env struct {
+	t    *testing.T
+	eng  *queries.Engine
+	srv  *Server
+	addr string
+}
+
+// start opens an engine on a temp dir and serves it on 127.0.0.1:0.
+func start(t *testing.T, opts Options) *env {
+	t.Helper()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	eng, err := queries.Open(queries.Config{DataDir: t.TempDir(), CheckpointInterval: time.Second, EmitInterval: 20 * time.Millisecond, Logger: quiet, NoSampler: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := New(eng, opts)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := srv.Close(ctx); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		if err := <-served; !errors.Is(err, ErrServerClosed) {
+			t.Errorf("Serve: %v", err)
+		}
+		eng.Close(ctx)
+	})
+	return &env{t: t, eng: eng, srv: srv, addr: ln.Addr().String()}
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func (e *env) url() string { return "postgres://x@" + e.addr + "/streamsql?sslmode=disable" }
+
+func (e *env) connect(mode pgx.QueryExecMode) *pgx.Conn {
+	e.t.Helper()
+	cfg, err := pgx.ParseConfig(e.url())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	cfg.DefaultQueryExecMode = mode
+	c, err := pgx.ConnectConfig(ctxT(e.t), cfg)
+	if err != nil {
+		e.t.Fatalf("connect: %v", err)
+	}
+	e.t.Cleanup(func() { c.Close(context.Background()) })
+	return c
+}
+
+// setup creates table t and view v over it, posts rows with every type
+// and NULLs, and checkpoints v.
+func (e *env) setup() {
+	e.t.Helper()
+	ctx := ctxT(e.t)
+	for _, sql := range []string{
+		`CREATE TABLE t (id BIGINT NOT NULL, d DOUBLE, s VARCHAR(64), b BOOLEAN, ts TIMESTAMP(3)) ENGINE=http`,
+		`CREATE VIEW v AS SELECT id, d, s, b, ts FROM t`,
+	} {
+		if _, err := e.eng.Exec(ctx, sql); err != nil {
+			e.t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	body := `[{"id": 1, "d": 1.5, "s": "one", "b": true, "ts": "2024-01-02T03:04:05.678Z"},
+		{"id": 2, "d": null, "s": null, "b": null, "ts": null},
+		{"id": 3, "d": 1e20, "s": "drei ü", "b": false, "ts": "1999-12-31T23:59:59.001Z"},
+		{"id": 4, "d": -0.00001, "s": "", "b": true, "ts": "2000-01-01T00:00:00.000Z"}]`
+	if _, err := e.eng.Ingest(ctx, "t", body, ""); err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := e.eng.Checkpoint(ctx, "v"); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// want is the engine's own results of v (GET /v1/queries/v/results), by
+// id, as the Go values pgx reads.
+func (e *env) want() [][]any {
+	e.t.Helper()
+	_, rows, err := e.eng.Results("v", true)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	out := make([][]any, len(rows))
+	for i, r := range rows {
+		out[i] = make([]any, len(r))
+		for j, v := range r {
+			switch v.K {
+			case plan.TypeNull:
+				out[i][j] = nil
+			case plan.TypeBigint:
+				out[i][j] = v.I
+			case plan.TypeDouble:
+				out[i][j] = v.F()
+			case plan.TypeVarchar:
+				out[i][j] = v.S
+			case plan.TypeBoolean:
+				out[i][j] = v.I != 0
+			case plan.TypeTimestamp:
+				out[i][j] = time.UnixMilli(v.I).UTC()
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i][0].(int64) < out[j][0].(int64) })
+	if len(out) != 4 {
+		e.t.Fatalf("the engine has %d rows of v, want 4", len(out))
+	}
+	return out
+}
+
+func readAll(t *testing.T, rows pgx.Rows) [][]any {
+	t.Helper()
+	defer rows.Close()
+	var out [][]any
+	for rows.Next() {
+		vals, err := rows.Values()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range vals {
+			if tm, ok := v.(time.Time); ok {
+				vals[i] = tm.UTC()
+			}
+		}
+		out = append(out, vals)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func same(a, b [][]any) bool { return fmt.Sprint(a) == fmt.Sprint(b) }
+
+func TestResultsEqualTheEngines(t *testing.T) {
+	e := start(t, Options{})
+	e.setup()
+	want := e.want()
+	const q = "SELECT id, d, s, b, ts FROM v ORDER BY id"
+	for _, tc := range []struct {
+		name string
+		mode pgx.QueryExecMode
+		args []any
+	}{
+		{"simple protocol, text", pgx.QueryExecModeSimpleProtocol, nil},
+		{"extended, binary", pgx.QueryExecModeCacheStatement, nil},
+		{"extended, describe exec", pgx.QueryExecModeDescribeExec, nil},
+		{"extended, text", pgx.QueryExecModeCacheStatement, []any{pgx.QueryResultFormats{pgx.TextFormatCode}}},
+		{"extended, mixed", pgx.QueryExecModeCacheStatement, []any{pgx.QueryResultFormats{pgx.BinaryFormatCode, pgx.TextFormatCode, pgx.TextFormatCode, pgx.BinaryFormatCode, pgx.TextFormatCode}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := e.connect(tc.mode)
+			rows, err := c.Query(ctxT(t), q, tc.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			descs := rows.FieldDescriptions()
+			got := readAll(t, rows)
+			if !same(got, want) {
+				t.Errorf("got  %v\nwant %v", got, want)
+			}
+			oids := []uint32{oidInt8, oidFloat8, oidText, oidBool, oidTimestamp}
+			for i, d := range descs {
+				if d.DataTypeOID != oids[i] {
+					t.Errorf("column %s: type %d, want %d", d.Name, d.DataTypeOID, oids[i])
+				}
+			}
+			// The same connection after an error.
+			_, err = c.Exec(ctxT(t), "SELECT nosuch FROM v")
+			var pe *pgconn.PgError
+			if !errors.As(err, &pe) || pe.Code != "42703" || pe.Position != int32(strings.Index("SELECT nosuch FROM v", "nosuch")+1) {
+				t.Fatalf("unknown column: %#v", err)
+			}
+			var n int64
+			if err := c.QueryRow(ctxT(t), "SELECT id FROM v WHERE id = 3").Scan(&n); err != nil || n != 3 {
+				t.Errorf("after the error: %d, %v", n, err)
+			}
+		})
+	}
+}
+
+func TestTextValues(t *testing.T) {
+	e := start(t, Options{})
+	e.setup()
+	c := e.connect(pgx.QueryExecModeSimpleProtocol)
+	// Raw text as the server wrote it.
+	res := c.PgConn().Exec(ctxT(t), "SELECT id, d, s, b, ts FROM v ORDER BY id")
+	all, err := res.ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range all[0].Rows {
+		var f []string
+		for _, v := range r {
+			if v == nil {
+				f = append(f, "NULL")
+			} else {
+				f = append(f, string(v))
+			}
+		}
+		got = append(got, strings.Join(f, "|"))
+	}
+	want := []string{"1|1.5|one|t|2024-01-02 03:04:05.678", "2|NULL|NULL|NULL|NULL", "3|1e+20|drei ü|f|1999-12-31 23:59:59.001", "4|-1e-05||t|2000-01-01 00:00:00.000"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if tag := all[0].CommandTag.String(); tag != "SELECT 4" {
+		t.Errorf("tag %q", tag)
+	}
+}
+
+func TestFormatFloat(t *testing.T) {
+	a, b := 0.1, 0.2
+	if got := formatFloat(a + b); got != "0.30000000000000004" {
+		t.Errorf("formatFloat(0.1 + 0.2) = %q", got)
+	}
+	for f, want := range map[float64]string{1.5: "1.5", 1e20: "1e+20", 1e15: "1e+15", 123456789012345: "123456789012345", 0.0001: "0.0001",
+		0.00001: "1e-05", -2.5e-7: "-2.5e-07", 100: "100", math.NaN(): "NaN", math.Inf(-1): "-Infinity", math.Copysign(0, -1): "-0"} {
+		if got := formatFloat(f); got != want {
+			t.Errorf("formatFloat(%v) = %q, want %q", f, got, want)
+		}
+	}
+}
+
+func TestStatementsAndErrors(t *testing.T) {
+	e := start(t, Options{})
+	c := e.connect(pgx.QueryExecModeSimpleProtocol)
+	ctx := ctxT(t)
+	for _, tc := range []struct{ sql, tag string }{
+		{"CREATE TABLE t (id BIGINT, ts TIMESTAMP(3)) ENGINE=http", "CREATE TABLE"},
+		{"CREATE VIEW v AS SELECT id FROM t", "CREATE VIEW"},
+		{"SET search_path = public", "SET"},
+		{"SET TIME ZONE 'UTC'", "SET"},
+		{"SET application_name TO 'mine'", "SET"},
+		{"SET extra_float_digits = 3", "SET"},
+		{"SHOW TABLES", "SHOW"},
+		{"DROP VIEW v", "DROP VIEW"},
+	} {
+		tag, err := c.Exec(ctx, tc.sql)
+		if err != nil || tag.String() != tc.tag {
+			t.Errorf("%s: %q, %v; want %q", tc.sql, tag, err, tc.tag)
+		}
+	}
+	for q, want := range map[string]string{
+		"SELECT version()":          "PostgreSQL " + ServerVersion + " (the PostgreSQL wire protocol of streamsql)",
+		"SHOW server_version":       ServerVersion,
+		"select current_database()": "streamsql",
+		"SELECT current_schema()":   "public",
+		"SHOW application_name":     "mine",
+		"SHOW TimeZone":             "UTC",
+	} {
+		var s string
+		if err := c.QueryRow(ctx, q).Scan(&s); err != nil || s != want {
+			t.Errorf("%s: %q, %v; want %q", q, s, err, want)
+		}
+	}
+	if got := c.PgConn().ParameterStatus("application_name"); got != "mine" {
+		t.Errorf("application_name reported as %q", got)
+	}
+	for _, tc := range []struct {
+		sql, code, at string
+	}{
+		{"SELEC 1", "42601", ""},
+		{"SELECT * FROM nope", "42P01", ""},
+		{"CREATE TABLE t (id BIGINT) ENGINE=http", "42710", ""},
+		{"SET TIME ZONE 'Europe/Paris'", "22023", ""},
+	} {
+		_, err := c.Exec(ctx, tc.sql)
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != tc.code {
+			t.Errorf("%s: %v, want SQLSTATE %s", tc.sql, err, tc.code)
+			continue
+		}
+		if tc.at != "" && pe.Position != int32(strings.Index(tc.sql, tc.at)+1) {
+			t.Errorf("%s: position %d, want that of %q", tc.sql, pe.Position, tc.at)
+		}
+	}
+	// Empty text, in both protocols.
+	if _, err := c.Exec(ctx, " ; "); err != nil {
+		t.Errorf("empty query: %v", err)
+	}
+	x := e.connect(pgx.QueryExecModeCacheStatement)
+	if _, err := x.Exec(ctx, "SELECT id FROM t WHERE id = $1", 1); err == nil || !strings.Contains(err.Error(), "0A000") {
+		t.Errorf("a parameter: %v, want 0A000", err)
+	}
+	if _, err := x.Exec(ctx, "CREATE VIEW w AS SELECT id FROM t"); err != nil {
+		t.Errorf("DDL over the extended protocol: %v", err)
+	}
+}
+
+// frontend is a raw protocol client.
+type frontend struct {
+	t  *testing.T
+	nc net.Conn
+	fe *pgproto3.Frontend
+}
+
+func (e *env) dial() *frontend {
+	e.t.Helper()
+	nc, err := net.DialTimeout("tcp", e.addr, 10*time.Second)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	nc.SetDeadline(time.Now().Add(30 * time.Second))
+	e.t.Cleanup(func() { nc.Close() })
+	return &frontend{t: e.t, nc: nc, fe: pgproto3.NewFrontend(nc, nc)}
+}
+
+func (f *frontend) send(msgs ...pgproto3.FrontendMessage) {
+	f.t.Helper()
+	for _, m := range msgs {
+		f.fe.Send(m)
+	}
+	if err := f.fe.Flush(); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// until reads messages up to one of type T, returning their types.
+func (f *frontend) until(stop string) []string {
+	f.t.Helper()
+	var got []string
+	for {
+		m, err := f.fe.Receive()
+		if err != nil {
+			f.t.Fatalf("after %v: %v", got, err)
+		}
+		name := strings.TrimPrefix(fmt.Sprintf("%T", m), "*pgproto3.")
+		if er, ok := m.(*pgproto3.ErrorResponse); ok {
+			name += "(" + er.Code + ")"
+		}
+		got = append(got, name)
+		if strings.HasPrefix(name, stop) {
+			return got
+		}
+	}
+}
+
+func (f *frontend) startup() {
+	f.t.Helper()
+	f.send(&pgproto3.StartupMessage{ProtocolVersion: pgproto3.ProtocolVersion30, Parameters: map[string]string{"user": "x", "database": "streamsql"}})
+	f.until("ReadyForQuery")
+}
+
+// closed checks that the server closed the connection.
+func (f *frontend) closed() {
+	f.t.Helper()
+	if _, err := f.nc.Read(make([]byte, 1)); err == nil {
+		f.t.Error("the connection is still open")
+	}
+}
+
+func TestPortals(t *testing.T) {
+	e := start(t, Options{})
+	e.setup()
+	f := e.dial()
+	f.startup()
+	f.send(&pgproto3.Parse{Name: "s", Query: "SELECT id FROM v ORDER BY id"},
+		&pgproto3.Describe{ObjectType: 'S', Name: "s"},
+		&pgproto3.Bind{DestinationPortal: "p", PreparedStatement: "s"},
+		&pgproto3.Describe{ObjectType: 'P', Name: "p"},
+		&pgproto3.Execute{Portal: "p", MaxRows: 3},
+		&pgproto3.Execute{Portal: "p", MaxRows: 3},
+		&pgproto3.Close{ObjectType: 'P', Name: "p"},
+		&pgproto3.Sync{})
+	got := strings.Join(f.until("ReadyForQuery"), " ")
+	want := "ParseComplete ParameterDescription RowDescription BindComplete RowDescription DataRow DataRow DataRow PortalSuspended DataRow CommandComplete CloseComplete ReadyForQuery"
+	if got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	// An error skips to Sync; the statement "s" stays.
+	f.send(&pgproto3.Bind{DestinationPortal: "q", PreparedStatement: "nope"}, &pgproto3.Execute{Portal: "q"}, &pgproto3.Sync{},
+		&pgproto3.Bind{PreparedStatement: "s"}, &pgproto3.Execute{}, &pgproto3.Sync{})
+	got = strings.Join(append(f.until("ReadyForQuery"), f.until("ReadyForQuery")...), " ")
+	want = "ErrorResponse(26000) ReadyForQuery BindComplete DataRow DataRow DataRow DataRow CommandComplete ReadyForQuery"
+	if got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	f.send(&pgproto3.Terminate{})
+	f.closed()
+}
+
+func TestPsql(t *testing.T) {
+	psql, err := exec.LookPath("psql")
+	if err != nil {
+		t.Skip("no psql")
+	}
+	e := start(t, Options{})
+	e.setup()
+	_, port, _ := net.SplitHostPort(e.addr)
+	run := func(sql string) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, psql, "-X", "-h", "127.0.0.1", "-p", port, "-U", "x", "-d", "streamsql", "-v", "ON_ERROR_STOP=1", "-A", "-F", ",", "-c", sql)
+		cmd.Env = []string{"PGSSLMODE=prefer", "PGCONNECT_TIMEOUT=10"}
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := run("SELECT id, d, s, b, ts FROM v ORDER BY id")
+	want := "id,d,s,b,ts\n1,1.5,one,t,2024-01-02 03:04:05.678\n2,,,,\n3,1e+20,drei ü,f,1999-12-31 23:59:59.001\n4,-1e-05,,t,2000-01-01 00:00:00.000\n(4 rows)\n"
+	if err != nil || out != want {
+		t.Errorf("psql: %v\n%s\nwant\n%s", err, out, want)
+	}
+	out, err = run("SELECT nosuch FROM v")
+	if err == nil || !strings.Contains(out, "ERROR:  unknown column nosuch") || !strings.Contains(out, "LINE 1: SELECT nosuch FROM v\n               ^") {
+		t.Errorf("psql error: %v\n%s", err, out)
+	}
+	out, err = run("CREATE VIEW w AS SELECT id FROM t")
+	if err != nil || out != "CREATE VIEW\n" {
+		t.Errorf("psql DDL: %v\n%s", err, out)
+	}
+}
+
+// waitGoroutines waits (bounded) until the goroutines are back to n.
+func waitGoroutines(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > n {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("%d goroutines, want at most %d:\n%s", runtime.NumGoroutine(), n, buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	e := start(t, Options{MaxMessage: 1 << 20})
+	e.setup()
+	// One connection first, so that lazily started goroutines are there.
+	e.connect(pgx.QueryExecModeSimpleProtocol).Close(ctxT(t))
+	base := runtime.NumGoroutine()
+	t.Run("malformed startup", func(t *testing.T) {
+		f := e.dial()
+		f.nc.Write([]byte{0, 0, 0, 8, 0, 0, 0x12, 0x34})
+		if got := f.until("ErrorResponse"); got[0] != "ErrorResponse(08P01)" {
+			t.Errorf("got %v", got)
+		}
+		f.closed()
+	})
+	t.Run("short startup length", func(t *testing.T) {
+		f := e.dial()
+		f.nc.Write([]byte{0, 0, 0, 2})
+		f.until("ErrorResponse")
+		f.closed()
+	})
+	t.Run("protocol 2", func(t *testing.T) {
+		f := e.dial()
+		f.nc.Write([]byte{0, 0, 0, 8, 0, 2, 0, 0})
+		f.until("ErrorResponse")
+		f.closed()
+	})
+	t.Run("unknown message", func(t *testing.T) {
+		f := e.dial()
+		f.startup()
+		f.nc.Write([]byte{'z', 0, 0, 0, 4})
+		if got := f.until("ErrorResponse"); got[0] != "ErrorResponse(08P01)" {
+			t.Errorf("got %v", got)
+		}
+		f.closed()
+	})
+	t.Run("huge length", func(t *testing.T) {
+		f := e.dial()
+		f.startup()
+		f.nc.Write([]byte{'Q', 0x40, 0, 0, 0})
+		if got := f.until("ErrorResponse"); got[0] != "ErrorResponse(54000)" {
+			t.Errorf("got %v", got)
+		}
+		f.closed()
+	})
+	t.Run("disconnect mid-query", func(t *testing.T) {
+		for range 20 {
+			f := e.dial()
+			f.startup()
+			f.send(&pgproto3.Query{String: "SELECT id, d, s, b, ts FROM v ORDER BY id"})
+			f.nc.Close()
+		}
+	})
+	t.Run("cancel request", func(t *testing.T) {
+		f := e.dial()
+		f.send(&pgproto3.CancelRequest{ProcessID: 1, SecretKey: []byte{1, 2, 3, 4}})
+		f.closed()
+	})
+	// The server still serves.
+	c := e.connect(pgx.QueryExecModeCacheStatement)
+	if got := readAll(t, must(c.Query(ctxT(t), "SELECT id, d, s, b, ts FROM v ORDER BY id"))); !same(got, e.want()) {
+		t.Errorf("after the bad clients: %v", got)
+	}
+	c.Close(ctxT(t))
+	waitGoroutines(t, base)
+}
+
+func must(r pgx.Rows, err error) pgx.Rows {
+	if err != nil {
+		panic(err)
+	}
+	return r
+}

@@ -1,0 +1,371 @@
+package pgwire
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgproto3"
+	"github.com/streamsql/streamsql/queries"
+)
+
+// DefaultMaxMessage is the largest message body a client may send
+// (Options.MaxMessage): beyond it the connection is closed with an error.
+const DefaultMaxMessage = 16 << 20
+
+// ServerVersion is what server_version reports: PostgreSQL 15's protocol
+// and the server behind it.
+const ServerVersion = "15.0 (streamsql)"
+
+// startupTimeout bounds the startup: TLS, the startup message and the
+// password.
+const startupTimeout = 30 * time.Second
+
+// ErrServerClosed is what Serve returns once Close has been called.
+var ErrServerClosed = errors.New("pgwire: server closed")
+
+// Options configure a Server.
+type Options struct {
+	// Token, when set, is the password every client must give; it is
+	// asked for in cleartext, so only over TLS or on a loopback
+	// connection. Empty: every client is trusted (loopback only: the
+	// caller's bind rule).
+	Token string
+	// TLS, when set, answers SSLRequest with 'S' and upgrades the
+	// connection; nil answers 'N'.
+	TLS *tls.Config
+	// MaxMessage is the largest message body in bytes; 0 is
+	// DefaultMaxMessage.
+	MaxMessage int
+	Logger     *slog.Logger
+}
+
+// Server serves one engine to PostgreSQL clients.
+type Server struct {
+	eng  *queries.Engine
+	opts Options
+	log  *slog.Logger
+
+	ctx    context.Context // cancelled by Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	pid    atomic.Uint32
+
+	mu     sync.Mutex
+	closed bool
+	lns    map[net.Listener]struct{}
+	conns  map[net.Conn]struct{}
+}
+
+// New returns a server of eng; Serve runs it on a listener.
+func New(eng *queries.Engine, opts Options) *Server {
+	if opts.MaxMessage <= 0 {
+		opts.MaxMessage = DefaultMaxMessage
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Server{eng: eng, opts: opts, log: log, ctx: ctx, cancel: cancel, lns: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}}
+}
+
+// Serve accepts connections on ln until Close (then it returns
+// ErrServerClosed) or until accepting fails for good. Each connection is
+// served on its own goroutine.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		ln.Close()
+		return ErrServerClosed
+	}
+	s.lns[ln] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.lns, ln)
+		s.mu.Unlock()
+		ln.Close()
+	}()
+	backoff := 5 * time.Millisecond
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if s.ctx.Err() != nil {
+				return ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+				// Out of file descriptors or the like: wait and retry, as
+				// net/http does.
+				select {
+				case <-time.After(backoff):
+				case <-s.ctx.Done():
+					return ErrServerClosed
+				}
+				backoff = min(2*backoff, time.Second)
+				continue
+			}
+			return err
+		}
+		backoff = 5 * time.Millisecond
+		if !s.track(nc) {
+			nc.Close()
+			return ErrServerClosed
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer s.untrack(nc)
+			s.serveConn(nc)
+		}()
+	}
+}
+
+func (s *Server) track(nc net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.conns[nc] = struct{}{}
+	return true
+}
+
+func (s *Server) untrack(nc net.Conn) {
+	s.mu.Lock()
+	delete(s.conns, nc)
+	s.mu.Unlock()
+	nc.Close()
+}
+
+// Close stops the listeners, closes every connection (a statement running
+// on one has its context cancelled) and waits for their goroutines, or
+// until ctx is done.
+func (s *Server) Close(ctx context.Context) error {
+	s.cancel()
+	s.mu.Lock()
+	s.closed = true
+	for ln := range s.lns {
+		ln.Close()
+	}
+	for nc := range s.conns {
+		nc.Close()
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// conn is one client connection's state; only its goroutine touches it.
+type conn struct {
+	s       *Server
+	nc      net.Conn
+	be      *pgproto3.Backend
+	ctx     context.Context
+	params  map[string]string // the session's parameters (ParameterStatus, SHOW, SET)
+	stmts   map[string]*prepared
+	portals map[string]*portal
+	// skipping: an error in the extended protocol discards messages
+	// until the next Sync.
+	skipping bool
+}
+
+func (s *Server) serveConn(nc net.Conn) {
+	ctx, cancel := context.WithCancel(s.ctx)
+	defer cancel()
+	c := &conn{s: s, nc: nc, ctx: ctx, stmts: map[string]*prepared{}, portals: map[string]*portal{}}
+	c.setBackend(nc)
+	nc.SetDeadline(time.Now().Add(startupTimeout))
+	if err := c.startup(); err != nil {
+		s.log.Debug("pgwire: startup failed", "remote", nc.RemoteAddr().String(), "err", err)
+		return
+	}
+	nc.SetDeadline(time.Time{})
+	if err := c.loop(); err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, net.ErrClosed) {
+		s.log.Debug("pgwire: connection ended", "remote", nc.RemoteAddr().String(), "err", err)
+	}
+}
+
+func (c *conn) setBackend(nc net.Conn) {
+	c.nc = nc
+	c.be = pgproto3.NewBackend(nc, nc)
+	c.be.SetMaxBodyLen(c.s.opts.MaxMessage)
+}
+
+// fatal sends a FATAL ErrorResponse (the connection closes after it).
+func (c *conn) fatal(code, format string, args ...any) error {
+	msg := fmt.Sprintf(format, args...)
+	c.be.Send(&pgproto3.ErrorResponse{Severity: "FATAL", SeverityUnlocalized: "FATAL", Code: code, Message: msg})
+	c.be.Flush()
+	return errors.New(msg)
+}
+
+// startup runs the connection's start: SSL and GSS requests, the startup
+// message, the password, the parameters. An error closes the connection.
+func (c *conn) startup() error {
+	tlsDone := false
+	for {
+		msg, err := c.be.ReceiveStartupMessage()
+		if err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				return err
+			}
+			// A malformed packet, or a protocol this server does not speak.
+			return c.fatal("08P01", "invalid startup packet: %v (this server speaks protocol 3.0)", err)
+		}
+		switch m := msg.(type) {
+		case *pgproto3.SSLRequest:
+			if c.s.opts.TLS == nil || tlsDone {
+				if _, err := c.nc.Write([]byte{'N'}); err != nil {
+					return err
+				}
+				continue
+			}
+			if _, err := c.nc.Write([]byte{'S'}); err != nil {
+				return err
+			}
+			tc := tls.Server(c.nc, c.s.opts.TLS)
+			if err := tc.HandshakeContext(c.ctx); err != nil {
+				return fmt.Errorf("TLS handshake: %w", err)
+			}
+			tlsDone = true
+			c.setBackend(tc)
+		case *pgproto3.GSSEncRequest:
+			if _, err := c.nc.Write([]byte{'N'}); err != nil {
+				return err
+			}
+		case *pgproto3.CancelRequest:
+			// Accepted and closed: statements are not cancelled yet
+			// (docs/pgwire.md).
+			return errors.New("cancel request")
+		case *pgproto3.StartupMessage:
+			return c.start(m, tlsDone)
+		default:
+			return c.fatal("08P01", "unexpected startup message %T", msg)
+		}
+	}
+}
+
+func (c *conn) start(m *pgproto3.StartupMessage, tlsDone bool) error {
+	switch m.ProtocolVersion {
+	case pgproto3.ProtocolVersion30:
+	case pgproto3.ProtocolVersion32:
+		// A newer minor version: offered down to 3.0, as PostgreSQL does.
+		c.be.Send(&pgproto3.NegotiateProtocolVersion{NewestMinorProtocol: 0})
+	default:
+		return c.fatal("0A000", "unsupported frontend protocol %d.%d: this server speaks 3.0", m.ProtocolVersion>>16, m.ProtocolVersion&0xffff)
+	}
+	user := m.Parameters["user"]
+	db := m.Parameters["database"]
+	if db == "" {
+		db = user
+	}
+	if db == "" {
+		db = "streamsql"
+	}
+	if tok := c.s.opts.Token; tok != "" {
+		if !tlsDone && !isLoopback(c.nc.LocalAddr()) {
+			return c.fatal("28000", "this server needs TLS for a password: connect with sslmode=require")
+		}
+		c.be.Send(&pgproto3.AuthenticationCleartextPassword{})
+		if err := c.be.Flush(); err != nil {
+			return err
+		}
+		c.be.SetAuthType(pgproto3.AuthTypeCleartextPassword)
+		msg, err := c.be.Receive()
+		if err != nil {
+			return err
+		}
+		pw, ok := msg.(*pgproto3.PasswordMessage)
+		if !ok {
+			return c.fatal("08P01", "expected a password message, got %T", msg)
+		}
+		if subtle.ConstantTimeCompare([]byte(pw.Password), []byte(tok)) != 1 {
+			return c.fatal("28P01", "password authentication failed for user %q (the password is the server's --token)", user)
+		}
+	}
+	c.params = map[string]string{
+		"server_version":              ServerVersion,
+		"server_encoding":             "UTF8",
+		"client_encoding":             "UTF8",
+		"DateStyle":                   "ISO, MDY",
+		"TimeZone":                    "UTC",
+		"integer_datetimes":           "on",
+		"standard_conforming_strings": "on",
+		"IntervalStyle":               "postgres",
+		"is_superuser":                "off",
+		"application_name":            m.Parameters["application_name"],
+		"session_authorization":       user,
+	}
+	unreported := map[string]string{"search_path": `"$user", public`, "extra_float_digits": "1", "database": db, "user": user}
+	c.be.Send(&pgproto3.AuthenticationOk{})
+	for _, k := range []string{"server_version", "server_encoding", "client_encoding", "DateStyle", "TimeZone", "integer_datetimes",
+		"standard_conforming_strings", "IntervalStyle", "is_superuser", "application_name", "session_authorization"} {
+		c.be.Send(&pgproto3.ParameterStatus{Name: k, Value: c.params[k]})
+	}
+	for k, v := range unreported {
+		c.params[k] = v
+	}
+	var secret [4]byte
+	rand.Read(secret[:])
+	c.be.Send(&pgproto3.BackendKeyData{ProcessID: c.s.pid.Add(1), SecretKey: secret[:]})
+	c.be.Send(&pgproto3.ReadyForQuery{TxStatus: 'I'})
+	return c.be.Flush()
+}
+
+func isLoopback(a net.Addr) bool {
+	ta, ok := a.(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
+}
+
+// loop reads and answers messages until the client leaves or an error
+// closes the connection.
+func (c *conn) loop() error {
+	for {
+		msg, err := c.be.Receive()
+		if err != nil {
+			var tooBig *pgproto3.ExceededMaxBodyLenErr
+			switch {
+			case errors.As(err, &tooBig):
+				return c.fatal("54000", "message of %d bytes is over the limit of %d bytes", tooBig.ActualBodyLen, tooBig.MaxExpectedBodyLen)
+			case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed), c.ctx.Err() != nil:
+				return err
+			case strings.HasPrefix(err.Error(), "unknown message type"):
+				return c.fatal("08P01", "%v", err)
+			}
+			var ne net.Error
+			if errors.As(err, &ne) {
+				return err
+			}
+			return c.fatal("08P01", "invalid message: %v", err)
+		}
+		if _, ok := msg.(*pgproto3.Terminate); ok {
+			return nil
+		}
+		if err := c.handle(msg); err != nil {
+			return err
+		}
+	}
+}
