@@ -33,6 +33,8 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/streamsql/streamsql/internal/gobin"
 )
 
@@ -673,4 +675,54 @@ func startShell(t *testing.T, bin, addr string, env ...string) (*terminal, *shel
 		f.Close()
 	})
 	return newTerminal(t, f), sh
+}
+
+// TestPgAddr: serve --pg-addr serves the PostgreSQL protocol beside HTTP:
+// with --token the password is the token, over TLS; a wrong password is
+// refused; a non-loopback --pg-addr needs --token, and TLS with it.
+func TestPgAddr(t *testing.T) {
+	bin := binary(t)
+	cert, key := writeSelfSigned(t, t.TempDir())
+	const token = "pg-test-token-0123456789"
+	srv := startTestServer(t, bin, "--pg-addr", "127.0.0.1:0", "--token", token, "--tls-cert", cert, "--tls-key", key)
+	m := regexp.MustCompile(`pg_addr=(\S+)`).FindStringSubmatch(srv.logText())
+	if m == nil {
+		t.Fatalf("no pg_addr in the log:\n%s", srv.logText())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), failGuard)
+	defer cancel()
+	c, err := pgx.Connect(ctx, "postgres://x:"+token+"@"+m[1]+"/streamsql?sslmode=require")
+	if err != nil {
+		t.Fatalf("connect with the token over TLS: %v", err)
+	}
+	defer c.Close(ctx)
+	if _, ok := c.PgConn().Conn().(*tls.Conn); !ok {
+		t.Error("not TLS")
+	}
+	if _, err := c.Exec(ctx, "CREATE TABLE t (x BIGINT) ENGINE=http"); err != nil {
+		t.Errorf("CREATE TABLE: %v", err)
+	}
+	var v string
+	if err := c.QueryRow(ctx, "SHOW server_version").Scan(&v); err != nil || !strings.Contains(v, "streamsql") {
+		t.Errorf("SHOW server_version: %q, %v", v, err)
+	}
+	_, err = pgx.Connect(ctx, "postgres://x:wrong@"+m[1]+"/streamsql?sslmode=require")
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "28P01" {
+		t.Errorf("a wrong password: %v, want 28P01", err)
+	}
+	for _, tc := range []struct {
+		flags []string
+		want  string
+	}{
+		{[]string{"--pg-addr", "0.0.0.0:0"}, "--pg-addr 0.0.0.0:0 listens on every interface, not only loopback: set --token"},
+		{[]string{"--pg-addr", "0.0.0.0:0", "--token", token}, "give --tls-cert and --tls-key"},
+		{[]string{"--pg-addr", "nonsense"}, "--pg-addr nonsense"},
+	} {
+		args := append([]string{"serve", "--data", filepath.Join(t.TempDir(), "d")}, tc.flags...)
+		code, _, errs := runBin(t, bin, nil, "", args...)
+		if code == 0 || !strings.Contains(errs, tc.want) {
+			t.Errorf("%q: exit %d, stderr %q; want it to say %q", tc.flags, code, errs, tc.want)
+		}
+	}
 }

@@ -277,7 +277,6 @@ func (c *cli) serve(args []string) error {
 	if tlsConfig != nil {
 		scheme = "https"
 	}
-	logger.Info("streamsql serving", "addr", ln.Addr().String(), "url", scheme+"://"+ln.Addr().String(), "data", *data)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	errc := make(chan error, 2)
@@ -291,6 +290,7 @@ func (c *cli) serve(args []string) error {
 			}
 		}()
 	}
+	logger.Info("streamsql serving", "addr", ln.Addr().String(), "url", scheme+"://"+ln.Addr().String(), "data", *data)
 	go func() {
 		if tlsConfig != nil {
 			errc <- srv.ServeTLS(ln, "", "") // the certificate is in TLSConfig
