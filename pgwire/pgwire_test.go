@@ -2,11 +2,18 @@ package pgwire
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"math"
+	"math/big"
 	"net"
 	"os/exec"
 	"runtime"
@@ -529,4 +536,93 @@ func must(r pgx.Rows, err error) pgx.Rows {
 		panic(err)
 	}
 	return r
+}
+
+// selfSigned is a TLS configuration with a fresh certificate for
+// 127.0.0.1.
+func selfSigned(t *testing.T) *tls.Config {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "pgwire test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}, MinVersion: tls.VersionTLS12}
+}
+
+func TestPassword(t *testing.T) {
+	const token = "pgwire-test-token-0123"
+	e := start(t, Options{Token: token, TLS: selfSigned(t)})
+	ctx := ctxT(t)
+	for _, tc := range []struct {
+		url, code string
+	}{
+		{"postgres://x:" + token + "@" + e.addr + "/streamsql?sslmode=require", ""},
+		{"postgres://x:" + token + "@" + e.addr + "/streamsql?sslmode=disable", ""}, // loopback
+		{"postgres://x:wrong@" + e.addr + "/streamsql?sslmode=require", "28P01"},
+		{"postgres://x@" + e.addr + "/streamsql?sslmode=require", "28P01"},
+	} {
+		c, err := pgx.Connect(ctx, tc.url)
+		if tc.code == "" {
+			if err != nil {
+				t.Errorf("%s: %v", tc.url, err)
+				continue
+			}
+			var v string
+			if err := c.QueryRow(ctx, "SELECT version()").Scan(&v); err != nil {
+				t.Errorf("%s: %v", tc.url, err)
+			}
+			c.Close(ctx)
+			continue
+		}
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != tc.code {
+			t.Errorf("%s: %v, want %s", tc.url, err, tc.code)
+		}
+	}
+	// Without TLS configured, SSLRequest gets 'N': sslmode=require fails,
+	// prefer falls back to plain.
+	e = start(t, Options{})
+	if _, err := pgx.Connect(ctx, "postgres://x@"+e.addr+"/streamsql?sslmode=require"); err == nil {
+		t.Error("sslmode=require without TLS connected")
+	}
+	c, err := pgx.Connect(ctx, "postgres://x@"+e.addr+"/streamsql?sslmode=prefer")
+	if err != nil {
+		t.Fatalf("sslmode=prefer: %v", err)
+	}
+	c.Close(ctx)
+}
+
+// TestClose: Close closes the listener and open connections and waits for
+// their goroutines.
+func TestClose(t *testing.T) {
+	e := start(t, Options{})
+	c := e.connect(pgx.QueryExecModeCacheStatement)
+	f := e.dial()
+	f.startup()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.srv.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.closed()
+	if err := c.Ping(ctxT(t)); err == nil {
+		t.Error("a connection still answers after Close")
+	}
+	if _, err := net.DialTimeout("tcp", e.addr, time.Second); err == nil {
+		t.Error("the listener still accepts after Close")
+	}
+	e.srv.mu.Lock()
+	n := len(e.srv.conns)
+	e.srv.mu.Unlock()
+	if n != 0 {
+		t.Errorf("%d connections left", n)
+	}
 }
