@@ -22,7 +22,12 @@
 // Threading: one goroutine per connection (started by Serve, counted in
 // the server's WaitGroup), which reads a message, answers it and reads
 // the next; the engine is shared by every connection (it is safe for
-// concurrent use). A connection's context is cancelled when its goroutine
-// returns and when the server closes; Close closes the listeners and every
-// connection and waits for their goroutines.
+// concurrent use). While a statement runs in the engine, one more
+// goroutine reads the connection (conn.watch) so that a client that
+// leaves cancels the statement's context; it is stopped (a read deadline
+// in the past) and waited for before the connection is read or written
+// again, and a byte it read goes to the next message. A connection's
+// context is cancelled when its goroutine returns and when the server
+// closes; Close closes the listeners and every connection and waits for
+// their goroutines.
 package pgwire

@@ -1,6 +1,7 @@
 package pgwire
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -90,7 +91,12 @@ func (c *conn) run(sql string) ([]queries.Result, error) {
 		}
 		return []queries.Result{r}, nil
 	}
-	return c.s.eng.Exec(c.ctx, sql)
+	// The statement's context ends when the client leaves (watch).
+	ctx, cancel := context.WithCancel(c.ctx)
+	defer cancel()
+	stop := c.watch(cancel)
+	defer stop()
+	return c.s.eng.Exec(ctx, sql)
 }
 
 // simpleQuery answers a Query message: every statement's result in turn,

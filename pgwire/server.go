@@ -182,6 +182,7 @@ func (s *Server) Close(ctx context.Context) error {
 type conn struct {
 	s       *Server
 	nc      net.Conn
+	rd      *watchedConn // what be reads from: nc with a background read's byte
 	be      *pgproto3.Backend
 	ctx     context.Context
 	params  map[string]string // the session's parameters (ParameterStatus, SHOW, SET)
@@ -210,8 +211,55 @@ func (s *Server) serveConn(nc net.Conn) {
 
 func (c *conn) setBackend(nc net.Conn) {
 	c.nc = nc
-	c.be = pgproto3.NewBackend(nc, nc)
+	c.rd = &watchedConn{Conn: nc}
+	c.be = pgproto3.NewBackend(c.rd, nc)
 	c.be.SetMaxBodyLen(c.s.opts.MaxMessage)
+}
+
+// watchedConn is a connection whose reads may be watched while a
+// statement runs (watch): a byte read then is returned by the next Read.
+type watchedConn struct {
+	net.Conn
+	pending []byte
+}
+
+func (w *watchedConn) Read(p []byte) (int, error) {
+	if len(w.pending) > 0 {
+		n := copy(p, w.pending)
+		w.pending = w.pending[n:]
+		return n, nil
+	}
+	return w.Conn.Read(p)
+}
+
+// watch reads the connection in the background while a statement runs,
+// so that a client that leaves cancels it (cancel). The returned stop
+// ends the read (a deadline in the past) and keeps a byte it read for the
+// next message; the connection's goroutine calls it before it reads or
+// writes again.
+func (c *conn) watch(cancel context.CancelFunc) (stop func()) {
+	var (
+		buf  [1]byte
+		n    int
+		err  error
+		done = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		n, err = c.rd.Conn.Read(buf[:])
+		var ne net.Error
+		if err != nil && !(errors.As(err, &ne) && ne.Timeout()) {
+			cancel() // the client left, or the connection broke
+		}
+	}()
+	return func() {
+		c.rd.Conn.SetReadDeadline(time.Unix(1, 0))
+		<-done
+		c.rd.Conn.SetReadDeadline(time.Time{})
+		if n > 0 {
+			c.rd.pending = append(c.rd.pending, buf[0])
+		}
+	}
 }
 
 // fatal sends a FATAL ErrorResponse (the connection closes after it).
