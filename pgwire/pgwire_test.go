@@ -383,10 +383,14 @@ func (f *frontend) startup() {
 	f.until("ReadyForQuery")
 }
 
-// closed checks that the server closed the connection.
+// closed checks that the server closes the connection.
 func (f *frontend) closed() {
 	f.t.Helper()
-	if _, err := f.nc.Read(make([]byte, 1)); err == nil {
+	// What is left (an ErrorResponse) is read up to the end.
+	f.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, err := io.Copy(io.Discard, f.nc)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
 		f.t.Error("the connection is still open")
 	}
 }
@@ -517,6 +521,29 @@ func TestBadInput(t *testing.T) {
 			f.nc.Close()
 		}
 	})
+	t.Run("many", func(t *testing.T) {
+		// 1,000 bad clients of every kind above, one after the other.
+		for i := range 1000 {
+			f := e.dial()
+			switch i % 4 {
+			case 0:
+				f.nc.Write([]byte{0, 0, 0, 8, 0, 0, 0x12, 0x34})
+			case 1:
+				f.startup()
+				f.nc.Write([]byte{'z', 0, 0, 0, 4})
+			case 2:
+				f.startup()
+				f.nc.Write([]byte{'Q', 0x40, 0, 0, 0})
+			case 3:
+				f.startup()
+				f.send(&pgproto3.Query{String: "SELECT id FROM v"})
+				f.nc.Close()
+				continue
+			}
+			f.closed()
+			f.nc.Close()
+		}
+	})
 	t.Run("cancel request", func(t *testing.T) {
 		f := e.dial()
 		f.send(&pgproto3.CancelRequest{ProcessID: 1, SecretKey: []byte{1, 2, 3, 4}})
@@ -632,4 +659,51 @@ func TestClose(t *testing.T) {
 	if n != 0 {
 		t.Errorf("%d connections left", n)
 	}
+}
+
+// TestWatch: while a statement runs, a client that leaves cancels its
+// context; a byte that arrives meanwhile is kept for the next message.
+func TestWatch(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	server, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Close()
+	c := &conn{s: New(nil, Options{})}
+	c.setBackend(server)
+
+	// A byte during the statement: kept, the context not cancelled.
+	ctx, cancel := context.WithCancel(context.Background())
+	stop := c.watch(cancel)
+	client.Write([]byte{'Q', 0, 0, 0, 5, 0})
+	// The next Read sees 'Q' first whether the watch took it or not.
+	stop()
+	if ctx.Err() != nil {
+		t.Fatal("a byte from the client cancelled the statement")
+	}
+	msg, err := c.be.Receive()
+	if q, ok := msg.(*pgproto3.Query); err != nil || !ok || q.String != "" {
+		t.Fatalf("after the watch: %#v, %v", msg, err)
+	}
+
+	// The client leaves during the statement: cancelled.
+	ctx, cancel = context.WithCancel(context.Background())
+	stop = c.watch(cancel)
+	client.Close()
+	select {
+	case <-ctx.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the client left, the statement's context is not cancelled")
+	}
+	stop()
 }
