@@ -36,7 +36,7 @@ func TestSQLStatusCodes(t *testing.T) {
 
 		// 404: the table or view named does not exist.
 		{"unknown table in FROM", "CREATE VIEW v AS SELECT x FROM nosuch", 404, 1, 32, []string{"unknown table nosuch"}},
-		{"unknown view", "SELECT * FROM nosuch", 404, 0, 0, []string{"nosuch"}},
+		{"unknown view", "SELECT * FROM nosuch", 404, 1, 15, []string{"nosuch"}},
 		{"EXPLAIN of an unknown view", "EXPLAIN nosuch", 404, 0, 0, []string{"unknown view nosuch"}},
 		{"DESCRIBE of an unknown table", "DESC nosuch", 404, 0, 0, []string{"nosuch"}},
 		{"INSERT INTO an unknown table", "EXPLAIN INSERT INTO nosuch SELECT auction FROM bids", 404, 0, 0, []string{"unknown table nosuch"}},

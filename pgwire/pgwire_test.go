@@ -302,7 +302,7 @@ func TestStatementsAndErrors(t *testing.T) {
 		sql, code, at string
 	}{
 		{"SELEC 1", "42601", ""},
-		{"SELECT * FROM nope", "42P01", ""},
+		{"SELECT * FROM nope", "42P01", "nope"},
 		{"CREATE TABLE t (id BIGINT) ENGINE=http", "42710", ""},
 		{"SET TIME ZONE 'Europe/Paris'", "22023", ""},
 	} {

@@ -1157,7 +1157,8 @@ func (e *Engine) pull(s *parser.Select, st *parser.Statement) (Result, error) {
 	case isTable:
 		return Result{}, stmtErr(422, st, "%s is a table: a SELECT over a stream runs continuously; CREATE VIEW name AS SELECT ... and read its results", name)
 	case !isView:
-		return Result{}, stmtErr(404, st, "unknown view %s", name)
+		// Positioned at the name (wrap).
+		return Result{}, &planner.Error{Status: 404, Name: name, Msg: fmt.Sprintf("unknown view %s", name)}
 	case v.Graph == nil:
 		return Result{}, stmtErr(409, st, "view %s is not running: %s", name, orNoReason(v))
 	}
