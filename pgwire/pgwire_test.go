@@ -316,9 +316,16 @@ func TestStatementsAndErrors(t *testing.T) {
 			t.Errorf("%s: position %d, want that of %q", tc.sql, pe.Position, tc.at)
 		}
 	}
-	// Empty text, in both protocols.
+	// Empty text and comments only (pgx's Ping sends "-- ping").
 	if _, err := c.Exec(ctx, " ; "); err != nil {
 		t.Errorf("empty query: %v", err)
+	}
+	if err := c.Ping(ctx); err != nil {
+		t.Errorf("Ping: %v", err)
+	}
+	res, err := c.PgConn().Exec(ctx, "/* nothing */").ReadAll()
+	if err != nil || len(res) != 1 || res[0].CommandTag.String() != "" {
+		t.Errorf("a comment: %v, %v", res, err)
 	}
 	x := e.connect(pgx.QueryExecModeCacheStatement)
 	if _, err := x.Exec(ctx, "SELECT id FROM t WHERE id = $1", 1); err == nil || !strings.Contains(err.Error(), "0A000") {

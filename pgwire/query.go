@@ -120,6 +120,8 @@ func (c *conn) simpleQuery(sql string) error {
 		}
 		if err != nil {
 			c.be.Send(errorResponse(err, sql))
+		} else if len(results) == 0 {
+			c.be.Send(&pgproto3.EmptyQueryResponse{}) // comments only
 		}
 	}
 	c.be.Send(&pgproto3.ReadyForQuery{TxStatus: 'I'})
@@ -301,7 +303,7 @@ func (c *conn) extended(msg pgproto3.FrontendMessage) error {
 			return err
 		}
 		if p.res == nil {
-			c.be.Send(&pgproto3.CommandComplete{CommandTag: []byte("SELECT 0")})
+			c.be.Send(&pgproto3.EmptyQueryResponse{}) // comments only
 			return nil
 		}
 		if p.res.Columns == nil {
