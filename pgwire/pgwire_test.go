@@ -457,6 +457,10 @@ func TestPsql(t *testing.T) {
 	if err == nil || !strings.Contains(out, "ERROR:  unknown column nosuch") || !strings.Contains(out, "LINE 1: SELECT nosuch FROM v\n               ^") {
 		t.Errorf("psql error: %v\n%s", err, out)
 	}
+	out, err = run(`\dt`)
+	if err == nil || !strings.Contains(out, "catalog (pg_catalog, information_schema) is not served yet") {
+		t.Errorf(`psql \dt: %v\n%s`, err, out)
+	}
 	out, err = run("CREATE VIEW w AS SELECT id FROM t")
 	if err != nil || out != "CREATE VIEW\n" {
 		t.Errorf("psql DDL: %v\n%s", err, out)

@@ -96,7 +96,21 @@ func (c *conn) run(sql string) ([]queries.Result, error) {
 	defer cancel()
 	stop := c.watch(cancel)
 	defer stop()
-	return c.s.eng.Exec(ctx, sql)
+	results, err := c.s.eng.Exec(ctx, sql)
+	if err != nil && catalogQuery(sql) {
+		// psql's \d and the pickers of BI tools: the engine cannot read
+		// PostgreSQL's catalog queries; say what is missing instead of
+		// a syntax error.
+		return results, &pgError{code: "0A000", msg: "the PostgreSQL catalog (pg_catalog, information_schema) is not served yet: use SHOW TABLES and DESCRIBE name (docs/pgwire.md)"}
+	}
+	return results, err
+}
+
+// catalogQuery reports whether sql reads PostgreSQL's catalog.
+func catalogQuery(sql string) bool {
+	n := normalize(sql)
+	return strings.Contains(n, "pg_catalog.") || strings.Contains(n, "information_schema.") || strings.Contains(n, " pg_class") ||
+		strings.Contains(n, " pg_namespace") || strings.Contains(n, " pg_type")
 }
 
 // simpleQuery answers a Query message: every statement's result in turn,
