@@ -632,6 +632,22 @@ func TestPassword(t *testing.T) {
 			t.Errorf("%s: %v, want %s", tc.url, err, tc.code)
 		}
 	}
+	// psql over TLS with the token as its password.
+	if psql, err := exec.LookPath("psql"); err == nil {
+		_, port, _ := net.SplitHostPort(e.addr)
+		pctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(pctx, psql, "-X", "-A", "-t", "-h", "127.0.0.1", "-p", port, "-U", "x", "-d", "streamsql", "-c", "SHOW server_version")
+		cmd.Env = []string{"PGSSLMODE=require", "PGPASSWORD=" + token, "PGCONNECT_TIMEOUT=10"}
+		if out, err := cmd.CombinedOutput(); err != nil || string(out) != ServerVersion+"\n" {
+			t.Errorf("psql over TLS: %v\n%s", err, out)
+		}
+		cmd = exec.CommandContext(pctx, psql, "-X", "-h", "127.0.0.1", "-p", port, "-U", "x", "-d", "streamsql", "-c", "SHOW server_version")
+		cmd.Env = []string{"PGSSLMODE=require", "PGPASSWORD=wrong", "PGCONNECT_TIMEOUT=10"}
+		if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "password authentication failed") {
+			t.Errorf("psql with a wrong password: %v\n%s", err, out)
+		}
+	}
 	// Without TLS configured, SSLRequest gets 'N': sslmode=require fails,
 	// prefer falls back to plain.
 	e = start(t, Options{})
