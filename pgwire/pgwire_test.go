@@ -336,6 +336,21 @@ func TestStatementsAndErrors(t *testing.T) {
 	}
 }
 
+// TestProtocol32: a client asking for protocol 3.2 is offered 3.0.
+func TestProtocol32(t *testing.T) {
+	e := start(t, Options{})
+	ctx := ctxT(t)
+	c, err := pgx.Connect(ctx, e.url()+"&max_protocol_version=3.2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	var v string
+	if err := c.QueryRow(ctx, "SHOW TABLES").Scan(&v); !errors.Is(err, pgx.ErrNoRows) {
+		t.Errorf("SHOW TABLES: %v", err)
+	}
+}
+
 // frontend is a raw protocol client.
 type frontend struct {
 	t  *testing.T

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -317,11 +318,21 @@ func (c *conn) startup() error {
 }
 
 func (c *conn) start(m *pgproto3.StartupMessage, tlsDone bool) error {
+	// Protocol options (_pq_.*) are none that this server knows.
+	var unknown []string
+	for k := range m.Parameters {
+		if strings.HasPrefix(k, "_pq_.") {
+			unknown = append(unknown, k)
+		}
+	}
+	sort.Strings(unknown)
 	switch m.ProtocolVersion {
-	case pgproto3.ProtocolVersion30:
-	case pgproto3.ProtocolVersion32:
-		// A newer minor version: offered down to 3.0, as PostgreSQL does.
-		c.be.Send(&pgproto3.NegotiateProtocolVersion{NewestMinorProtocol: 0})
+	case pgproto3.ProtocolVersion30, pgproto3.ProtocolVersion32:
+		if m.ProtocolVersion != pgproto3.ProtocolVersion30 || len(unknown) > 0 {
+			// A newer minor version: offered down to 3.0, as PostgreSQL
+			// does, with the options it does not know.
+			c.be.Send(&pgproto3.NegotiateProtocolVersion{NewestMinorProtocol: 0, UnrecognizedOptions: unknown})
+		}
 	default:
 		return c.fatal("0A000", "unsupported frontend protocol %d.%d: this server speaks 3.0", m.ProtocolVersion>>16, m.ProtocolVersion&0xffff)
 	}
