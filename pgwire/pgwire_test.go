@@ -30,14 +30,14 @@ import (
 )
 
 type env struct {
-	t    *testing.T
+	t    testing.TB
 	eng  *queries.Engine
 	srv  *Server
 	addr string
 }
 
 // start opens an engine on a temp dir and serves it on 127.0.0.1:0.
-func start(t *testing.T, opts Options) *env {
+func start(t testing.TB, opts Options) *env {
 	t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	eng, err := queries.Open(queries.Config{DataDir: t.TempDir(), CheckpointInterval: time.Second, EmitInterval: 20 * time.Millisecond, Logger: quiet, NoSampler: true})
@@ -65,7 +65,7 @@ func start(t *testing.T, opts Options) *env {
 	return &env{t: t, eng: eng, srv: srv, addr: ln.Addr().String()}
 }
 
-func ctxT(t *testing.T) context.Context {
+func ctxT(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	return ctx
@@ -353,7 +353,7 @@ func TestProtocol32(t *testing.T) {
 
 // frontend is a raw protocol client.
 type frontend struct {
-	t  *testing.T
+	t  testing.TB
 	nc net.Conn
 	fe *pgproto3.Frontend
 }
