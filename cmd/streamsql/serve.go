@@ -195,7 +195,7 @@ func (c *cli) serve(args []string) error {
 		if *token != "" && *tlsCert == "" && checkBindFlag("--pg-addr", *pgAddr, false, net.DefaultResolver.LookupIPAddr) != nil {
 			return fmt.Errorf("--pg-addr %s is not loopback: clients would send the token as a cleartext password without TLS; give --tls-cert and --tls-key (SCRAM is not supported yet)", *pgAddr)
 		}
-		if maxBody := pgMaxMessage.n; maxBody > math.MaxInt32 {
+		if pgMaxMessage.n > math.MaxInt32 {
 			return cmd.fail("--pg-max-message %s is too large", pgMaxMessage)
 		}
 	}
