@@ -125,19 +125,16 @@ func checkFormats(formats []int16, n int) error {
 	return nil
 }
 
-// dataRow encodes one row of r's values (JSON values: queries.Object)
-// in the given formats. redact: the text values of a result other than a
-// SELECT's go through plan.RedactSecrets, as /v1/sql does.
-func dataRow(cols []column, vals []any, formats []int16, redact bool) (*pgproto3.DataRow, error) {
+// dataRow encodes row in the given formats. redact: the text values of
+// a result other than a SELECT's go through plan.RedactSecrets, as
+// /v1/sql does.
+func dataRow(cols []column, row plan.Row, formats []int16, redact bool) *pgproto3.DataRow {
 	out := make([][]byte, len(cols))
-	for i, c := range cols {
-		if i >= len(vals) || vals[i] == nil {
+	for i := range cols {
+		if i >= len(row) || row[i].IsNull() {
 			continue // NULL: -1 length
 		}
-		v, err := toValue(vals[i], c.typ)
-		if err != nil {
-			return nil, err
-		}
+		v := row[i]
 		if redact && v.K == plan.TypeVarchar {
 			v.S = plan.RedactSecrets(v.S)
 		}
@@ -147,11 +144,28 @@ func dataRow(cols []column, vals []any, formats []int16, redact bool) (*pgproto3
 			out[i] = []byte(textValue(v))
 		}
 	}
-	return &pgproto3.DataRow{Values: out}, nil
+	return &pgproto3.DataRow{Values: out}
 }
 
-// toValue reads a result's JSON value (plan.Value.JSON) back as a value
-// of type t.
+// objectRow reads a result's JSON values (SHOW, DESCRIBE, EXPLAIN: text,
+// numbers and booleans; a SELECT's rows come as values, Result.Values)
+// as values of the columns' types.
+func objectRow(cols []column, vals []any) (plan.Row, error) {
+	row := make(plan.Row, len(cols))
+	for i, c := range cols {
+		if i >= len(vals) || vals[i] == nil {
+			continue
+		}
+		v, err := toValue(vals[i], c.typ)
+		if err != nil {
+			return nil, err
+		}
+		row[i] = v
+	}
+	return row, nil
+}
+
+// toValue reads a JSON value of a result as a value of type t.
 func toValue(x any, t plan.Type) (plan.Value, error) {
 	switch t {
 	case plan.TypeBigint:
@@ -166,29 +180,12 @@ func toValue(x any, t plan.Type) (plan.Value, error) {
 			return plan.Int(int64(n)), nil
 		}
 	case plan.TypeDouble:
-		switch f := x.(type) {
-		case float64:
+		if f, ok := x.(float64); ok {
 			return plan.Float(f), nil
-		case string:
-			switch f {
-			case plan.JSONNaN:
-				return plan.Float(math.NaN()), nil
-			case plan.JSONInf:
-				return plan.Float(math.Inf(1)), nil
-			case plan.JSONNegInf:
-				return plan.Float(math.Inf(-1)), nil
-			}
 		}
 	case plan.TypeBoolean:
 		if b, ok := x.(bool); ok {
 			return plan.Bool(b), nil
-		}
-	case plan.TypeTimestamp:
-		if s, ok := x.(string); ok {
-			tm, err := time.Parse(time.RFC3339Nano, s)
-			if err == nil {
-				return plan.Time(tm.UnixMilli()), nil
-			}
 		}
 	default:
 		if s, ok := x.(string); ok {

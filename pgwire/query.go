@@ -142,15 +142,21 @@ func (c *conn) simpleQuery(sql string) error {
 	return c.be.Flush()
 }
 
-// sendRows sends rows [from, to) of r.
+// sendRows sends rows [from, to) of r: a SELECT's values as they are,
+// the other results' JSON values read back (objectRow).
 func (c *conn) sendRows(r *queries.Result, cols []column, formats []int16, from, to int) error {
-	redact := r.Kind != "select"
-	for _, row := range r.Rows[from:to] {
-		d, err := dataRow(cols, row.Vals, formats, redact)
+	if r.Values != nil {
+		for _, row := range r.Values[from:to] {
+			c.be.Send(dataRow(cols, row, formats, false))
+		}
+		return nil
+	}
+	for _, o := range r.Rows[from:to] {
+		row, err := objectRow(cols, o.Vals)
 		if err != nil {
 			return err
 		}
-		c.be.Send(d)
+		c.be.Send(dataRow(cols, row, formats, true))
 	}
 	return nil
 }

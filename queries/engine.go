@@ -483,10 +483,12 @@ type Result struct {
 	Name      string
 	Columns   []string
 	Rows      []Object
-	// Types are the column types of a SELECT's rows (a view's results),
-	// for clients that type their columns (pgwire); nil for the other
-	// results, whose values are text, numbers and booleans. Not in JSON.
-	Types []plan.Type
+	// Types and Values are a SELECT's column types and rows as values
+	// (a view's results), for clients that type their columns and encode
+	// values themselves (pgwire); nil for the other results, whose Rows
+	// hold text, numbers and booleans. Not in JSON.
+	Types  []plan.Type
+	Values []plan.Row
 }
 
 // MarshalJSON writes {"statement", "kind", "name"[, "columns", "rows"]}.
@@ -1174,5 +1176,5 @@ func (e *Engine) pull(s *parser.Select, st *parser.Statement) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	return Result{Kind: "select", Name: name, Columns: ColumnNames(q.Out), Rows: Objects(q.Out, out), Types: ColumnTypes(q.Out)}, nil
+	return Result{Kind: "select", Name: name, Columns: ColumnNames(q.Out), Rows: Objects(q.Out, out), Types: ColumnTypes(q.Out), Values: out}, nil
 }
