@@ -284,14 +284,10 @@ func latencyRun(ctx context.Context, cfg LatencyBenchConfig, interval time.Durat
 		return res, fmt.Errorf("reader: %w", err)
 	}
 
-	// The samples: per HTTP request its last seq and acknowledgement; per
-	// 10 ms of the generator's schedule the event time due then, due at
-	// that wall time.
-	type sample struct {
-		m  int64
-		at time.Time
-	}
-	var samples []sample
+	// The samples (observations the output must make): per HTTP request
+	// its last seq and acknowledgement; per 10 ms of the generator's
+	// schedule the event time due then, due at that wall time.
+	var samples []observation
 	statsOf := query
 	if cfg.StateKeys > 0 {
 		statsOf = "lat_state"
@@ -309,7 +305,7 @@ func latencyRun(ctx context.Context, cfg LatencyBenchConfig, interval time.Durat
 		}
 		end := t0.Add(cfg.Duration)
 		for t := t0; t.Before(end); t = t.Add(10 * time.Millisecond) {
-			samples = append(samples, sample{t.UnixMilli() - lead, t})
+			samples = append(samples, observation{t.UnixMilli() - lead, t})
 		}
 		select {
 		case <-time.After(time.Until(end)):
@@ -329,7 +325,7 @@ func latencyRun(ctx context.Context, cfg LatencyBenchConfig, interval time.Durat
 		}
 		wall = time.Since(t0)
 		for i, at := range acks {
-			samples = append(samples, sample{int64(i+1)*int64(cfg.Batch) - 1, at})
+			samples = append(samples, observation{int64(i+1)*int64(cfg.Batch) - 1, at})
 		}
 		res.Requests, res.Rows = len(acks), int64(len(acks))*int64(cfg.Batch)
 	}
@@ -381,6 +377,8 @@ func latencyRun(ctx context.Context, cfg LatencyBenchConfig, interval time.Durat
 	return res, nil
 }
 
+// observation is m (a seq, or an event time in ms) seen, or due to be
+// seen, at time at.
 type observation struct {
 	m  int64
 	at time.Time
