@@ -512,13 +512,28 @@ func (r Result) MarshalJSON() ([]byte, error) {
 	}{base{r.Statement, r.Kind, r.Name}, r.Columns, rows})
 }
 
+// ExecOptions are the settings of one ExecWith call beyond its text.
+type ExecOptions struct {
+	// Params are the values of PostgreSQL's placeholders $1, $2, ...
+	// (pgwire's Bind); nil: the statements have none.
+	Params []plan.Value
+	// Set are session settings (pgwire's SET), applied before the
+	// statements as a SET at the start of sql would be.
+	Set []parser.SetVar
+}
+
 // Exec runs the statements of sql in order, stopping at the first failure:
 // earlier statements stay applied. It returns the results so far and, on
 // failure, an *Error naming the failing statement.
 func (e *Engine) Exec(ctx context.Context, sql string) ([]Result, error) {
+	return e.ExecWith(ctx, sql, ExecOptions{})
+}
+
+// ExecWith is Exec with parameters and session settings.
+func (e *Engine) ExecWith(ctx context.Context, sql string, o ExecOptions) ([]Result, error) {
 	stmts, perr := parser.Parse(sql)
 	var results []Result
-	var set []parser.SetVar
+	set := append([]parser.SetVar(nil), o.Set...)
 	for i := range stmts {
 		st := &stmts[i]
 		r, err := e.exec(ctx, st, &set)
