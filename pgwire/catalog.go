@@ -1,0 +1,785 @@
+package pgwire
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"hash/fnv"
+	"io/fs"
+	"path"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/queries"
+)
+
+// The catalog statements of psql and Grafana, answered over the engine's
+// tables and views (docs/pgwire.md, "Catalog"). They are PostgreSQL's
+// dialect, which the engine's parser cannot read, and they are neither
+// run nor rewritten: a statement is recognized by its fingerprint
+// (pgsql.go) among the statements recorded from the clients
+// (clientsql/), and the recorded statement's answer computes the rows
+// from the engine's catalog, with the statement's literals (an OID, a
+// name pattern, a table name) as arguments. The statements that list or
+// look up relations (psql's \d, \dt, \dv and \d name, in all their
+// variants) match on their shape instead (the fingerprint without the
+// WHERE clause), and their conditions are evaluated one by one (filters).
+//
+// Each recorded file holds statements, each after a line "-- answer:
+// name" naming its answer.
+
+//go:embed clientsql
+var clientSQL embed.FS
+
+// catalogAnswer computes the result of a recognized statement.
+type catalogAnswer func(c *conn, st *pgStatement, rels *relations) (queries.Result, error)
+
+// catalogAnswers are the answers by the name the recorded files use.
+var catalogAnswers = map[string]catalogAnswer{
+	"relations": answerRelations, "lookup": answerLookup,
+	"relation": answerRelation(false), "relation_verbose": answerRelation(true),
+	"columns": answerColumns(nil), "columns_verbose_table": answerColumns([]string{"attstorage", "attcompression", "attstattarget", "col_description"}),
+	"columns_verbose_view": answerColumns([]string{"attstorage", "col_description"}),
+	"viewdef":              answerViewdef, "schemas": answerSchemas, "databases": answerDatabases, "none": answerNone,
+	"grafana_version": answerGrafanaVersion, "grafana_timescaledb": answerGrafanaTimescale, "grafana_schemas": answerGrafanaSchemas,
+	"grafana_tables": answerGrafanaTables(false), "grafana_schema_tables": answerGrafanaTables(true), "grafana_columns": answerGrafanaColumns,
+}
+
+// filtered are the answers matched by shape, whose WHERE conditions are
+// filters over the relations.
+var filtered = map[string]bool{"relations": true, "lookup": true}
+
+// clientCatalog maps the recorded statements' fingerprints (and shapes) to
+// their answers' names.
+type clientCatalog struct {
+	exact  map[string]string
+	shapes map[string]string
+}
+
+// knownStatements is the catalog of the recorded statements, read once
+// from the embedded files; never changed after.
+var knownStatements = mustLoadCatalog()
+
+func mustLoadCatalog() *clientCatalog {
+	cat, err := loadCatalog(clientSQL)
+	if err != nil {
+		panic(err)
+	}
+	return cat
+}
+
+// loadCatalog reads the recorded statements of fsys. A statement whose
+// answer is unknown, a statement that does not tokenize, or one
+// fingerprint with two answers is an error naming the file.
+func loadCatalog(fsys fs.FS) (*clientCatalog, error) {
+	cat := &clientCatalog{exact: map[string]string{}, shapes: map[string]string{}}
+	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || path.Ext(p) != ".sql" {
+			return err
+		}
+		b, err := fs.ReadFile(fsys, p)
+		if err != nil {
+			return err
+		}
+		stmts, err := recordedStatements(string(b))
+		if err != nil {
+			return fmt.Errorf("pgwire: %s: %w", p, err)
+		}
+		for _, rs := range stmts {
+			if catalogAnswers[rs.answer] == nil {
+				return fmt.Errorf("pgwire: %s:%d: unknown answer %q", p, rs.line, rs.answer)
+			}
+			st, err := parseStatement(rs.sql)
+			if err != nil {
+				return fmt.Errorf("pgwire: %s:%d: %w", p, rs.line, err)
+			}
+			m, key := cat.exact, st.fingerprint()
+			if filtered[rs.answer] {
+				if m, key = cat.shapes, st.shape(); key == "" {
+					return fmt.Errorf("pgwire: %s:%d: answer %s needs a WHERE clause", p, rs.line, rs.answer)
+				}
+			}
+			if prev, ok := m[key]; ok && prev != rs.answer {
+				return fmt.Errorf("pgwire: %s:%d: the statement is answered by %s already, not %s", p, rs.line, prev, rs.answer)
+			}
+			m[key] = rs.answer
+		}
+		return nil
+	})
+	return cat, err
+}
+
+// recordedStatement is one statement of a recorded file.
+type recordedStatement struct {
+	answer string
+	sql    string
+	line   int
+}
+
+// recordedStatements splits a recorded file at its "-- answer:" lines.
+func recordedStatements(text string) ([]recordedStatement, error) {
+	var out []recordedStatement
+	for i, line := range strings.Split(text, "\n") {
+		if name, ok := strings.CutPrefix(line, "-- answer: "); ok {
+			out = append(out, recordedStatement{answer: strings.TrimSpace(name), line: i + 1})
+			continue
+		}
+		if len(out) > 0 {
+			out[len(out)-1].sql += line + "\n"
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no \"-- answer:\" line")
+	}
+	return out, nil
+}
+
+// catalogMarkers are in every statement the catalog answers: a statement
+// without one is not looked at (the engine's statements stay cheap).
+var catalogMarkers = []string{"pg_", "information_schema", "current_setting"}
+
+// catalog answers sql if it is a recognized client catalog statement; ok
+// false otherwise (the engine gets it).
+func (c *conn) catalog(ctx context.Context, sql string) (res queries.Result, ok bool, err error) {
+	if !hasMarker(sql) {
+		return res, false, nil
+	}
+	st, err := parseStatement(sql)
+	if err != nil || len(st.toks) == 0 {
+		return res, false, nil // the engine says what is wrong
+	}
+	name, ok := knownStatements.exact[st.fingerprint()]
+	if !ok {
+		if name, ok = knownStatements.shapes[st.shape()]; !ok || st.shape() == "" {
+			return res, false, nil
+		}
+	}
+	res, err = catalogAnswers[name](c, st, &relations{c: c, ctx: ctx})
+	if err != nil {
+		return res, true, fmt.Errorf("pgwire: the catalog statement (%s): %w", name, err)
+	}
+	return res, true, nil
+}
+
+func hasMarker(sql string) bool {
+	for _, m := range catalogMarkers {
+		if len(sql) >= len(m) && containsFold(sql, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// containsFold is strings.Contains ignoring ASCII case, without
+// allocating (lower is lower case).
+func containsFold(s, lower string) bool {
+	for i := 0; i+len(lower) <= len(s); i++ {
+		j := 0
+		for j < len(lower) {
+			ch := s[i+j]
+			if 'A' <= ch && ch <= 'Z' {
+				ch += 'a' - 'A'
+			}
+			if ch != lower[j] {
+				break
+			}
+			j++
+		}
+		if j == len(lower) {
+			return true
+		}
+	}
+	return false
+}
+
+// The relations of the catalog: the engine's tables ('r') and the views
+// with results ('v'; a query that writes into a sink table has no rows
+// of its own and is not a relation), all in the schema public.
+type relation struct {
+	oid  int64
+	name string
+	kind string // "r" or "v"
+}
+
+// relColumn is a column of a relation.
+type relColumn struct {
+	name    string
+	typ     plan.Type
+	notNull bool
+}
+
+// relations reads the engine's catalog for one statement, when it is
+// first needed.
+type relations struct {
+	c    *conn
+	ctx  context.Context
+	list []relation
+	read bool
+}
+
+// catalogSchema is the one schema; catalogOwner owns everything.
+const (
+	catalogSchema = "public"
+	catalogOwner  = "streamsql"
+)
+
+// all lists the relations by name, with their OIDs.
+func (r *relations) all() ([]relation, error) {
+	if r.read {
+		return r.list, nil
+	}
+	results, err := r.c.s.eng.ExecWith(r.ctx, "SHOW TABLES", queries.ExecOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("SHOW TABLES: %w", err)
+	}
+	for _, o := range results[0].Rows {
+		name, _ := o.Vals[0].(string)
+		kind := "r"
+		if o.Vals[1] == "view" {
+			kind = "v"
+		}
+		r.list = append(r.list, relation{name: name, kind: kind})
+	}
+	sort.Slice(r.list, func(i, j int) bool { return r.list[i].name < r.list[j].name })
+	assignOIDs(r.list)
+	r.read = true
+	return r.list, nil
+}
+
+// assignOIDs gives each relation an OID that stays the same across the
+// statements of one psql command (and across restarts): a hash of its
+// kind and name in the user range from 16384; a collision takes the next
+// free one, in name order.
+func assignOIDs(rels []relation) {
+	used := map[int64]bool{}
+	for i := range rels {
+		h := fnv.New32a()
+		h.Write([]byte(rels[i].kind + ":" + rels[i].name))
+		oid := 16384 + int64(h.Sum32()%(1<<30))
+		for used[oid] {
+			oid++
+		}
+		used[oid] = true
+		rels[i].oid = oid
+	}
+}
+
+// byOID finds a relation by the text of its OID (psql sends '16384').
+func (r *relations) byOID(text string) (relation, bool, error) {
+	rels, err := r.all()
+	if err != nil {
+		return relation{}, false, err
+	}
+	oid, err := strconv.ParseInt(strings.TrimSpace(text), 10, 64)
+	if err != nil {
+		return relation{}, false, &pgError{code: "22P02", msg: fmt.Sprintf("invalid input syntax for type oid: %q", text)}
+	}
+	for _, rel := range rels {
+		if rel.oid == oid {
+			return rel, true, nil
+		}
+	}
+	return relation{}, false, nil
+}
+
+// columns are a relation's columns (DESCRIBE); none for a view that is
+// not running.
+func (r *relations) columns(rel relation) ([]relColumn, error) {
+	results, err := r.c.s.eng.ExecWith(r.ctx, "DESCRIBE "+quoteName(rel.name), queries.ExecOptions{})
+	if err != nil {
+		if rel.kind == "v" {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("DESCRIBE %s: %w", rel.name, err)
+	}
+	var cols []relColumn
+	for _, o := range results[0].Rows {
+		name, _ := o.Vals[0].(string)
+		typ, _ := o.Vals[1].(string)
+		nullable, _ := o.Vals[2].(bool)
+		cols = append(cols, relColumn{name: name, typ: typeNamed(typ), notNull: !nullable})
+	}
+	return cols, nil
+}
+
+// quoteName quotes a name for the engine's parser.
+func quoteName(name string) string { return "`" + strings.ReplaceAll(name, "`", "``") + "`" }
+
+// typeNamed is the type DESCRIBE names (plan.Type's String).
+func typeNamed(s string) plan.Type {
+	for _, t := range []plan.Type{plan.TypeBigint, plan.TypeDouble, plan.TypeVarchar, plan.TypeTimestamp, plan.TypeBoolean} {
+		if t.String() == s {
+			return t
+		}
+	}
+	return plan.TypeVarchar
+}
+
+// pgTypeName is the PostgreSQL name of a column type (format_type,
+// information_schema's data_type), that of the OID encode.go sends.
+func pgTypeName(t plan.Type) string {
+	switch t {
+	case plan.TypeBigint:
+		return "bigint"
+	case plan.TypeDouble:
+		return "double precision"
+	case plan.TypeBoolean:
+		return "boolean"
+	case plan.TypeTimestamp:
+		return "timestamp without time zone"
+	}
+	return "text"
+}
+
+// A filter is one condition of the WHERE clause of a relation list or
+// lookup, recognized by its fingerprint; lits are its literals.
+type filter func(rel relation, lits []token) (bool, error)
+
+var filters = map[string]filter{
+	"c . relkind in (?...)": func(rel relation, lits []token) (bool, error) {
+		for _, l := range lits {
+			if l.text == rel.kind {
+				return true, nil
+			}
+		}
+		return false, nil
+	},
+	"n . nspname <> ?": func(_ relation, lits []token) (bool, error) { return catalogSchema != lits[0].text, nil },
+	"n . nspname = ?":  func(_ relation, lits []token) (bool, error) { return catalogSchema == lits[0].text, nil },
+	"n . nspname !~ ?": func(_ relation, lits []token) (bool, error) {
+		m, err := matches(lits[0].text, catalogSchema)
+		return !m, err
+	},
+	"n . nspname ~ ?": func(_ relation, lits []token) (bool, error) { return matches(lits[0].text, catalogSchema) },
+	"c . relname operator ( pg_catalog . ~ ) ? collate pg_catalog . default": func(rel relation, lits []token) (bool, error) {
+		return matches(lits[0].text, rel.name)
+	},
+	"n . nspname operator ( pg_catalog . ~ ) ? collate pg_catalog . default": func(_ relation, lits []token) (bool, error) {
+		return matches(lits[0].text, catalogSchema)
+	},
+	// Every relation is in the search path.
+	"pg_catalog . pg_table_is_visible ( c . oid )": func(relation, []token) (bool, error) { return true, nil },
+}
+
+// matches evaluates PostgreSQL's ~ (a POSIX regular expression, case
+// sensitive; psql makes them of its name patterns) with Go's regexp.
+func matches(pattern, s string) (bool, error) {
+	re, err := regexp.Compile(pattern)
+	if err != nil {
+		return false, &pgError{code: "2201B", msg: fmt.Sprintf("invalid regular expression %q: %v", pattern, err)}
+	}
+	return re.MatchString(s), nil
+}
+
+// selected are the relations that satisfy st's WHERE conditions; an
+// unknown condition is an error (the statement was not recorded so).
+func selected(st *pgStatement, rels *relations) ([]relation, error) {
+	all, err := rels.all()
+	if err != nil {
+		return nil, err
+	}
+	type cond struct {
+		f    filter
+		lits []token
+	}
+	var conds []cond
+	for _, toks := range st.conditions() {
+		parts, lits := fingerprintParts(toks)
+		key := strings.Join(parts, " ")
+		f := filters[key]
+		if f == nil {
+			return nil, &pgError{code: "0A000", msg: fmt.Sprintf("the catalog condition %q is not served (docs/pgwire.md)", key)}
+		}
+		var flat []token
+		for _, l := range lits {
+			flat = append(flat, l...)
+		}
+		conds = append(conds, cond{f, flat})
+	}
+	var out []relation
+next:
+	for _, rel := range all {
+		for _, c := range conds {
+			ok, err := c.f(rel, c.lits)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				continue next
+			}
+		}
+		out = append(out, rel)
+	}
+	return out, nil
+}
+
+// result builds a SELECT result of typed columns.
+type result struct {
+	cols  []string
+	types []plan.Type
+	rows  []plan.Row
+}
+
+func newResult(cols ...string) *result {
+	r := &result{cols: cols, types: make([]plan.Type, len(cols))}
+	for i := range r.types {
+		r.types[i] = plan.TypeVarchar
+	}
+	return r
+}
+
+// typed sets the type of the column named col.
+func (r *result) typed(t plan.Type, cols ...string) *result {
+	for _, c := range cols {
+		for i, n := range r.cols {
+			if n == c {
+				r.types[i] = t
+			}
+		}
+	}
+	return r
+}
+
+func (r *result) add(vals ...plan.Value) { r.rows = append(r.rows, vals) }
+
+func (r *result) done() queries.Result {
+	return queries.Result{Kind: "select", Columns: r.cols, Types: r.types, Values: r.rows, Rows: make([]queries.Object, len(r.rows))}
+}
+
+func kindName(kind string) string {
+	if kind == "v" {
+		return "view"
+	}
+	return "table"
+}
+
+// answerRelations answers psql's relation lists (\d, \dt, \dv, \di, \ds
+// and their + forms): the columns the statement names with AS, ordered by
+// schema and name.
+func answerRelations(c *conn, st *pgStatement, rels *relations) (queries.Result, error) {
+	list, err := selected(st, rels)
+	if err != nil {
+		return queries.Result{}, err
+	}
+	r := newResult(st.aliases()...)
+	for _, rel := range list {
+		row := make(plan.Row, len(r.cols))
+		for i, col := range r.cols {
+			switch col {
+			case "Schema":
+				row[i] = plan.Str(catalogSchema)
+			case "Name":
+				row[i] = plan.Str(rel.name)
+			case "Type":
+				row[i] = plan.Str(kindName(rel.kind))
+			case "Owner":
+				row[i] = plan.Str(catalogOwner)
+			case "Persistence":
+				row[i] = plan.Str("permanent")
+			case "Access method", "Size", "Description", "Table":
+				// no table access method, size, comments or indexes
+			default:
+				return queries.Result{}, fmt.Errorf("unknown column %q", col)
+			}
+		}
+		r.add(row...)
+	}
+	return r.done(), nil
+}
+
+// answerLookup answers the first statement of psql's \d name: the OID,
+// schema and name of the relations that match.
+func answerLookup(c *conn, st *pgStatement, rels *relations) (queries.Result, error) {
+	list, err := selected(st, rels)
+	if err != nil {
+		return queries.Result{}, err
+	}
+	r := newResult("oid", "nspname", "relname").typed(plan.TypeBigint, "oid")
+	for _, rel := range list {
+		r.add(plan.Int(rel.oid), plan.Str(catalogSchema), plan.Str(rel.name))
+	}
+	return r.done(), nil
+}
+
+// oidArg is the relation named by the OID literal after prefix in st.
+func oidArg(st *pgStatement, rels *relations, prefix string) (relation, bool, error) {
+	text, ok := st.literalAfter(prefix)
+	if !ok {
+		return relation{}, false, fmt.Errorf("no OID after %q", prefix)
+	}
+	return rels.byOID(text)
+}
+
+// answerRelation answers psql's question about one relation (pg_class):
+// no checks, indexes, triggers, row security, partitions or options;
+// psql then prints "Table" or "View" and asks for the columns.
+func answerRelation(verbose bool) catalogAnswer {
+	return func(c *conn, st *pgStatement, rels *relations) (queries.Result, error) {
+		opts := "?column?"
+		if verbose {
+			opts = "array_to_string"
+		}
+		r := newResult("relchecks", "relkind", "relhasindex", "relhasrules", "relhastriggers", "relrowsecurity", "relforcerowsecurity",
+			"relhasoids", "relispartition", opts, "reltablespace", "reloftype", "relpersistence", "relreplident", "amname").
+			typed(plan.TypeBigint, "relchecks", "reltablespace").
+			typed(plan.TypeBoolean, "relhasindex", "relhasrules", "relhastriggers", "relrowsecurity", "relforcerowsecurity", "relhasoids", "relispartition")
+		rel, ok, err := oidArg(st, rels, "c . oid =")
+		if err != nil || !ok {
+			return r.done(), err
+		}
+		// A view has its rule (_RETURN), as PostgreSQL's do; replica
+		// identity: default for tables, nothing for views.
+		rules, ident := plan.Bool(false), plan.Str("d")
+		if rel.kind == "v" {
+			rules, ident = plan.Bool(true), plan.Str("n")
+		}
+		r.add(plan.Int(0), plan.Str(rel.kind), plan.Bool(false), rules, plan.Bool(false), plan.Bool(false), plan.Bool(false), plan.Bool(false), plan.Bool(false), plan.Str(""), plan.Int(0), plan.Str(""), plan.Str("p"), ident, plan.Value{})
+		return r.done(), nil
+	}
+}
+
+// answerColumns answers psql's question about a relation's columns
+// (pg_attribute), with the verbose form's extra columns.
+func answerColumns(extra []string) catalogAnswer {
+	return func(c *conn, st *pgStatement, rels *relations) (queries.Result, error) {
+		r := newResult(append([]string{"attname", "format_type", "pg_get_expr", "attnotnull", "attcollation", "attidentity", "attgenerated"}, extra...)...).
+			typed(plan.TypeBoolean, "attnotnull").typed(plan.TypeBigint, "attstattarget")
+		rel, ok, err := oidArg(st, rels, "a . attrelid =")
+		if err != nil || !ok {
+			return r.done(), err
+		}
+		cols, err := rels.columns(rel)
+		if err != nil {
+			return queries.Result{}, err
+		}
+		for _, col := range cols {
+			row := plan.Row{plan.Str(col.name), plan.Str(pgTypeName(col.typ)), plan.Value{}, plan.Bool(col.notNull), plan.Value{}, plan.Str(""), plan.Str("")}
+			for _, x := range extra {
+				switch x {
+				case "attstorage": // plain, or extended for variable-length text
+					if col.typ == plan.TypeVarchar {
+						row = append(row, plan.Str("x"))
+					} else {
+						row = append(row, plan.Str("p"))
+					}
+				case "attcompression":
+					row = append(row, plan.Str(""))
+				default:
+					row = append(row, plan.Value{})
+				}
+			}
+			r.add(row...)
+		}
+		return r.done(), nil
+	}
+}
+
+// answerViewdef answers pg_get_viewdef: the view's query as it was
+// created (streamsql SQL, after CREATE VIEW name AS).
+func answerViewdef(c *conn, st *pgStatement, rels *relations) (queries.Result, error) {
+	r := newResult("pg_get_viewdef")
+	rel, ok, err := oidArg(st, rels, "pg_catalog . pg_get_viewdef (")
+	if err != nil {
+		return queries.Result{}, err
+	}
+	if !ok || rel.kind != "v" {
+		r.add(plan.Value{})
+		return r.done(), nil
+	}
+	results, err := c.s.eng.ExecWith(rels.ctx, "SHOW CREATE VIEW "+quoteName(rel.name), queries.ExecOptions{})
+	if err != nil {
+		return queries.Result{}, fmt.Errorf("SHOW CREATE VIEW %s: %w", rel.name, err)
+	}
+	sql, _ := results[0].Rows[0].Vals[1].(string)
+	r.add(plan.Str(viewQuery(sql)))
+	return r.done(), nil
+}
+
+// viewQuery is the query of a CREATE VIEW statement: what follows its
+// first AS outside parentheses (the whole text if there is none).
+func viewQuery(sql string) string {
+	toks, err := tokenize(sql)
+	if err != nil {
+		return sql
+	}
+	depth := 0
+	for i, t := range toks {
+		switch {
+		case t.is("("):
+			depth++
+		case t.is(")"):
+			depth--
+		case depth == 0 && t.is("as") && i+1 < len(toks):
+			return " " + strings.TrimSpace(sql[toks[i+1].pos:])
+		}
+	}
+	return sql
+}
+
+// answerSchemas answers \dn: the schema public.
+func answerSchemas(c *conn, st *pgStatement, rels *relations) (queries.Result, error) {
+	r := newResult("Name", "Owner")
+	r.add(plan.Str(catalogSchema), plan.Str(catalogOwner))
+	return r.done(), nil
+}
+
+// answerDatabases answers \l: the one database, under the name the client
+// connected with (any name connects).
+func answerDatabases(c *conn, st *pgStatement, rels *relations) (queries.Result, error) {
+	r := newResult("Name", "Owner", "Encoding", "Collate", "Ctype", "ICU Locale", "Locale Provider", "Access privileges")
+	r.add(plan.Str(c.params["database"]), plan.Str(catalogOwner), plan.Str("UTF8"), plan.Str("C"), plan.Str("C"), plan.Value{}, plan.Str("libc"), plan.Value{})
+	return r.done(), nil
+}
+
+// answerNone answers the statements about what streamsql has none of
+// (indexes, policies, statistics, publications, inheritance, rules):
+// no rows.
+func answerNone(c *conn, st *pgStatement, rels *relations) (queries.Result, error) {
+	return queries.Result{Kind: "select", Columns: []string{}}, nil
+}
+
+// answerGrafanaVersion answers Grafana's version check:
+// server_version_num / 100.
+func answerGrafanaVersion(c *conn, st *pgStatement, rels *relations) (queries.Result, error) {
+	r := newResult("version").typed(plan.TypeBigint, "version")
+	r.add(plan.Int(serverVersionNum / 100))
+	return r.done(), nil
+}
+
+// serverVersionNum is server_version_num (session.go answers SHOW with it).
+const serverVersionNum = 150000
+
+// answerGrafanaTimescale: there is no TimescaleDB extension.
+func answerGrafanaTimescale(c *conn, st *pgStatement, rels *relations) (queries.Result, error) {
+	return newResult("extversion").done(), nil
+}
+
+func answerGrafanaSchemas(c *conn, st *pgStatement, rels *relations) (queries.Result, error) {
+	r := newResult("name")
+	r.add(plan.Str(catalogSchema))
+	return r.done(), nil
+}
+
+// answerGrafanaTables answers Grafana's table picker
+// (information_schema.tables: tables and views), as quote_ident names;
+// of one schema when bySchema (the literal names it).
+func answerGrafanaTables(bySchema bool) catalogAnswer {
+	return func(c *conn, st *pgStatement, rels *relations) (queries.Result, error) {
+		r := newResult("table")
+		if bySchema {
+			if schema, _ := st.literalAfter("quote_ident ( table_schema ) ="); schema != catalogSchema {
+				return r.done(), nil
+			}
+		}
+		list, err := rels.all()
+		if err != nil {
+			return queries.Result{}, err
+		}
+		for _, rel := range list {
+			r.add(plan.Str(quoteIdent(rel.name)))
+		}
+		return r.done(), nil
+	}
+}
+
+// answerGrafanaColumns answers Grafana's column picker: the columns of the
+// table its literal names ("name" or "schema.name", read as parse_ident
+// reads them) with their data_type, in their order.
+func answerGrafanaColumns(c *conn, st *pgStatement, rels *relations) (queries.Result, error) {
+	r := newResult("column", "type")
+	arg, _ := st.literalAfter("parse_ident")
+	parts, err := parseIdent(arg)
+	if err != nil {
+		return queries.Result{}, err
+	}
+	list, err := rels.all()
+	if err != nil {
+		return queries.Result{}, err
+	}
+	for _, rel := range list {
+		// As the statement's CASE: two parts compare quote_ident of the
+		// schema and name with them; else quote_ident(name) with the
+		// literal as written.
+		if len(parts) == 2 && (quoteIdent(catalogSchema) != parts[0] || quoteIdent(rel.name) != parts[1]) ||
+			len(parts) != 2 && quoteIdent(rel.name) != arg {
+			continue
+		}
+		cols, err := rels.columns(rel)
+		if err != nil {
+			return queries.Result{}, err
+		}
+		for _, col := range cols {
+			r.add(plan.Str(quoteIdent(col.name)), plan.Str(pgTypeName(col.typ)))
+		}
+	}
+	return r.done(), nil
+}
+
+// quoteIdent is PostgreSQL's quote_ident: the name as it is if it is a
+// lower-case identifier and not a reserved word, else in double quotes.
+func quoteIdent(s string) string {
+	plain := s != "" && !reservedWords[s] && (s[0] == '_' || 'a' <= s[0] && s[0] <= 'z')
+	for i := 0; plain && i < len(s); i++ {
+		ch := s[i]
+		plain = ch == '_' || 'a' <= ch && ch <= 'z' || '0' <= ch && ch <= '9'
+	}
+	if plain {
+		return s
+	}
+	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
+}
+
+// reservedWords are PostgreSQL 15's reserved keywords (those quote_ident
+// quotes; the non-reserved ones need no quotes).
+var reservedWords = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(`all analyse analyze and any array as asc asymmetric authorization binary both case cast check
+		collate collation column concurrently constraint create cross current_catalog current_date current_role current_schema
+		current_time current_timestamp current_user default deferrable desc distinct do else end except false fetch for foreign
+		freeze from full grant group having ilike in initially inner intersect into is isnull join lateral leading left like limit
+		localtime localtimestamp natural not notnull null offset on only or order outer overlaps placing primary references
+		returning right select session_user similar some symmetric system_user table tablesample then to trailing true union unique user
+		using variadic verbose when where window with`) {
+		m[w] = true
+	}
+	return m
+}()
+
+// parseIdent is PostgreSQL's parse_ident: a qualified name's parts, the
+// unquoted ones in lower case, the quoted ones as written.
+func parseIdent(s string) ([]string, error) {
+	var parts []string
+	for i := 0; ; {
+		if i < len(s) && s[i] == '"' {
+			v, n, err := quoted(s[i:], '"', false)
+			if err != nil {
+				return nil, &pgError{code: "22023", msg: fmt.Sprintf("string is not a valid identifier: %q", s)}
+			}
+			parts = append(parts, v)
+			i += n
+		} else {
+			j := i
+			for j < len(s) && s[j] != '.' {
+				j++
+			}
+			if j == i {
+				return nil, &pgError{code: "22023", msg: fmt.Sprintf("string is not a valid identifier: %q", s)}
+			}
+			parts = append(parts, strings.ToLower(strings.TrimSpace(s[i:j])))
+			i = j
+		}
+		if i >= len(s) {
+			return parts, nil
+		}
+		if s[i] != '.' {
+			return nil, &pgError{code: "22023", msg: fmt.Sprintf("string is not a valid identifier: %q", s)}
+		}
+		i++
+	}
+}
+
+// errCatalog answers a catalog statement that is not recognized.
+const errCatalog = `this PostgreSQL catalog statement (pg_catalog, information_schema) is not served: the catalog answers psql's \d, \dt, \dv, \d name, \dn and \l and Grafana's table and column pickers; use SHOW TABLES and DESCRIBE name (docs/pgwire.md)`
