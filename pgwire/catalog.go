@@ -46,11 +46,14 @@ var catalogAnswers = map[string]catalogAnswer{
 	"viewdef":              answerViewdef, "schemas": answerSchemas, "databases": answerDatabases, "none": answerNone,
 	"grafana_version": answerGrafanaVersion, "grafana_timescaledb": answerGrafanaTimescale, "grafana_schemas": answerGrafanaSchemas,
 	"grafana_tables": answerGrafanaTables(false), "grafana_schema_tables": answerGrafanaTables(true), "grafana_columns": answerGrafanaColumns,
+	"grafana_legacy_tables": answerLegacyTables, "grafana_legacy_columns": answerLegacyColumns("quote_ident"),
+	"grafana_legacy_datatype": answerLegacyColumns("udt_name"), "grafana_metric_table": answerMetricTable, "grafana_aggregates": answerAggregates,
 }
 
 // filtered are the answers matched by shape, whose WHERE conditions are
-// filters over the relations.
-var filtered = map[string]bool{"relations": true, "lookup": true}
+// filters over the relations (or their columns).
+var filtered = map[string]bool{"relations": true, "lookup": true,
+	"grafana_legacy_tables": true, "grafana_legacy_columns": true, "grafana_legacy_datatype": true}
 
 // clientCatalog maps the recorded statements' fingerprints (and shapes) to
 // their answers' names.
@@ -335,33 +338,79 @@ func pgTypeName(t plan.Type) string {
 }
 
 // A filter is one condition of the WHERE clause of a relation list or
-// lookup, recognized by its fingerprint; lits are its literals.
-type filter func(rel relation, lits []token) (bool, error)
+// lookup, recognized by its fingerprint; lits are its literals. col is
+// nil for the conditions on relations, a column for those on columns
+// (information_schema.columns).
+type filter func(rel relation, col *relColumn, lits []token) (bool, error)
 
-var filters = map[string]filter{
-	"c . relkind in (?...)": func(rel relation, lits []token) (bool, error) {
-		for _, l := range lits {
-			if l.text == rel.kind {
-				return true, nil
-			}
-		}
-		return false, nil
-	},
-	"n . nspname <> ?": func(_ relation, lits []token) (bool, error) { return catalogSchema != lits[0].text, nil },
-	"n . nspname = ?":  func(_ relation, lits []token) (bool, error) { return catalogSchema == lits[0].text, nil },
-	"n . nspname !~ ?": func(_ relation, lits []token) (bool, error) {
+// relationFilters are the conditions on relations psql and Grafana send.
+var relationFilters = map[string]filter{
+	"c . relkind in (?...)": func(rel relation, _ *relColumn, lits []token) (bool, error) { return anyLiteral(lits, rel.kind), nil },
+	"n . nspname <> ?":      func(_ relation, _ *relColumn, lits []token) (bool, error) { return catalogSchema != lits[0].text, nil },
+	"n . nspname = ?":       func(_ relation, _ *relColumn, lits []token) (bool, error) { return catalogSchema == lits[0].text, nil },
+	"n . nspname !~ ?": func(_ relation, _ *relColumn, lits []token) (bool, error) {
 		m, err := matches(lits[0].text, catalogSchema)
 		return !m, err
 	},
-	"n . nspname ~ ?": func(_ relation, lits []token) (bool, error) { return matches(lits[0].text, catalogSchema) },
-	"c . relname operator ( pg_catalog . ~ ) ? collate pg_catalog . default": func(rel relation, lits []token) (bool, error) {
+	"n . nspname ~ ?": func(_ relation, _ *relColumn, lits []token) (bool, error) {
+		return matches(lits[0].text, catalogSchema)
+	},
+	"c . relname operator ( pg_catalog . ~ ) ? collate pg_catalog . default": func(rel relation, _ *relColumn, lits []token) (bool, error) {
 		return matches(lits[0].text, rel.name)
 	},
-	"n . nspname operator ( pg_catalog . ~ ) ? collate pg_catalog . default": func(_ relation, lits []token) (bool, error) {
+	"n . nspname operator ( pg_catalog . ~ ) ? collate pg_catalog . default": func(_ relation, _ *relColumn, lits []token) (bool, error) {
 		return matches(lits[0].text, catalogSchema)
 	},
 	// Every relation is in the search path.
-	"pg_catalog . pg_table_is_visible ( c . oid )": func(relation, []token) (bool, error) { return true, nil },
+	"pg_catalog . pg_table_is_visible ( c . oid )": always,
+	// Grafana's legacy editor: the schemas of the search path, which
+	// always has public (SET search_path is accepted, not applied).
+	conditionKey(legacySearchPath): always,
+	"table_schema = ?":             func(_ relation, _ *relColumn, lits []token) (bool, error) { return catalogSchema == lits[0].text, nil },
+	"table_name = ?":               func(rel relation, _ *relColumn, lits []token) (bool, error) { return rel.name == lits[0].text, nil },
+}
+
+// columnFilters are the conditions on columns (Grafana's legacy editor).
+var columnFilters = map[string]filter{
+	"data_type in (?...)": func(_ relation, col *relColumn, lits []token) (bool, error) {
+		return anyLiteral(lits, pgTypeName(col.typ)), nil
+	},
+	"column_name <> ?": func(_ relation, col *relColumn, lits []token) (bool, error) { return col.name != lits[0].text, nil },
+	"column_name = ?":  func(_ relation, col *relColumn, lits []token) (bool, error) { return col.name == lits[0].text, nil },
+}
+
+func always(relation, *relColumn, []token) (bool, error) { return true, nil }
+
+func anyLiteral(lits []token, s string) bool {
+	for _, l := range lits {
+		if l.text == s {
+			return true
+		}
+	}
+	return false
+}
+
+// legacySearchPath is the condition of Grafana's legacy editor on the
+// schema (meta_query.ts's buildSchemaConstraint).
+const legacySearchPath = `table_schema IN (
+  SELECT
+    CASE WHEN trim(s[i]) = '"$user"' THEN user ELSE trim(s[i]) END
+  FROM
+    generate_series(
+      array_lower(string_to_array(current_setting('search_path'),','),1),
+      array_upper(string_to_array(current_setting('search_path'),','),1)
+    ) as i,
+    string_to_array(current_setting('search_path'),',') s
+)`
+
+// conditionKey is the fingerprint of a condition.
+func conditionKey(sql string) string {
+	toks, err := tokenize(sql)
+	if err != nil {
+		panic(err)
+	}
+	parts, _ := fingerprintParts(toks)
+	return strings.Join(parts, " ")
 }
 
 // matches evaluates PostgreSQL's ~ (a POSIX regular expression, case
@@ -374,46 +423,101 @@ func matches(pattern, s string) (bool, error) {
 	return re.MatchString(s), nil
 }
 
-// selected are the relations that satisfy st's WHERE conditions; an
-// unknown condition is an error (the statement was not recorded so).
+// condition is a recognized condition and its literals.
+type condition struct {
+	f      filter
+	column bool // a condition on columns
+	lits   []token
+}
+
+// conditions are st's WHERE conditions; an unknown one is an error (the
+// statement was not recorded so).
+func conditionsOf(st *pgStatement) ([]condition, error) {
+	var out []condition
+	for _, toks := range st.conditions() {
+		parts, lits := fingerprintParts(toks)
+		key := strings.Join(parts, " ")
+		c := condition{f: relationFilters[key]}
+		if c.f == nil {
+			c.f, c.column = columnFilters[key], true
+		}
+		if c.f == nil {
+			return nil, &pgError{code: "0A000", msg: fmt.Sprintf("the catalog condition %q is not served (docs/pgwire.md)", key)}
+		}
+		for _, l := range lits {
+			c.lits = append(c.lits, l...)
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// selected are the relations that satisfy st's WHERE conditions on
+// relations.
 func selected(st *pgStatement, rels *relations) ([]relation, error) {
 	all, err := rels.all()
 	if err != nil {
 		return nil, err
 	}
-	type cond struct {
-		f    filter
-		lits []token
-	}
-	var conds []cond
-	for _, toks := range st.conditions() {
-		parts, lits := fingerprintParts(toks)
-		key := strings.Join(parts, " ")
-		f := filters[key]
-		if f == nil {
-			return nil, &pgError{code: "0A000", msg: fmt.Sprintf("the catalog condition %q is not served (docs/pgwire.md)", key)}
-		}
-		var flat []token
-		for _, l := range lits {
-			flat = append(flat, l...)
-		}
-		conds = append(conds, cond{f, flat})
+	conds, err := conditionsOf(st)
+	if err != nil {
+		return nil, err
 	}
 	var out []relation
-next:
 	for _, rel := range all {
-		for _, c := range conds {
-			ok, err := c.f(rel, c.lits)
-			if err != nil {
-				return nil, err
-			}
-			if !ok {
-				continue next
-			}
+		ok, err := satisfies(conds, false, rel, nil)
+		if err != nil {
+			return nil, err
 		}
-		out = append(out, rel)
+		if ok {
+			out = append(out, rel)
+		}
 	}
 	return out, nil
+}
+
+// satisfies evaluates the conditions on relations, or on columns.
+func satisfies(conds []condition, column bool, rel relation, col *relColumn) (bool, error) {
+	for _, c := range conds {
+		if c.column != column {
+			continue
+		}
+		ok, err := c.f(rel, col, c.lits)
+		if err != nil || !ok {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// selectedColumns are the columns that satisfy st's WHERE conditions, of
+// the relations that do.
+func selectedColumns(st *pgStatement, rels *relations) ([]relation, [][]relColumn, error) {
+	list, err := selected(st, rels)
+	if err != nil {
+		return nil, nil, err
+	}
+	conds, err := conditionsOf(st)
+	if err != nil {
+		return nil, nil, err
+	}
+	cols := make([][]relColumn, len(list))
+	for i, rel := range list {
+		all, err := rels.columns(rel)
+		if err != nil {
+			return nil, nil, err
+		}
+		for k := range all {
+			ok, err := satisfies(conds, true, rel, &all[k])
+			if err != nil {
+				return nil, nil, err
+			}
+			if ok {
+				cols[i] = append(cols[i], all[k])
+			}
+		}
+	}
+	return list, cols, nil
 }
 
 // result builds a SELECT result of typed columns.
@@ -714,6 +818,105 @@ func answerGrafanaColumns(c *conn, st *pgStatement, rels *relations) (queries.Re
 		for _, col := range cols {
 			r.add(plan.Str(quoteIdent(col.name)), plan.Str(pgTypeName(col.typ)))
 		}
+	}
+	return r.done(), nil
+}
+
+// answerLegacyTables answers the legacy editor's table picker: the
+// tables and views (quote_ident) by name.
+func answerLegacyTables(c *conn, st *pgStatement, rels *relations) (queries.Result, error) {
+	list, err := selected(st, rels)
+	if err != nil {
+		return queries.Result{}, err
+	}
+	r := newResult("quote_ident")
+	for _, rel := range list {
+		r.add(plan.Str(quoteIdent(rel.name)))
+	}
+	return r.done(), nil
+}
+
+// answerLegacyColumns answers the legacy editor's column pickers
+// (quote_ident of the names, by name) and its data type question
+// (udt_name).
+func answerLegacyColumns(col string) catalogAnswer {
+	return func(c *conn, st *pgStatement, rels *relations) (queries.Result, error) {
+		_, cols, err := selectedColumns(st, rels)
+		if err != nil {
+			return queries.Result{}, err
+		}
+		r := newResult(col)
+		var all []relColumn
+		for _, cs := range cols {
+			all = append(all, cs...)
+		}
+		if col == "quote_ident" { // ORDER BY column_name
+			sort.SliceStable(all, func(i, j int) bool { return all[i].name < all[j].name })
+		}
+		for _, rc := range all {
+			if col == "udt_name" {
+				r.add(plan.Str(udtName(rc.typ)))
+			} else {
+				r.add(plan.Str(quoteIdent(rc.name)))
+			}
+		}
+		return r.done(), nil
+	}
+}
+
+// udtName is information_schema's udt_name of a column type.
+func udtName(t plan.Type) string {
+	switch t {
+	case plan.TypeBigint:
+		return "int8"
+	case plan.TypeDouble:
+		return "float8"
+	case plan.TypeBoolean:
+		return "bool"
+	case plan.TypeTimestamp:
+		return "timestamp"
+	}
+	return "text"
+}
+
+// answerMetricTable answers the legacy editor's first guess: the first
+// table or view (by name) with a timestamp and a double column, and the
+// first of each.
+func answerMetricTable(c *conn, st *pgStatement, rels *relations) (queries.Result, error) {
+	r := newResult("table_name", "time_column", "value_column")
+	list, err := rels.all()
+	if err != nil {
+		return queries.Result{}, err
+	}
+	for _, rel := range list {
+		cols, err := rels.columns(rel)
+		if err != nil {
+			return queries.Result{}, err
+		}
+		var ts, val string
+		for _, col := range cols {
+			if ts == "" && col.typ == plan.TypeTimestamp {
+				ts = col.name
+			}
+			if val == "" && col.typ == plan.TypeDouble {
+				val = col.name
+			}
+		}
+		if ts != "" && val != "" {
+			r.add(plan.Str(quoteIdent(rel.name)), plan.Str(quoteIdent(ts)), plan.Str(quoteIdent(val)))
+			break
+		}
+	}
+	return r.done(), nil
+}
+
+// answerAggregates answers the legacy editor's aggregate list (those of
+// one float8 argument that return float8): streamsql's, under the names
+// PostgreSQL gives them, by name.
+func answerAggregates(c *conn, st *pgStatement, rels *relations) (queries.Result, error) {
+	r := newResult("proname")
+	for _, f := range []plan.AggFn{plan.AggAvg, plan.AggMax, plan.AggMin, plan.AggStddevPop, plan.AggStddevSamp, plan.AggSum, plan.AggVarPop, plan.AggVarSamp} {
+		r.add(plan.Str(f.String()))
 	}
 	return r.done(), nil
 }

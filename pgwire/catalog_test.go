@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -158,12 +159,16 @@ func TestGrafanaCatalog(t *testing.T) {
 	// with results, and their columns as information_schema names their
 	// types.
 	pgType := map[string]string{"BIGINT": "bigint", "DOUBLE": "double precision", "VARCHAR": "text", "BOOLEAN": "boolean", "TIMESTAMP(3)": "timestamp without time zone"}
+	udt := map[string]string{"BIGINT": "int8", "DOUBLE": "float8", "VARCHAR": "text", "BOOLEAN": "bool", "TIMESTAMP(3)": "timestamp"}
+	type col struct{ name, typ string }
 	var names []string
 	columns := map[string][]string{}
+	typed := map[string][]col{}
 	for _, ti := range e.eng.Tables() {
 		names = append(names, ti.Name)
 		for _, c := range ti.Columns {
 			columns[ti.Name] = append(columns[ti.Name], c.Name+" "+pgType[c.Type])
+			typed[ti.Name] = append(typed[ti.Name], col{c.Name, c.Type})
 		}
 	}
 	for _, q := range e.eng.Queries() {
@@ -176,6 +181,30 @@ func TestGrafanaCatalog(t *testing.T) {
 			columns[q.Name] = append(columns[q.Name], c.Name+" "+pgType[c.Type.String()])
 		}
 	}
+	// The legacy editor's column pickers of t: the columns whose type is
+	// in the statement's data_type list, but its time column, by name.
+	legacyColumns := func(sql string) string {
+		var out []string
+		types := regexp.MustCompile(`data_type IN \(([^)]*)\)`).FindStringSubmatch(sql)
+		not := regexp.MustCompile(`column_name <> '(\w+)'`).FindStringSubmatch(sql)
+		for _, c := range typed["t"] {
+			if types != nil && !strings.Contains(types[1], "'"+pgType[c.typ]+"'") || not != nil && c.name == not[1] {
+				continue
+			}
+			out = append(out, c.name)
+		}
+		sort.Strings(out)
+		return strings.Join(out, "\n")
+	}
+	legacyType := func(sql string) string {
+		name := regexp.MustCompile(`column_name = '(\w+)'`).FindStringSubmatch(sql)[1]
+		for _, c := range typed["t"] {
+			if c.name == name {
+				return udt[c.typ]
+			}
+		}
+		return ""
+	}
 	sort.Strings(names)
 	if strings.Join(names, " ") != "p t v" || len(columns["v"]) != 5 {
 		t.Fatalf("the engine's catalog: %v %v", names, columns)
@@ -186,6 +215,12 @@ func TestGrafanaCatalog(t *testing.T) {
 		"grafana_schemas":       "public",
 		"grafana_tables":        strings.Join(names, "\n"),
 		"grafana_schema_tables": strings.Join(names, "\n"),
+		"grafana_legacy_tables": strings.Join(names, "\n"),
+		// the first table by name with a timestamp and a double column
+		"grafana_metric_table": "t ts d",
+		// PostgreSQL's aggregates of a float8 that return one, that
+		// streamsql has too
+		"grafana_aggregates": "avg\nmax\nmin\nstddev_pop\nstddev_samp\nsum\nvar_pop\nvar_samp",
 	}
 	for _, mode := range []pgx.QueryExecMode{pgx.QueryExecModeSimpleProtocol, pgx.QueryExecModeCacheStatement} {
 		c := e.connect(mode)
@@ -204,9 +239,14 @@ func TestGrafanaCatalog(t *testing.T) {
 				got = append(got, strings.Join(f, " "))
 			}
 			w, ok := want[st.answer]
-			if st.answer == "grafana_columns" {
+			switch st.answer {
+			case "grafana_columns":
 				arg, _ := must2(parseStatement(st.sql)).literalAfter("parse_ident")
 				w, ok = strings.Join(columns[strings.TrimPrefix(arg, "public.")], "\n"), true
+			case "grafana_legacy_columns":
+				w, ok = legacyColumns(st.sql), true
+			case "grafana_legacy_datatype":
+				w, ok = legacyType(st.sql), true
 			}
 			if !ok {
 				t.Fatalf("no expectation for %s", st.answer)
@@ -216,7 +256,7 @@ func TestGrafanaCatalog(t *testing.T) {
 			}
 			n++
 		}
-		if n < 7 {
+		if n < 17 {
 			t.Errorf("%d Grafana statements ran", n)
 		}
 	}
