@@ -338,48 +338,68 @@ func pgTypeName(t plan.Type) string {
 }
 
 // A filter is one condition of the WHERE clause of a relation list or
-// lookup, recognized by its fingerprint; lits are its literals. col is
-// nil for the conditions on relations, a column for those on columns
-// (information_schema.columns).
-type filter func(rel relation, col *relColumn, lits []token) (bool, error)
+// lookup, recognized by its fingerprint: of its literals, it makes the
+// predicate (once per statement: a regular expression is compiled once).
+// col is nil for the conditions on relations, a column for those on
+// columns (information_schema.columns).
+type filter func(lits []token) (predicate, error)
+
+type predicate func(rel relation, col *relColumn) bool
 
 // relationFilters are the conditions on relations psql and Grafana send.
 var relationFilters = map[string]filter{
-	"c . relkind in (?...)": func(rel relation, _ *relColumn, lits []token) (bool, error) { return anyLiteral(lits, rel.kind), nil },
-	"n . nspname <> ?":      func(_ relation, _ *relColumn, lits []token) (bool, error) { return catalogSchema != lits[0].text, nil },
-	"n . nspname = ?":       func(_ relation, _ *relColumn, lits []token) (bool, error) { return catalogSchema == lits[0].text, nil },
-	"n . nspname !~ ?": func(_ relation, _ *relColumn, lits []token) (bool, error) {
+	"c . relkind in (?...)": func(lits []token) (predicate, error) {
+		return func(rel relation, _ *relColumn) bool { return anyLiteral(lits, rel.kind) }, nil
+	},
+	"n . nspname <> ?": schemaIs(func(lits []token) (bool, error) { return catalogSchema != lits[0].text, nil }),
+	"n . nspname = ?":  schemaIs(func(lits []token) (bool, error) { return catalogSchema == lits[0].text, nil }),
+	"n . nspname !~ ?": schemaIs(func(lits []token) (bool, error) {
 		m, err := matches(lits[0].text, catalogSchema)
 		return !m, err
-	},
-	"n . nspname ~ ?": func(_ relation, _ *relColumn, lits []token) (bool, error) {
+	}),
+	"n . nspname ~ ?": schemaIs(func(lits []token) (bool, error) { return matches(lits[0].text, catalogSchema) }),
+	"n . nspname operator ( pg_catalog . ~ ) ? collate pg_catalog . default": schemaIs(func(lits []token) (bool, error) {
 		return matches(lits[0].text, catalogSchema)
-	},
-	"c . relname operator ( pg_catalog . ~ ) ? collate pg_catalog . default": func(rel relation, _ *relColumn, lits []token) (bool, error) {
-		return matches(lits[0].text, rel.name)
-	},
-	"n . nspname operator ( pg_catalog . ~ ) ? collate pg_catalog . default": func(_ relation, _ *relColumn, lits []token) (bool, error) {
-		return matches(lits[0].text, catalogSchema)
+	}),
+	"c . relname operator ( pg_catalog . ~ ) ? collate pg_catalog . default": func(lits []token) (predicate, error) {
+		re, err := compileRegexp(lits[0].text)
+		if err != nil {
+			return nil, err
+		}
+		return func(rel relation, _ *relColumn) bool { return re.MatchString(rel.name) }, nil
 	},
 	// Every relation is in the search path.
-	"pg_catalog . pg_table_is_visible ( c . oid )": always,
+	"pg_catalog . pg_table_is_visible ( c . oid )": schemaIs(func([]token) (bool, error) { return true, nil }),
 	// Grafana's legacy editor: the schemas of the search path, which
 	// always has public (SET search_path is accepted, not applied).
-	conditionKey(legacySearchPath): always,
-	"table_schema = ?":             func(_ relation, _ *relColumn, lits []token) (bool, error) { return catalogSchema == lits[0].text, nil },
-	"table_name = ?":               func(rel relation, _ *relColumn, lits []token) (bool, error) { return rel.name == lits[0].text, nil },
+	conditionKey(legacySearchPath): schemaIs(func([]token) (bool, error) { return true, nil }),
+	"table_schema = ?":             schemaIs(func(lits []token) (bool, error) { return catalogSchema == lits[0].text, nil }),
+	"table_name = ?": func(lits []token) (predicate, error) {
+		return func(rel relation, _ *relColumn) bool { return rel.name == lits[0].text }, nil
+	},
 }
 
 // columnFilters are the conditions on columns (Grafana's legacy editor).
 var columnFilters = map[string]filter{
-	"data_type in (?...)": func(_ relation, col *relColumn, lits []token) (bool, error) {
-		return anyLiteral(lits, pgTypeName(col.typ)), nil
+	"data_type in (?...)": func(lits []token) (predicate, error) {
+		return func(_ relation, col *relColumn) bool { return anyLiteral(lits, pgTypeName(col.typ)) }, nil
 	},
-	"column_name <> ?": func(_ relation, col *relColumn, lits []token) (bool, error) { return col.name != lits[0].text, nil },
-	"column_name = ?":  func(_ relation, col *relColumn, lits []token) (bool, error) { return col.name == lits[0].text, nil },
+	"column_name <> ?": func(lits []token) (predicate, error) {
+		return func(_ relation, col *relColumn) bool { return col.name != lits[0].text }, nil
+	},
+	"column_name = ?": func(lits []token) (predicate, error) {
+		return func(_ relation, col *relColumn) bool { return col.name == lits[0].text }, nil
+	},
 }
 
-func always(relation, *relColumn, []token) (bool, error) { return true, nil }
+// schemaIs is a condition on the schema alone: the same for every
+// relation, decided once.
+func schemaIs(f func(lits []token) (bool, error)) filter {
+	return func(lits []token) (predicate, error) {
+		ok, err := f(lits)
+		return func(relation, *relColumn) bool { return ok }, err
+	}
+}
 
 func anyLiteral(lits []token, s string) bool {
 	for _, l := range lits {
@@ -416,18 +436,25 @@ func conditionKey(sql string) string {
 // matches evaluates PostgreSQL's ~ (a POSIX regular expression, case
 // sensitive; psql makes them of its name patterns) with Go's regexp.
 func matches(pattern, s string) (bool, error) {
-	re, err := regexp.Compile(pattern)
+	re, err := compileRegexp(pattern)
 	if err != nil {
-		return false, &pgError{code: "2201B", msg: fmt.Sprintf("invalid regular expression %q: %v", pattern, err)}
+		return false, err
 	}
 	return re.MatchString(s), nil
 }
 
-// condition is a recognized condition and its literals.
+func compileRegexp(pattern string) (*regexp.Regexp, error) {
+	re, err := regexp.Compile(pattern)
+	if err != nil {
+		return nil, &pgError{code: "2201B", msg: fmt.Sprintf("invalid regular expression %q: %v", pattern, err)}
+	}
+	return re, nil
+}
+
+// condition is a recognized condition.
 type condition struct {
-	f      filter
+	p      predicate
 	column bool // a condition on columns
-	lits   []token
 }
 
 // conditions are st's WHERE conditions; an unknown one is an error (the
@@ -437,17 +464,22 @@ func conditionsOf(st *pgStatement) ([]condition, error) {
 	for _, toks := range st.conditions() {
 		parts, lits := fingerprintParts(toks)
 		key := strings.Join(parts, " ")
-		c := condition{f: relationFilters[key]}
-		if c.f == nil {
-			c.f, c.column = columnFilters[key], true
+		f, column := relationFilters[key], false
+		if f == nil {
+			f, column = columnFilters[key], true
 		}
-		if c.f == nil {
+		if f == nil {
 			return nil, &pgError{code: "0A000", msg: fmt.Sprintf("the catalog condition %q is not served (docs/pgwire.md)", key)}
 		}
+		var flat []token
 		for _, l := range lits {
-			c.lits = append(c.lits, l...)
+			flat = append(flat, l...)
 		}
-		out = append(out, c)
+		p, err := f(flat)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, condition{p, column})
 	}
 	return out, nil
 }
@@ -465,11 +497,7 @@ func selected(st *pgStatement, rels *relations) ([]relation, error) {
 	}
 	var out []relation
 	for _, rel := range all {
-		ok, err := satisfies(conds, false, rel, nil)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
+		if satisfies(conds, false, rel, nil) {
 			out = append(out, rel)
 		}
 	}
@@ -477,17 +505,13 @@ func selected(st *pgStatement, rels *relations) ([]relation, error) {
 }
 
 // satisfies evaluates the conditions on relations, or on columns.
-func satisfies(conds []condition, column bool, rel relation, col *relColumn) (bool, error) {
+func satisfies(conds []condition, column bool, rel relation, col *relColumn) bool {
 	for _, c := range conds {
-		if c.column != column {
-			continue
-		}
-		ok, err := c.f(rel, col, c.lits)
-		if err != nil || !ok {
-			return false, err
+		if c.column == column && !c.p(rel, col) {
+			return false
 		}
 	}
-	return true, nil
+	return true
 }
 
 // selectedColumns are the columns that satisfy st's WHERE conditions, of
@@ -508,11 +532,7 @@ func selectedColumns(st *pgStatement, rels *relations) ([]relation, [][]relColum
 			return nil, nil, err
 		}
 		for k := range all {
-			ok, err := satisfies(conds, true, rel, &all[k])
-			if err != nil {
-				return nil, nil, err
-			}
-			if ok {
+			if satisfies(conds, true, rel, &all[k]) {
 				cols[i] = append(cols[i], all[k])
 			}
 		}

@@ -311,6 +311,14 @@ func TestCatalogNotServed(t *testing.T) {
 			t.Errorf("%s: %v, want 0A000 about the catalog", sql, err)
 		}
 	}
+	// A recorded statement with a bad regular expression: 2201B, as
+	// PostgreSQL answers it.
+	bad := strings.ReplaceAll(psqlList, "AND n.nspname <> 'pg_catalog'", "AND c.relname OPERATOR(pg_catalog.~) '^(t[)$' COLLATE pg_catalog.default AND n.nspname <> 'pg_catalog'")
+	_, err := c.Exec(ctx, bad)
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "2201B" || !strings.Contains(pe.Message, "^(t[)$") {
+		t.Errorf("a bad regular expression: %v, want 2201B", err)
+	}
 	var n int64
 	if err := c.QueryRow(ctx, "SELECT id FROM v WHERE id = 3").Scan(&n); err != nil || n != 3 {
 		t.Errorf("after: %d, %v", n, err)
