@@ -48,12 +48,15 @@ var catalogAnswers = map[string]catalogAnswer{
 	"grafana_tables": answerGrafanaTables(false), "grafana_schema_tables": answerGrafanaTables(true), "grafana_columns": answerGrafanaColumns,
 	"grafana_legacy_tables": answerLegacyTables, "grafana_legacy_columns": answerLegacyColumns("quote_ident"),
 	"grafana_legacy_datatype": answerLegacyColumns("udt_name"), "grafana_metric_table": answerMetricTable, "grafana_aggregates": answerAggregates,
+	"psql_complete_relations": answerCompleteRelations, "psql_complete_schema_relations": answerCompleteSchemaRelations,
+	"psql_complete_columns": answerCompleteColumns,
 }
 
 // filtered are the answers matched by shape, whose WHERE conditions are
 // filters over the relations (or their columns).
 var filtered = map[string]bool{"relations": true, "lookup": true,
-	"grafana_legacy_tables": true, "grafana_legacy_columns": true, "grafana_legacy_datatype": true}
+	"grafana_legacy_tables": true, "grafana_legacy_columns": true, "grafana_legacy_datatype": true,
+	"psql_complete_relations": true, "psql_complete_schema_relations": true, "psql_complete_columns": true}
 
 // clientCatalog maps the recorded statements' fingerprints (and shapes) to
 // their answers' names.
@@ -209,6 +212,7 @@ type relation struct {
 
 // relColumn is a column of a relation.
 type relColumn struct {
+	num     int // its position, from 1 (attnum)
 	name    string
 	typ     plan.Type
 	notNull bool
@@ -303,7 +307,7 @@ func (r *relations) columns(rel relation) ([]relColumn, error) {
 		name, _ := o.Vals[0].(string)
 		typ, _ := o.Vals[1].(string)
 		nullable, _ := o.Vals[2].(bool)
-		cols = append(cols, relColumn{name: name, typ: typeNamed(typ), notNull: !nullable})
+		cols = append(cols, relColumn{num: len(cols) + 1, name: name, typ: typeNamed(typ), notNull: !nullable})
 	}
 	return cols, nil
 }
@@ -377,6 +381,22 @@ var relationFilters = map[string]filter{
 	"table_name = ?": func(lits []token) (predicate, error) {
 		return func(rel relation, _ *relColumn) bool { return rel.name == lits[0].text }, nil
 	},
+	// psql's tab completion.
+	"c . relname = ?": func(lits []token) (predicate, error) {
+		return func(rel relation, _ *relColumn) bool { return rel.name == lits[0].text }, nil
+	},
+	"( c . relname ) like ?": func(lits []token) (predicate, error) {
+		re, err := likeRegexp(lits[0].text)
+		if err != nil {
+			return nil, err
+		}
+		return func(rel relation, _ *relColumn) bool { return re.MatchString(rel.name) }, nil
+	},
+	"c . relnamespace <> ( select oid from pg_catalog . pg_namespace where nspname = ? )": schemaIs(func(lits []token) (bool, error) {
+		return catalogSchema != lits[0].text, nil
+	}),
+	"c . relnamespace = n . oid": schemaIs(func([]token) (bool, error) { return true, nil }),
+	"c . oid = a . attrelid":     schemaIs(func([]token) (bool, error) { return true, nil }),
 }
 
 // columnFilters are the conditions on columns (Grafana's legacy editor).
@@ -389,6 +409,22 @@ var columnFilters = map[string]filter{
 	},
 	"column_name = ?": func(lits []token) (predicate, error) {
 		return func(_ relation, col *relColumn) bool { return col.name == lits[0].text }, nil
+	},
+	// psql's tab completion.
+	"a . attnum > ?": func(lits []token) (predicate, error) {
+		n, err := strconv.Atoi(lits[0].text)
+		if err != nil {
+			return nil, &pgError{code: "22P02", msg: fmt.Sprintf("invalid input syntax for type smallint: %q", lits[0].text)}
+		}
+		return func(_ relation, col *relColumn) bool { return col.num > n }, nil
+	},
+	"not a . attisdropped": func([]token) (predicate, error) { return func(relation, *relColumn) bool { return true }, nil },
+	"( a . attname ) like ?": func(lits []token) (predicate, error) {
+		re, err := likeRegexp(lits[0].text)
+		if err != nil {
+			return nil, err
+		}
+		return func(_ relation, col *relColumn) bool { return re.MatchString(col.name) }, nil
 	},
 }
 
@@ -441,6 +477,30 @@ func matches(pattern, s string) (bool, error) {
 		return false, err
 	}
 	return re.MatchString(s), nil
+}
+
+// likeRegexp is a LIKE pattern as a regular expression: % any text, _
+// one character, a backslash escapes the next.
+func likeRegexp(pattern string) (*regexp.Regexp, error) {
+	var b strings.Builder
+	b.WriteString(`^(?s)`)
+	for i := 0; i < len(pattern); i++ {
+		switch ch := pattern[i]; ch {
+		case '%':
+			b.WriteString(".*")
+		case '_':
+			b.WriteString(".")
+		case '\\':
+			if i+1 < len(pattern) {
+				i++
+				b.WriteString(regexp.QuoteMeta(pattern[i : i+1]))
+			}
+		default:
+			b.WriteString(regexp.QuoteMeta(pattern[i : i+1]))
+		}
+	}
+	b.WriteString("$")
+	return compileRegexp(b.String())
 }
 
 func compileRegexp(pattern string) (*regexp.Regexp, error) {
@@ -568,6 +628,16 @@ func (r *result) typed(t plan.Type, cols ...string) *result {
 }
 
 func (r *result) add(vals ...plan.Value) { r.rows = append(r.rows, vals) }
+
+// limited is the result with at most as many rows as st's LIMIT says.
+func (r *result) limited(st *pgStatement) queries.Result {
+	if text, ok := st.literalAfter("limit"); ok {
+		if n, err := strconv.Atoi(text); err == nil && n >= 0 && n < len(r.rows) {
+			r.rows = r.rows[:n]
+		}
+	}
+	return r.done()
+}
 
 func (r *result) done() queries.Result {
 	return queries.Result{Kind: "select", Columns: r.cols, Types: r.types, Values: r.rows, Rows: make([]queries.Object, len(r.rows))}
@@ -842,6 +912,63 @@ func answerGrafanaColumns(c *conn, st *pgStatement, rels *relations) (queries.Re
 	return r.done(), nil
 }
 
+// answerCompleteRelations answers psql's completion of a relation name:
+// the relations that match, then the schemas whose names match (psql
+// offers "public.").
+func answerCompleteRelations(c *conn, st *pgStatement, rels *relations) (queries.Result, error) {
+	list, err := selected(st, rels)
+	if err != nil {
+		return queries.Result{}, err
+	}
+	r := newResult("relname", "text")
+	for _, rel := range list {
+		r.add(plan.Str(rel.name), plan.Value{})
+	}
+	like, _ := st.literalAfter("n . nspname like")
+	notLike, _ := st.literalAfter("n . nspname not like")
+	in, err := likeRegexp(like)
+	if err != nil {
+		return queries.Result{}, err
+	}
+	out, err := likeRegexp(notLike)
+	if err != nil {
+		return queries.Result{}, err
+	}
+	if in.MatchString(catalogSchema) && !out.MatchString(catalogSchema) {
+		r.add(plan.Value{}, plan.Str(catalogSchema))
+	}
+	return r.limited(st), nil
+}
+
+// answerCompleteSchemaRelations answers psql's completion of a name
+// after "schema.".
+func answerCompleteSchemaRelations(c *conn, st *pgStatement, rels *relations) (queries.Result, error) {
+	list, err := selected(st, rels)
+	if err != nil {
+		return queries.Result{}, err
+	}
+	r := newResult("relname", "nspname")
+	for _, rel := range list {
+		r.add(plan.Str(rel.name), plan.Str(catalogSchema))
+	}
+	return r.limited(st), nil
+}
+
+// answerCompleteColumns answers psql's completion of a column name.
+func answerCompleteColumns(c *conn, st *pgStatement, rels *relations) (queries.Result, error) {
+	_, cols, err := selectedColumns(st, rels)
+	if err != nil {
+		return queries.Result{}, err
+	}
+	r := newResult("attname", "text")
+	for _, cs := range cols {
+		for _, col := range cs {
+			r.add(plan.Str(col.name), plan.Value{})
+		}
+	}
+	return r.limited(st), nil
+}
+
 // answerLegacyTables answers the legacy editor's table picker: the
 // tables and views (quote_ident) by name.
 func answerLegacyTables(c *conn, st *pgStatement, rels *relations) (queries.Result, error) {
@@ -1005,4 +1132,4 @@ func parseIdent(s string) ([]string, error) {
 }
 
 // errCatalog answers a catalog statement that is not recognized.
-const errCatalog = `this PostgreSQL catalog statement (pg_catalog, information_schema) is not served: the catalog answers psql's \d, \dt, \dv, \d name, \dn and \l and Grafana's table and column pickers; use SHOW TABLES and DESCRIBE name (docs/pgwire.md)`
+const errCatalog = `this PostgreSQL catalog statement (pg_catalog, information_schema) is not served: the catalog answers psql's \d, \dt, \dv, \d name, \dn, \l and tab completion, and Grafana's table and column pickers; use SHOW TABLES and DESCRIBE name (docs/pgwire.md)`

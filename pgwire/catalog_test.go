@@ -444,9 +444,92 @@ func TestQuoteAndParseIdent(t *testing.T) {
 			t.Errorf("parseIdent(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
+	for pattern, cases := range map[string]map[string]bool{`t%`: {"t": true, "tx": true, "xt": false}, `t\_x%`: {"t_xy": true, "taxy": false},
+		`_`: {"a": true, "ab": false, "\n": true}, `a.b*`: {"a.b*": true, "axbb": false}} {
+		re, err := likeRegexp(pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for s, want := range cases {
+			if re.MatchString(s) != want {
+				t.Errorf("%q LIKE %q: %v", s, pattern, !want)
+			}
+		}
+	}
 	for _, in := range []string{"", "a.", `"a`, `"a"b`} {
 		if _, err := parseIdent(in); err == nil {
 			t.Errorf("parseIdent(%q): no error", in)
+		}
+	}
+}
+
+// TestPsqlCompletion runs the recorded statements of psql's tab
+// completion (a terminal's, which psql -c cannot send) and checks them
+// against the engine's catalog, read through its API.
+func TestPsqlCompletion(t *testing.T) {
+	e := start(t, Options{})
+	e.catalogSetup()
+	ctx := ctxT(t)
+	kinds := map[string]string{}
+	columns := map[string][]string{}
+	for _, ti := range e.eng.Tables() {
+		kinds[ti.Name] = "r"
+		for _, c := range ti.Columns {
+			columns[ti.Name] = append(columns[ti.Name], c.Name)
+		}
+	}
+	for _, q := range e.eng.Queries() {
+		kinds[q.Name] = "v"
+	}
+	b, err := fs.ReadFile(clientSQL, "clientsql/psql15/completion.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stmts, err := recordedStatements(string(b))
+	if err != nil || len(stmts) < 5 {
+		t.Fatalf("%d statements, %v", len(stmts), err)
+	}
+	prefixRE := regexp.MustCompile(`\((?:c\.relname|a\.attname)\) LIKE '(\w*)%'`)
+	kindsRE := regexp.MustCompile(`c\.relkind IN \(([^)]*)\)`)
+	c := e.connect(pgx.QueryExecModeSimpleProtocol)
+	for _, st := range stmts {
+		prefix := prefixRE.FindStringSubmatch(st.sql)[1]
+		var want []string
+		switch st.answer {
+		case "psql_complete_relations", "psql_complete_schema_relations":
+			var names []string
+			for n := range kinds {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			k := kindsRE.FindStringSubmatch(st.sql)
+			for _, n := range names {
+				if strings.HasPrefix(n, prefix) && (k == nil || strings.Contains(k[1], "'"+kinds[n]+"'")) {
+					if st.answer == "psql_complete_relations" {
+						want = append(want, n+" <nil>")
+					} else {
+						want = append(want, n+" public")
+					}
+				}
+			}
+			if st.answer == "psql_complete_relations" && strings.HasPrefix("public", prefix) {
+				want = append(want, "<nil> public")
+			}
+		case "psql_complete_columns":
+			for _, n := range columns["t"] {
+				if strings.HasPrefix(n, prefix) {
+					want = append(want, n+" <nil>")
+				}
+			}
+		default:
+			t.Fatalf("unknown answer %s", st.answer)
+		}
+		var got []string
+		for _, r := range readAll(t, must(c.Query(ctx, st.sql))) {
+			got = append(got, fmt.Sprint(r[0])+" "+fmt.Sprint(r[1]))
+		}
+		if strings.Join(got, "\n") != strings.Join(want, "\n") || len(want) == 0 {
+			t.Errorf("%s (prefix %q):\ngot  %q\nwant %q", st.answer, prefix, got, want)
 		}
 	}
 }
