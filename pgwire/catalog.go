@@ -1082,17 +1082,21 @@ func quoteIdent(s string) string {
 	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
 }
 
-// reservedWords are PostgreSQL 15's reserved keywords (those quote_ident
-// quotes; the non-reserved ones need no quotes).
+// reservedWords are the keywords quote_ident quotes: PostgreSQL 15's
+// that are not unreserved (pg_get_keywords() with catcode other than U:
+// reserved, type and function names, column names).
 var reservedWords = func() map[string]bool {
 	m := map[string]bool{}
-	for _, w := range strings.Fields(`all analyse analyze and any array as asc asymmetric authorization binary both case cast check
-		collate collation column concurrently constraint create cross current_catalog current_date current_role current_schema
-		current_time current_timestamp current_user default deferrable desc distinct do else end except false fetch for foreign
-		freeze from full grant group having ilike in initially inner intersect into is isnull join lateral leading left like limit
-		localtime localtimestamp natural not notnull null offset on only or order outer overlaps placing primary references
-		returning right select session_user similar some symmetric system_user table tablesample then to trailing true union unique user
-		using variadic verbose when where window with`) {
+	for _, w := range strings.Fields(`all analyse analyze and any array as asc asymmetric authorization between bigint binary bit boolean both case cast
+		char character check coalesce collate collation column concurrently constraint create cross current_catalog
+		current_date current_role current_schema current_time current_timestamp current_user dec decimal default deferrable
+		desc distinct do else end except exists extract false fetch float for foreign freeze from full grant greatest group
+		grouping having ilike in initially inner inout int integer intersect interval into is isnull join lateral leading
+		least left like limit localtime localtimestamp national natural nchar none normalize not notnull null nullif numeric
+		offset on only or order out outer overlaps overlay placing position precision primary real references returning right
+		row select session_user setof similar smallint some substring symmetric table tablesample then time timestamp to
+		trailing treat trim true union unique user using values varchar variadic verbose when where window with xmlattributes
+		xmlconcat xmlelement xmlexists xmlforest xmlnamespaces xmlparse xmlpi xmlroot xmlserialize xmltable`) {
 		m[w] = true
 	}
 	return m

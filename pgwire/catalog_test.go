@@ -433,7 +433,8 @@ func TestLoadCatalog(t *testing.T) {
 }
 
 func TestQuoteAndParseIdent(t *testing.T) {
-	for in, want := range map[string]string{"t": "t", "T": `"T"`, "my table": `"my table"`, "select": `"select"`, "a_1": "a_1", "1a": `"1a"`, `q"`: `"q"""`, "name": "name"} {
+	for in, want := range map[string]string{"t": "t", "T": `"T"`, "my table": `"my table"`, "select": `"select"`, "a_1": "a_1", "1a": `"1a"`, `q"`: `"q"""`, "name": "name",
+		"time": `"time"`, "value": "value", "a$b": `"a$b"`, "_x": "_x", "é": `"é"`} { // as PostgreSQL 15 answers
 		if got := quoteIdent(in); got != want {
 			t.Errorf("quoteIdent(%q) = %q, want %q", in, got, want)
 		}
