@@ -24,8 +24,9 @@ import (
 // (clientsql/), and the recorded statement's answer computes the rows
 // from the engine's catalog, with the statement's literals (an OID, a
 // name pattern, a table name) as arguments. The statements that list or
-// look up relations (psql's \d, \dt, \dv and \d name, in all their
-// variants) match on their shape instead (the fingerprint without the
+// look up relations or columns (psql's \d, \dt, \dv and \d name in all
+// their variants, its tab completion, the pickers of Grafana's legacy
+// editor) match on their shape instead (the fingerprint without the
 // WHERE clause), and their conditions are evaluated one by one (filters).
 //
 // Each recorded file holds statements, each after a line "-- answer:
@@ -37,26 +38,34 @@ var clientSQL embed.FS
 // catalogAnswer computes the result of a recognized statement.
 type catalogAnswer func(c *conn, st *pgStatement, rels *relations) (queries.Result, error)
 
-// catalogAnswers are the answers by the name the recorded files use.
-var catalogAnswers = map[string]catalogAnswer{
-	"relations": answerRelations, "lookup": answerLookup,
-	"relation": answerRelation(false), "relation_verbose": answerRelation(true),
-	"columns": answerColumns(nil), "columns_verbose_table": answerColumns([]string{"attstorage", "attcompression", "attstattarget", "col_description"}),
-	"columns_verbose_view": answerColumns([]string{"attstorage", "col_description"}),
-	"viewdef":              answerViewdef, "schemas": answerSchemas, "databases": answerDatabases, "none": answerNone,
-	"grafana_version": answerGrafanaVersion, "grafana_timescaledb": answerGrafanaTimescale, "grafana_schemas": answerGrafanaSchemas,
-	"grafana_tables": answerGrafanaTables(false), "grafana_schema_tables": answerGrafanaTables(true), "grafana_columns": answerGrafanaColumns,
-	"grafana_legacy_tables": answerLegacyTables, "grafana_legacy_columns": answerLegacyColumns("quote_ident"),
-	"grafana_legacy_datatype": answerLegacyColumns("udt_name"), "grafana_metric_table": answerMetricTable, "grafana_aggregates": answerAggregates,
-	"psql_complete_relations": answerCompleteRelations, "psql_complete_schema_relations": answerCompleteSchemaRelations,
-	"psql_complete_columns": answerCompleteColumns,
+// answer is a catalog answer; byShape: its statements match on their
+// shape, and their WHERE conditions are filters over the relations (or
+// their columns).
+type answer struct {
+	fn      catalogAnswer
+	byShape bool
 }
 
-// filtered are the answers matched by shape, whose WHERE conditions are
-// filters over the relations (or their columns).
-var filtered = map[string]bool{"relations": true, "lookup": true,
-	"grafana_legacy_tables": true, "grafana_legacy_columns": true, "grafana_legacy_datatype": true,
-	"psql_complete_relations": true, "psql_complete_schema_relations": true, "psql_complete_columns": true}
+// catalogAnswers are the answers by the name the recorded files use.
+var catalogAnswers = map[string]answer{
+	// psql
+	"relations": {answerRelations, true}, "lookup": {answerLookup, true},
+	"relation": {answerRelation(false), false}, "relation_verbose": {answerRelation(true), false},
+	"columns":               {answerColumns(nil), false},
+	"columns_verbose_table": {answerColumns([]string{"attstorage", "attcompression", "attstattarget", "col_description"}), false},
+	"columns_verbose_view":  {answerColumns([]string{"attstorage", "col_description"}), false},
+	"viewdef":               {answerViewdef, false}, "schemas": {answerSchemas, false}, "databases": {answerDatabases, false},
+	"none":                    {answerNone, false},
+	"psql_complete_relations": {answerCompleteRelations, true}, "psql_complete_schema_relations": {answerCompleteSchemaRelations, true},
+	"psql_complete_columns": {answerCompleteColumns, true},
+	// Grafana
+	"grafana_version": {answerGrafanaVersion, false}, "grafana_timescaledb": {answerGrafanaTimescale, false},
+	"grafana_schemas": {answerGrafanaSchemas, false}, "grafana_tables": {answerGrafanaTables(false), false},
+	"grafana_schema_tables": {answerGrafanaTables(true), false}, "grafana_columns": {answerGrafanaColumns, false},
+	"grafana_legacy_tables": {answerLegacyTables, true}, "grafana_legacy_columns": {answerLegacyColumns("quote_ident"), true},
+	"grafana_legacy_datatype": {answerLegacyColumns("udt_name"), true}, "grafana_metric_table": {answerMetricTable, false},
+	"grafana_aggregates": {answerAggregates, false},
+}
 
 // clientCatalog maps the recorded statements' fingerprints (and shapes) to
 // their answers' names.
@@ -95,7 +104,8 @@ func loadCatalog(fsys fs.FS) (*clientCatalog, error) {
 			return fmt.Errorf("pgwire: %s: %w", p, err)
 		}
 		for _, rs := range stmts {
-			if catalogAnswers[rs.answer] == nil {
+			a, ok := catalogAnswers[rs.answer]
+			if !ok {
 				return fmt.Errorf("pgwire: %s:%d: unknown answer %q", p, rs.line, rs.answer)
 			}
 			st, err := parseStatement(rs.sql)
@@ -103,7 +113,7 @@ func loadCatalog(fsys fs.FS) (*clientCatalog, error) {
 				return fmt.Errorf("pgwire: %s:%d: %w", p, rs.line, err)
 			}
 			m, key := cat.exact, st.fingerprint()
-			if filtered[rs.answer] {
+			if a.byShape {
 				if m, key = cat.shapes, st.shape(); key == "" {
 					return fmt.Errorf("pgwire: %s:%d: answer %s needs a WHERE clause", p, rs.line, rs.answer)
 				}
@@ -163,7 +173,7 @@ func (c *conn) catalog(ctx context.Context, sql string) (res queries.Result, ok 
 			return res, false, nil
 		}
 	}
-	res, err = catalogAnswers[name](c, st, &relations{c: c, ctx: ctx})
+	res, err = catalogAnswers[name].fn(c, st, &relations{c: c, ctx: ctx})
 	if err != nil {
 		return res, true, fmt.Errorf("pgwire: the catalog statement (%s): %w", name, err)
 	}
