@@ -16,6 +16,11 @@
 //     never sent to the engine (SELECT version(), current_database(),
 //     current_schema(), SHOW of the reported parameters, SET of session
 //     parameters), recognized by their exact shape, never rewritten;
+//   - catalog.go: the catalog statements of psql and Grafana (pg_catalog,
+//     information_schema), recognized by the fingerprints of the
+//     statements recorded from them (clientsql/, embedded) and answered
+//     from the engine's tables and views, never rewritten;
+//   - pgsql.go: PostgreSQL's tokens and a statement's fingerprint;
 //   - encode.go: column types (OIDs), values in text and binary formats,
 //     engine errors as ErrorResponse with a SQLSTATE and a Position.
 //

@@ -91,6 +91,12 @@ func (c *conn) run(sql string) ([]queries.Result, error) {
 		}
 		return []queries.Result{r}, nil
 	}
+	if r, ok, err := c.catalog(c.ctx, sql); ok {
+		if err != nil {
+			return nil, err
+		}
+		return []queries.Result{r}, nil
+	}
 	// The statement's context ends when the client leaves (watch).
 	ctx, cancel := context.WithCancel(c.ctx)
 	defer cancel()
@@ -98,10 +104,10 @@ func (c *conn) run(sql string) ([]queries.Result, error) {
 	defer stop()
 	results, err := c.s.eng.ExecWith(ctx, sql, queries.ExecOptions{})
 	if err != nil && catalogQuery(sql) {
-		// psql's \d and the pickers of BI tools: the engine cannot read
-		// PostgreSQL's catalog queries; say what is missing instead of
-		// a syntax error.
-		return results, &pgError{code: "0A000", msg: "the PostgreSQL catalog (pg_catalog, information_schema) is not served yet: use SHOW TABLES and DESCRIBE name (docs/pgwire.md)"}
+		// A catalog statement of a client whose statements are not
+		// recorded (catalog.go): the engine cannot read PostgreSQL's
+		// catalog queries; say what is served instead of a syntax error.
+		return results, &pgError{code: "0A000", msg: errCatalog}
 	}
 	return results, err
 }
