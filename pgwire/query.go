@@ -96,7 +96,7 @@ func (c *conn) run(sql string) ([]queries.Result, error) {
 	defer cancel()
 	stop := c.watch(cancel)
 	defer stop()
-	results, err := c.s.eng.ExecWith(ctx, sql, queries.ExecOptions{})
+	results, err := c.s.eng.ExecWith(ctx, sql, queries.ExecOptions{Set: c.sessionSet()})
 	if err != nil && catalogQuery(sql) {
 		// psql's \d and the pickers of BI tools: the engine cannot read
 		// PostgreSQL's catalog queries; say what is missing instead of

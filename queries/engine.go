@@ -522,6 +522,14 @@ type ExecOptions struct {
 	Set []parser.SetVar
 }
 
+// CheckSet checks session settings as SET checks them (ExecOptions.Set:
+// pgwire's SET consistency), so a bad value is refused when it is set
+// rather than at every statement after.
+func (e *Engine) CheckSet(vars []parser.SetVar) error {
+	opts := e.defaults()
+	return planner.ApplyOptions(&opts, vars, "SET")
+}
+
 // Exec runs the statements of sql in order, stopping at the first failure:
 // earlier statements stay applied. It returns the results so far and, on
 // failure, an *Error naming the failing statement.
