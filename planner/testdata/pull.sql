@@ -16,4 +16,5 @@ EXPLAIN SELECT /*+ SET_VAR(consistency='newest') */ auction FROM bids_per_10s;
 EXPLAIN SELECT /*+ SET_VAR(parallelism=2) */ auction FROM bids_per_10s;
 EXPLAIN SELECT auction, SUM(n) FROM bids_per_10s GROUP BY auction ORDER BY 3;
 EXPLAIN SELECT auction, GROUP_CONCAT(n ORDER BY n DESC) FROM bids_per_10s GROUP BY auction;
-EXPLAIN CREATE VIEW c AS SELECT /*+ SET_VAR(consistency='latest') */ auction, COUNT(*) FROM bids GROUP BY auction
+EXPLAIN CREATE VIEW c AS SELECT /*+ SET_VAR(consistency='latest') */ auction, COUNT(*) FROM bids GROUP BY auction;
+EXPLAIN CREATE VIEW w AS SELECT auction FROM bids WHERE ts > 'tomorrow'
