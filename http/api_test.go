@@ -998,6 +998,63 @@ func TestPullQueries(t *testing.T) {
 	e.sqlErr("SELECT nosuch FROM agg", 422, "nosuch")
 }
 
+// TestPullAggregatesAndConsistency: POST /v1/sql aggregates a view's
+// committed results (GROUP BY, HAVING, ORDER BY, a global aggregate), and
+// reads its latest ones after SET consistency = 'latest' in the same
+// request or with SET_VAR(consistency='latest'), until a checkpoint
+// commits them.
+func TestPullAggregatesAndConsistency(t *testing.T) {
+	t.Parallel()
+	e := start(t, config{checkpoint: time.Hour})
+	withAgg(t, e)
+	n := func(s string) json.Number { return json.Number(s) }
+	rows := func(sql string) []map[string]any {
+		t.Helper()
+		res := e.sql(sql)
+		return objs(t, res[len(res)-1]["rows"])
+	}
+	check := func(sql string, want []map[string]any) {
+		t.Helper()
+		if got := rows(sql); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s:\n got %v\nwant %v", sql, got, want)
+		}
+	}
+	// aggExpected: auction 1 has volumes 351 and 50 (bids 2 and 1),
+	// auction 2 volume 7 (bids 1).
+	byAuction := "SELECT auction, SUM(volume) AS vol, SUM(bids) AS n, COUNT(*) AS windows FROM agg GROUP BY auction ORDER BY vol DESC"
+	check(byAuction, []map[string]any{
+		{"auction": n("1"), "vol": n("401"), "n": n("3"), "windows": n("2")},
+		{"auction": n("2"), "vol": n("7"), "n": n("1"), "windows": n("1")}})
+	check("SELECT auction, MAX(avg_price) FROM agg GROUP BY 1 HAVING COUNT(*) > 1",
+		[]map[string]any{{"auction": n("1"), "MAX(avg_price)": n("175.5")}})
+	check("SELECT COUNT(*) AS n, SUM(volume) AS vol FROM agg WHERE auction > 5",
+		[]map[string]any{{"n": n("0"), "vol": nil}})
+
+	e.ingest("bids", `{"auction": 2, "price": 3, "ts": "2024-01-01T00:00:25Z"}`+"\n")
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if _, latest := e.results("agg", "?consistency=latest"); len(latest) == 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the new row never reached the latest results")
+		}
+		time.Sleep(5 * time.Millisecond) // polling the server, bounded by the deadline
+	}
+	committed := []map[string]any{{"auction": n("2"), "vol": n("7")}}
+	latest := []map[string]any{{"auction": n("2"), "vol": n("10")}}
+	two := "SELECT auction, SUM(volume) AS vol FROM agg WHERE auction = 2 GROUP BY auction"
+	check(two, committed)
+	check("SET consistency = 'latest'; "+two, latest)
+	check("SET consistency = latest; "+two, latest)
+	check("SELECT /*+ SET_VAR(consistency='latest') */ auction, SUM(volume) AS vol FROM agg WHERE auction = 2 GROUP BY auction", latest)
+	check(two, committed) // a request's SET ends with it
+	e.sqlErr("SET consistency = 'fresh'", 400, "consistency must be committed or latest")
+	e.sqlErr("SELECT auction, volume FROM agg GROUP BY auction", 422, "column volume must appear in GROUP BY")
+	e.checkpoint()
+	check(two, latest)
+}
+
 // TestEmptyResultsHaveRows: docs/http-api.md says a SELECT/SHOW result has
 // "columns" and "rows"; a SELECT matching nothing (or SHOW TABLES on an
 // empty catalog) must answer "rows": [], not leave the member out.

@@ -15,7 +15,9 @@
 //   - session.go: the client and session statements answered here and
 //     never sent to the engine (SELECT version(), current_database(),
 //     current_schema(), SHOW of the reported parameters, SET of session
-//     parameters), recognized by their exact shape, never rewritten;
+//     parameters, SET and SHOW consistency: the engine's setting of pull
+//     queries, kept per connection and passed with every statement),
+//     recognized by their exact shape, never rewritten;
 //   - catalog.go: the catalog statements of psql and Grafana (pg_catalog,
 //     information_schema), recognized by the fingerprints of the
 //     statements recorded from them (clientsql/, embedded) and answered

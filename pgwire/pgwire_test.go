@@ -746,3 +746,91 @@ func TestWatch(t *testing.T) {
 	}
 	stop()
 }
+
+// TestSetConsistency: SET consistency on a connection chooses the rows its
+// pull queries read (committed by default, latest after SET), in both
+// protocols; SHOW consistency answers it, no ParameterStatus reports it,
+// a bad value is refused naming the allowed ones, and another connection
+// keeps its own.
+func TestSetConsistency(t *testing.T) {
+	e := start(t, Options{})
+	ctx := ctxT(t)
+	// The view checkpoints only when asked: committed stays as of the
+	// checkpoint below.
+	for _, sql := range []string{
+		`CREATE TABLE t (k BIGINT NOT NULL) ENGINE=http`,
+		`CREATE VIEW cv AS SELECT /*+ SET_VAR(checkpoint_interval='1h') */ k, COUNT(*) AS n FROM t GROUP BY k`,
+	} {
+		if _, err := e.eng.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	if _, err := e.eng.Ingest(ctx, "t", `[{"k": 1}, {"k": 1}, {"k": 2}]`, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.eng.Checkpoint(ctx, "cv"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.eng.Ingest(ctx, "t", `[{"k": 2}, {"k": 3}]`, ""); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); ; {
+		_, rows, err := e.eng.Results("cv", false)
+		if err == nil && len(rows) == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the latest results never held the new rows: %v %v", rows, err)
+		}
+		time.Sleep(5 * time.Millisecond) // polling the engine, bounded by the deadline
+	}
+	for _, mode := range []pgx.QueryExecMode{pgx.QueryExecModeSimpleProtocol, pgx.QueryExecModeCacheStatement} {
+		c := e.connect(mode)
+		other := e.connect(mode)
+		show := func(c *pgx.Conn) string {
+			t.Helper()
+			var s string
+			if err := c.QueryRow(ctx, "SHOW consistency").Scan(&s); err != nil {
+				t.Fatalf("%v: SHOW consistency: %v", mode, err)
+			}
+			return s
+		}
+		sum := func(c *pgx.Conn) int64 {
+			t.Helper()
+			var n int64
+			if err := c.QueryRow(ctx, "SELECT SUM(n) FROM cv").Scan(&n); err != nil {
+				t.Fatalf("%v: SELECT SUM(n): %v", mode, err)
+			}
+			return n
+		}
+		if s, n := show(c), sum(c); s != "committed" || n != 3 {
+			t.Errorf("%v: before SET: consistency %q, SUM %d; want committed, 3", mode, s, n)
+		}
+		if tag, err := c.Exec(ctx, "SET consistency = 'latest'"); err != nil || tag.String() != "SET" {
+			t.Fatalf("%v: SET consistency: %q, %v", mode, tag, err)
+		}
+		if s, n := show(c), sum(c); s != "latest" || n != 5 {
+			t.Errorf("%v: after SET: consistency %q, SUM %d; want latest, 5", mode, s, n)
+		}
+		if got := c.PgConn().ParameterStatus("consistency"); got != "" {
+			t.Errorf("%v: consistency reported as a parameter (%q)", mode, got)
+		}
+		_, err := c.Exec(ctx, "SET consistency TO 'newest'")
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || !strings.Contains(pe.Message, "consistency must be committed or latest") {
+			t.Errorf("%v: SET consistency TO 'newest': %v, want the allowed values", mode, err)
+		}
+		if s, n := show(c), sum(c); s != "latest" || n != 5 {
+			t.Errorf("%v: after a refused SET: consistency %q, SUM %d; want latest, 5", mode, s, n)
+		}
+		if s, n := show(other), sum(other); s != "committed" || n != 3 {
+			t.Errorf("%v: another connection: consistency %q, SUM %d; want committed, 3", mode, s, n)
+		}
+		if _, err := c.Exec(ctx, "SET consistency TO committed"); err != nil {
+			t.Fatal(err)
+		}
+		if s, n := show(c), sum(c); s != "committed" || n != 3 {
+			t.Errorf("%v: SET back: consistency %q, SUM %d; want committed, 3", mode, s, n)
+		}
+	}
+}

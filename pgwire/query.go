@@ -102,7 +102,7 @@ func (c *conn) run(sql string) ([]queries.Result, error) {
 	defer cancel()
 	stop := c.watch(cancel)
 	defer stop()
-	results, err := c.s.eng.ExecWith(ctx, sql, queries.ExecOptions{})
+	results, err := c.s.eng.ExecWith(ctx, sql, queries.ExecOptions{Set: c.sessionSet()})
 	if err != nil && catalogQuery(sql) {
 		// A catalog statement of a client whose statements are not
 		// recorded (catalog.go): the engine cannot read PostgreSQL's

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/streamsql/streamsql/parser"
 	"github.com/streamsql/streamsql/planner/plan"
 	"github.com/streamsql/streamsql/queries"
 )
@@ -63,6 +64,7 @@ var showParams = map[string]string{
 	"standard_conforming_strings": "standard_conforming_strings", "application_name": "application_name",
 	"search_path": "search_path", "extra_float_digits": "extra_float_digits", "intervalstyle": "IntervalStyle",
 	"is_superuser": "is_superuser", "transaction_isolation": "transaction_isolation", "server_version_num": "server_version_num",
+	"consistency": "consistency",
 }
 
 // reported are the parameters whose change is reported with
@@ -100,10 +102,17 @@ func (c *conn) session(sql string) (res queries.Result, ok bool, err error) {
 			v = "read committed"
 		case "server_version_num":
 			v = "150000"
+		case "consistency":
+			if v == "" {
+				v = plan.ConsistencyCommitted
+			}
 		}
 		return text("show", strings.ReplaceAll(m[1], " ", ""), v), true, nil
 	}
 	if m := setRE.FindStringSubmatch(n); m != nil {
+		if m[1] == "consistency" {
+			return c.setConsistency(m[2])
+		}
 		return c.set(m[1], m[2])
 	}
 	return res, false, nil
@@ -163,6 +172,34 @@ func (c *conn) set(name, value string) (queries.Result, bool, error) {
 		c.reportParam(key, v)
 	}
 	return queries.Result{Kind: "set"}, true, nil
+}
+
+// setConsistency answers SET consistency, the engine's session setting of
+// pull queries (committed or latest): the engine checks the value (as its
+// SET does), then the connection keeps it in its parameters (not
+// reported: it is no PostgreSQL parameter) and passes it with every
+// statement (sessionSet). A SET followed by more statements in the same
+// Query goes to the engine whole, as over HTTP: it holds for the rest of
+// that text.
+func (c *conn) setConsistency(value string) (queries.Result, bool, error) {
+	if strings.Contains(value, ";") {
+		return queries.Result{}, false, nil
+	}
+	v := unquote(value)
+	if err := c.s.eng.CheckSet([]parser.SetVar{{Name: "consistency", Value: v}}); err != nil {
+		return queries.Result{}, true, &pgError{code: "22023", msg: err.Error()}
+	}
+	c.params["consistency"] = strings.ToLower(v)
+	return queries.Result{Kind: "set"}, true, nil
+}
+
+// sessionSet are the engine's session settings SET on the connection, for
+// queries.ExecOptions.Set.
+func (c *conn) sessionSet() []parser.SetVar {
+	if v := c.params["consistency"]; v != "" {
+		return []parser.SetVar{{Name: "consistency", Value: v}}
+	}
+	return nil
 }
 
 // unquote takes a SET value's quotes off ('x', "x"); a list (search_path)

@@ -180,7 +180,11 @@ func (s *scope) bindNode(e parser.Expr) (plan.Expr, error) {
 			if _, err := binary("=", x, v); err != nil {
 				return nil, err
 			}
-			args = append(args, coerceConst(v, x.Type()))
+			c, err := coerceConst(v, x.Type())
+			if err != nil {
+				return nil, err
+			}
+			args = append(args, c)
 		}
 		var out plan.Expr = &plan.Call{Fn: "in", Args: args, T: plan.TypeBoolean}
 		if e.Not {
@@ -419,7 +423,13 @@ func binary(op string, l, r plan.Expr) (plan.Expr, error) {
 			return nil, errf("", "cannot compare %s with %s", lt, rt)
 		}
 		// A string literal compared with a timestamp is parsed once, here.
-		l, r = coerceConst(l, rt), coerceConst(r, lt)
+		var err error
+		if l, err = coerceConst(l, rt); err != nil {
+			return nil, err
+		}
+		if r, err = coerceConst(r, lt); err != nil {
+			return nil, err
+		}
 		return &plan.Call{Fn: op, Args: []plan.Expr{l, r}, T: plan.TypeBoolean}, nil
 	case "and", "or", "xor":
 		return &plan.Call{Fn: op, Args: []plan.Expr{l, r}, T: plan.TypeBoolean}, nil
@@ -447,16 +457,18 @@ func comparable(a, b plan.Type) bool {
 }
 
 // coerceConst converts a constant string to type t when t is TIMESTAMP, so
-// `ts >= '2024-01-01 00:00:00'` compares times.
-func coerceConst(e plan.Expr, t plan.Type) plan.Expr {
+// `ts >= '2024-01-01 00:00:00'` (or RFC 3339, Grafana's
+// '2026-12-03T09:00:00Z') compares times. A string that is no time is an
+// error: compared as text it would silently match nothing.
+func coerceConst(e plan.Expr, t plan.Type) (plan.Expr, error) {
 	c, ok := e.(*plan.Const)
 	if !ok || c.V.K != plan.TypeVarchar || t != plan.TypeTimestamp {
-		return e
+		return e, nil
 	}
 	if ms, ok := value.ParseTime(c.V.S); ok {
-		return &plan.Const{V: plan.Time(ms)}
+		return &plan.Const{V: plan.Time(ms)}, nil
 	}
-	return e
+	return nil, errf(c.V.S, "'%s' compared with a TIMESTAMP is not a time: write '2024-01-01 00:00:00', '2024-01-01T00:00:00.000Z' (RFC 3339) or '2024-01-01'", c.V.S)
 }
 
 // unify finds the common type of the branches of CASE, IF, COALESCE

@@ -10,8 +10,7 @@ import (
 // Explain renders the plan an EXPLAIN statement asks for: of CREATE VIEW,
 // the plan the view would get; of INSERT INTO t SELECT, the plan of the
 // sink query; of SELECT, the pull query POST /v1/sql would run when it is
-// one (it reads one view, without aggregation), else the plan a view of it
-// would get. EXPLAIN name (ex.Name) shows the plan a running query holds,
+// one (it reads one view), else the plan a view of it would get. EXPLAIN name (ex.Name) shows the plan a running query holds,
 // which the caller has: it is not planned here. opts are the defaults with
 // SET applied; hints in the statement override them.
 func Explain(ex *parser.Explain, cat Catalog, opts plan.Options) (string, error) {
@@ -43,12 +42,12 @@ func Explain(ex *parser.Explain, cat Catalog, opts plan.Options) (string, error)
 		return g.Explain(), nil
 	case ex.Select != nil:
 		sel := ex.Select
-		if sel.From != nil && sel.From.Name != "" && isPull(sel) {
+		if sel.From != nil && sel.From.Name != "" {
 			if v, isView := cat.View(sel.From.Name); isView {
 				if v == nil {
 					return "", &Error{Status: 409, Name: sel.From.Name, Msg: fmt.Sprintf("view %s is not running", sel.From.Name)}
 				}
-				q, err := Pull(sel, v)
+				q, err := Pull(sel, v, opts)
 				if err != nil {
 					return "", err
 				}
@@ -65,18 +64,4 @@ func Explain(ex *parser.Explain, cat Catalog, opts plan.Options) (string, error)
 		return g.Explain(), nil
 	}
 	return "", errf("", "EXPLAIN %s shows the plan of a running query: the caller answers it", ex.Name)
-}
-
-// isPull reports whether a SELECT over a view reads the view's results (a
-// pull query) rather than aggregating them (a continuous query).
-func isPull(sel *parser.Select) bool {
-	if len(sel.GroupBy) > 0 || sel.Having != nil {
-		return false
-	}
-	for _, f := range sel.Fields {
-		if !f.Star && containsAggregate(f.Expr) {
-			return false
-		}
-	}
-	return true
 }

@@ -204,18 +204,18 @@ func (c *fuzzCatalog) planStatement(st *sqlparser.Statement, set *[]sqlparser.Se
 // planSelect plans EXPLAIN's SELECT: a pull query over a view, else a
 // continuous query.
 func (c *fuzzCatalog) planSelect(s *sqlparser.Select, opts func() (plan.Options, error)) fuzzOutcome {
+	o, err := opts()
+	if err != nil {
+		return fuzzOutcome{err: err}
+	}
 	if s.From != nil {
 		if v, ok := c.views[s.From.Name]; ok {
-			q, err := Pull(s, &plan.ViewDef{Name: s.From.Name, Out: v.out})
+			q, err := Pull(s, &plan.ViewDef{Name: s.From.Name, Out: v.out}, o)
 			if err != nil {
 				return fuzzOutcome{err: err}
 			}
 			return fuzzOutcome{planned: true, explain: q.Explain()}
 		}
-	}
-	o, err := opts()
-	if err != nil {
-		return fuzzOutcome{err: err}
 	}
 	g, err := Query(s, c, o, "explain", plan.SinkResults)
 	if err != nil {

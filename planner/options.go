@@ -11,10 +11,13 @@ import (
 )
 
 // OptionNames are the per-query options of SET_VAR hints and SET.
-var OptionNames = []string{"emit_mode", "parallelism", "state_ttl", "checkpoint_interval", "emit_interval", "results_retention", "delivery"}
+var OptionNames = []string{"emit_mode", "parallelism", "state_ttl", "checkpoint_interval", "emit_interval", "results_retention", "delivery", "consistency"}
 
 // deliveryValues are the values of the delivery option.
 var deliveryValues = []string{plan.DeliveryExactlyOnce, plan.DeliveryAtMostOnce}
+
+// consistencyValues are the values of the consistency setting.
+var consistencyValues = []string{plan.ConsistencyCommitted, plan.ConsistencyLatest}
 
 // MaxParallelism bounds the parallelism option.
 const MaxParallelism = 64
@@ -61,6 +64,13 @@ func ApplyOptions(opts *plan.Options, vars []parser.SetVar, where string) error 
 			opts.ResultsRetention, err = dur(true)
 		case "delivery":
 			err = setDelivery(opts, val, where)
+		case "consistency":
+			switch c := strings.ToLower(val); c {
+			case plan.ConsistencyCommitted, plan.ConsistencyLatest:
+				opts.Consistency = c
+			default:
+				return badf(v.Name, "%s consistency must be %s, not %q%s", where, strings.Join(consistencyValues, " or "), val, didYouMean(val, consistencyValues))
+			}
 		default:
 			return errf(v.Name, "unknown option %s in %s%s (options: %s)", v.Name, where, didYouMean(v.Name, OptionNames), strings.Join(OptionNames, ", "))
 		}

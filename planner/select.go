@@ -26,6 +26,11 @@ func Query(sel *parser.Select, cat Catalog, opts plan.Options, name string, sink
 	if err := ApplyOptions(&opts, sel.Hints, "SET_VAR"); err != nil {
 		return nil, err
 	}
+	for _, h := range sel.Hints {
+		if h.Name == "consistency" {
+			return nil, errf(h.Name, "SET_VAR(consistency) chooses the rows a pull query (SELECT ... FROM view) reads, not an option of a view: a view's results are read at either consistency")
+		}
+	}
 	if err := CheckIntervals(opts.CheckpointInterval, opts.EmitInterval); err != nil {
 		return nil, err
 	}
@@ -397,9 +402,7 @@ func (b *builder) aggregation(sel *parser.Select, st *stream, filter plan.Expr, 
 	opts, base := b.opts, st.scope
 	// GROUP BY: at most one window, then key expressions.
 	var win *plan.WindowSpec
-	var groups []plan.Expr
 	ekeys := newExprKeys()
-	groupIdx := map[int]int{} // group expressions by their exprKeys number
 	items, err := groupItems(sel.GroupBy, fields, base)
 	if err != nil {
 		return nil, err
@@ -419,25 +422,9 @@ func (b *builder) aggregation(sel *parser.Select, st *stream, filter plan.Expr, 
 			win, isWin[i] = w, true
 		}
 	}
-	for i, g := range items {
-		if isWin[i] {
-			continue
-		}
-		if containsAggregate(g) {
-			return nil, errf("GROUP", "aggregates are not allowed in GROUP BY")
-		}
-		if c, ok := g.(*parser.ColumnRef); ok && win != nil && base.lookup(c) < 0 && (strings.EqualFold(c.Name, "window_start") || strings.EqualFold(c.Name, "window_end")) {
-			continue // GROUP BY TUMBLE(...), window_start: already the key
-		}
-		x, err := base.bind(g)
-		if err != nil {
-			return nil, err
-		}
-		if _, dup := groupIdx[ekeys.id(x)]; dup {
-			continue
-		}
-		groupIdx[ekeys.id(x)] = len(groups)
-		groups = append(groups, x)
+	groups, groupIdx, err := groupKeys(items, isWin, win != nil, base, ekeys)
+	if err != nil {
+		return nil, err
 	}
 	if win == nil {
 		win, groups, groupIdx = givenWindow(st, groups, ekeys)
@@ -458,14 +445,154 @@ func (b *builder) aggregation(sel *parser.Select, st *stream, filter plan.Expr, 
 		return nil, errf("SESSION_WINDOW", "SESSION_WINDOW needs an append-only input: a row taken back cannot split a session it merged; this input updates (a running aggregate)")
 	}
 
+	gr, err := bindGrouped(sel.Having, fields, nil, base, win, groups, groupIdx, ekeys, retract)
+	if err != nil {
+		return nil, err
+	}
+	aggs, args, post, output, out, having := gr.aggs, gr.args, gr.post, gr.output, gr.out, gr.having
+	wOff, inOff, rowCount := gr.wOff, gr.inOff, gr.rowCount
+	// The pre-aggregation projection: [time,] keys..., aggregate arguments...
+	var project []plan.Expr
+	var calcOut plan.Schema
+	if win != nil && win.Kind == plan.Given {
+		project = append(project, &plan.ColRef{Index: win.TimeCol, Name: "window_start", T: plan.TypeTimestamp},
+			&plan.ColRef{Index: win.EndCol, Name: "window_end", T: plan.TypeTimestamp})
+		calcOut = append(calcOut, post[0], post[1])
+	} else if win != nil {
+		var t plan.Expr
+		if win.ProcTime {
+			if len(st.sources) > 1 {
+				return nil, errf("PROCTIME", "PROCTIME() windows over a join are not supported; window on an event-time column")
+			}
+			t = &plan.Call{Fn: "proctime", T: plan.TypeTimestamp}
+			st.sources[0].ProcTime = true
+		} else {
+			t = &plan.ColRef{Index: win.TimeCol, Name: base.cols[win.TimeCol].Name, T: plan.TypeTimestamp}
+		}
+		project = append(project, t)
+		calcOut = append(calcOut, plan.Column{Name: "_time", Type: plan.TypeTimestamp})
+	}
+	for _, g := range groups {
+		project = append(project, g)
+		calcOut = append(calcOut, plan.Column{Name: exprName(g), Type: g.Type()})
+	}
+	for _, a := range args {
+		project = append(project, a)
+		calcOut = append(calcOut, plan.Column{Name: a.String(), Type: a.Type()})
+	}
+	st.cur.Ops = append(st.cur.Ops, &plan.Calc{Filter: filter, Project: project, Out: calcOut})
+	if win != nil {
+		win.TimeCol, win.EndCol = 0, 1
+	}
+	keys := make([]int, len(groups))
+	for i := range groups {
+		keys[i] = inOff + i
+	}
+	p := opts.Parallelism
+	if p < 1 {
+		p = 1
+	}
+	if len(groups) == 0 {
+		p = 1 // one group per window: nothing to spread
+	}
+	opts.Parallelism = p
+	key := plan.KeyGroup
+	if win != nil {
+		key = plan.KeyWindowGroup
+	}
+	if win != nil && win.Kind == plan.Cumulate {
+		for _, a := range aggs {
+			if a.Fn >= plan.AggVarPop {
+				return nil, errf("CUMULATE", "%s in a CUMULATE window: CUMULATE windows take COUNT, COUNT(DISTINCT), SUM, AVG, MIN and MAX; use TUMBLE or HOP, or a running aggregate, for %s", strings.ToUpper(a.Fn.String()), strings.ToUpper(a.Fn.String()))
+			}
+		}
+	}
+	ag := &plan.Aggregate{Windowed: win != nil, Keys: keys, Aggs: aggs, Having: having, Output: output, Out: out, EmitMode: opts.EmitMode, AllowedLateness: st.lateness,
+		Retract: retract, RowCount: max(rowCount, 0), EmitBefore: sub && opts.EmitMode == plan.EmitChanges}
+	if win != nil {
+		ag.Window = *win
+		ag.Session = win.Kind == plan.Session
+	}
+	// The edge carries the projection's rows: an updating input is keyed
+	// on what the projection kept of its key.
+	av := b.vertex(p, []plan.Edge{st.project(calcOut, project).hashEdge(keys)}, ag)
+	keyOut := make([]int, wOff+len(groups))
+	keyNames := make([]string, len(keyOut))
+	for k := range keyOut {
+		keyOut[k], keyNames[k] = -1, post[k].Name
+	}
+	for i, x := range output {
+		if c, ok := x.(*plan.ColRef); ok && c.Index < len(keyOut) && keyOut[c.Index] < 0 {
+			keyOut[c.Index] = i
+		}
+	}
+	var changes *changelog
+	if opts.EmitMode == plan.EmitChanges {
+		changes = &changelog{key: key, keyOut: keyOut, keyNames: keyNames}
+	}
+	return &planned{s: st.aggregated(av, out, output, win != nil, changes), key: key, out: out, par: p, keyOut: keyOut, keyNames: keyNames}, nil
+}
+
+// groupKeys binds the GROUP BY items that are not the window (isWin) over
+// base, each distinct expression once: the group keys, and their numbers
+// (ekeys) -> their position. windowed: window_start and window_end name
+// the window, already the key.
+func groupKeys(items []parser.Expr, isWin []bool, windowed bool, base *scope, ekeys *exprKeys) ([]plan.Expr, map[int]int, error) {
+	var groups []plan.Expr
+	groupIdx := map[int]int{}
+	for i, g := range items {
+		if isWin[i] {
+			continue
+		}
+		if containsAggregate(g) {
+			return nil, nil, errf("GROUP", "aggregates are not allowed in GROUP BY")
+		}
+		if c, ok := g.(*parser.ColumnRef); ok && windowed && base.lookup(c) < 0 && (strings.EqualFold(c.Name, "window_start") || strings.EqualFold(c.Name, "window_end")) {
+			continue // GROUP BY TUMBLE(...), window_start: already the key
+		}
+		x, err := base.bind(g)
+		if err != nil {
+			return nil, nil, err
+		}
+		if _, dup := groupIdx[ekeys.id(x)]; dup {
+			continue
+		}
+		groupIdx[ekeys.id(x)] = len(groups)
+		groups = append(groups, x)
+	}
+	return groups, groupIdx, nil
+}
+
+// grouped is an aggregation bound apart from what runs it (a stream's
+// Aggregate, or a pull query over a view's rows): its keys, aggregates and
+// their input columns, the post-aggregation row ([window_start,
+// window_end,] keys..., aggs...) and the select list and HAVING over it.
+type grouped struct {
+	groups []plan.Expr
+	aggs   []plan.Agg
+	args   []plan.Expr // the aggregates' input expressions, each once
+	// wOff: window columns of the post-aggregation row; inOff: window
+	// columns of the aggregation's input (its time column, or a cascading
+	// window's start and end).
+	wOff, inOff int
+	rowCount    int // the aggregate counting each group's rows (retract), or -1
+	post        plan.Schema
+	postScope   *scope // binds expressions over the post-aggregation row
+	output      []plan.Expr
+	out         plan.Schema
+	having      plan.Expr
+}
+
+// bindGrouped binds the aggregates of fields, of having and of more (a
+// pull query's ORDER BY), deduplicated, over base grouped by groups
+// (numbered by ekeys in groupIdx) in win (nil: none); retract: the input
+// updates, so the aggregates must take rows back.
+func bindGrouped(havingExpr parser.Expr, fields []parser.Field, more []parser.Expr, base *scope, win *plan.WindowSpec, groups []plan.Expr, groupIdx map[int]int, ekeys *exprKeys, retract bool) (*grouped, error) {
 	// Aggregates of SELECT and HAVING, deduplicated, with their arguments.
 	var aggs []plan.Agg
 	var args []plan.Expr
 	argIdx := map[int]int{}
 	aggIdx := map[aggKey]int{}
-	// wOff: window columns of the post-aggregation row; inOff: window
-	// columns of the aggregation's input (its time column, or a cascading
-	// window's start and end).
 	wOff, inOff := 0, 0
 	if win != nil {
 		wOff, inOff = 2, 1
@@ -518,7 +645,10 @@ func (b *builder) aggregation(sel *parser.Select, st *stream, filter plan.Expr, 
 	for _, f := range fields {
 		collect(f.Expr)
 	}
-	collect(sel.Having)
+	collect(havingExpr)
+	for _, e := range more {
+		collect(e)
+	}
 	if aggErr != nil {
 		return nil, aggErr
 	}
@@ -614,7 +744,7 @@ func (b *builder) aggregation(sel *parser.Select, st *stream, filter plan.Expr, 
 		return nil, err
 	}
 	var having plan.Expr
-	if sel.Having != nil {
+	if havingExpr != nil {
 		// HAVING may name a select alias (HAVING n > 1), as in MySQL; a
 		// column of the input of that name comes first, as in GROUP BY.
 		hs := *postScope
@@ -627,91 +757,12 @@ func (b *builder) aggregation(sel *parser.Select, st *stream, filter plan.Expr, 
 			}
 			return postScope.rewrite(e)
 		}
-		if having, err = hs.bind(sel.Having); err != nil {
+		if having, err = hs.bind(havingExpr); err != nil {
 			return nil, err
 		}
 	}
-
-	// The pre-aggregation projection: [time,] keys..., aggregate arguments...
-	var project []plan.Expr
-	var calcOut plan.Schema
-	if win != nil && win.Kind == plan.Given {
-		project = append(project, &plan.ColRef{Index: win.TimeCol, Name: "window_start", T: plan.TypeTimestamp},
-			&plan.ColRef{Index: win.EndCol, Name: "window_end", T: plan.TypeTimestamp})
-		calcOut = append(calcOut, post[0], post[1])
-	} else if win != nil {
-		var t plan.Expr
-		if win.ProcTime {
-			if len(st.sources) > 1 {
-				return nil, errf("PROCTIME", "PROCTIME() windows over a join are not supported; window on an event-time column")
-			}
-			t = &plan.Call{Fn: "proctime", T: plan.TypeTimestamp}
-			st.sources[0].ProcTime = true
-		} else {
-			t = &plan.ColRef{Index: win.TimeCol, Name: base.cols[win.TimeCol].Name, T: plan.TypeTimestamp}
-		}
-		project = append(project, t)
-		calcOut = append(calcOut, plan.Column{Name: "_time", Type: plan.TypeTimestamp})
-	}
-	for _, g := range groups {
-		project = append(project, g)
-		calcOut = append(calcOut, plan.Column{Name: exprName(g), Type: g.Type()})
-	}
-	for _, a := range args {
-		project = append(project, a)
-		calcOut = append(calcOut, plan.Column{Name: a.String(), Type: a.Type()})
-	}
-	st.cur.Ops = append(st.cur.Ops, &plan.Calc{Filter: filter, Project: project, Out: calcOut})
-	if win != nil {
-		win.TimeCol, win.EndCol = 0, 1
-	}
-	keys := make([]int, len(groups))
-	for i := range groups {
-		keys[i] = inOff + i
-	}
-	p := opts.Parallelism
-	if p < 1 {
-		p = 1
-	}
-	if len(groups) == 0 {
-		p = 1 // one group per window: nothing to spread
-	}
-	opts.Parallelism = p
-	key := plan.KeyGroup
-	if win != nil {
-		key = plan.KeyWindowGroup
-	}
-	if win != nil && win.Kind == plan.Cumulate {
-		for _, a := range aggs {
-			if a.Fn >= plan.AggVarPop {
-				return nil, errf("CUMULATE", "%s in a CUMULATE window: CUMULATE windows take COUNT, COUNT(DISTINCT), SUM, AVG, MIN and MAX; use TUMBLE or HOP, or a running aggregate, for %s", strings.ToUpper(a.Fn.String()), strings.ToUpper(a.Fn.String()))
-			}
-		}
-	}
-	ag := &plan.Aggregate{Windowed: win != nil, Keys: keys, Aggs: aggs, Having: having, Output: output, Out: out, EmitMode: opts.EmitMode, AllowedLateness: st.lateness,
-		Retract: retract, RowCount: max(rowCount, 0), EmitBefore: sub && opts.EmitMode == plan.EmitChanges}
-	if win != nil {
-		ag.Window = *win
-		ag.Session = win.Kind == plan.Session
-	}
-	// The edge carries the projection's rows: an updating input is keyed
-	// on what the projection kept of its key.
-	av := b.vertex(p, []plan.Edge{st.project(calcOut, project).hashEdge(keys)}, ag)
-	keyOut := make([]int, wOff+len(groups))
-	keyNames := make([]string, len(keyOut))
-	for k := range keyOut {
-		keyOut[k], keyNames[k] = -1, post[k].Name
-	}
-	for i, x := range output {
-		if c, ok := x.(*plan.ColRef); ok && c.Index < len(keyOut) && keyOut[c.Index] < 0 {
-			keyOut[c.Index] = i
-		}
-	}
-	var changes *changelog
-	if opts.EmitMode == plan.EmitChanges {
-		changes = &changelog{key: key, keyOut: keyOut, keyNames: keyNames}
-	}
-	return &planned{s: st.aggregated(av, out, output, win != nil, changes), key: key, out: out, par: p, keyOut: keyOut, keyNames: keyNames}, nil
+	return &grouped{groups: groups, aggs: aggs, args: args, wOff: wOff, inOff: inOff, rowCount: rowCount,
+		post: post, postScope: postScope, output: output, out: out, having: having}, nil
 }
 
 // groupItems resolves the items of GROUP BY as MySQL does: a position
@@ -830,64 +881,6 @@ func bindAgg(f *parser.Func, base *scope, ekeys *exprKeys) (plan.Agg, aggKey, []
 		a.Fn = plan.AggCountDistinct
 	}
 	return a, aggKey{fn: a.Fn, arg: ekeys.id(arg)}, []plan.Expr{arg}, nil
-}
-
-// Pull plans SELECT ... FROM view [WHERE] [ORDER BY] [LIMIT] over a view's
-// results.
-func Pull(sel *parser.Select, view *plan.ViewDef) (*plan.PullQuery, error) {
-	if len(sel.GroupBy) > 0 || sel.Having != nil {
-		return nil, errf("GROUP", "GROUP BY and HAVING are not available in pull queries over a view; create a view instead")
-	}
-	sc := newScope(sel.From.Qualifier(), view.Out)
-	q := &plan.PullQuery{View: view.Name, Limit: sel.Limit, Offset: sel.Offset}
-	if sel.Where != nil {
-		if containsAggregate(sel.Where) {
-			return nil, errf("WHERE", "aggregates are not allowed in a pull query")
-		}
-		f, err := sc.bind(sel.Where)
-		if err != nil {
-			return nil, err
-		}
-		q.Filter = f
-	}
-	fields, err := expandStar(sel.Fields, sc)
-	if err != nil {
-		return nil, err
-	}
-	for _, f := range fields {
-		if containsAggregate(f.Expr) {
-			return nil, errf("", "aggregates are not available in pull queries over a view; create a view instead")
-		}
-		x, err := sc.bind(f.Expr)
-		if err != nil {
-			return nil, err
-		}
-		q.Project = append(q.Project, x)
-	}
-	if q.Out, err = outSchema(fields, q.Project, view.Out); err != nil {
-		return nil, err
-	}
-	for _, o := range sel.OrderBy {
-		if p, ok := o.Expr.(*parser.Position); ok {
-			// ORDER BY 2: the second column of the select list.
-			if p.N < 1 || p.N > len(q.Project) {
-				return nil, errf("ORDER", "ORDER BY %d: the select list has %d columns (positions count from 1)", p.N, len(q.Project))
-			}
-			q.Order = append(q.Order, plan.SortKey{Expr: q.Project[p.N-1], Desc: o.Desc})
-			continue
-		}
-		x, err := sc.bind(o.Expr)
-		if err != nil {
-			// ORDER BY an output alias.
-			c, ok := o.Expr.(*parser.ColumnRef)
-			if !ok || q.Out.Index(c.Name) < 0 {
-				return nil, err
-			}
-			x = q.Project[q.Out.Index(c.Name)]
-		}
-		q.Order = append(q.Order, plan.SortKey{Expr: x, Desc: o.Desc})
-	}
-	return q, nil
 }
 
 // exprName names an intermediate column: a column keeps its name.

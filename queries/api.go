@@ -16,7 +16,9 @@ import (
 	"github.com/streamsql/streamsql/window"
 )
 
-// runPull evaluates a pull query over a view's rows.
+// runPull evaluates a pull query over a view's rows: filtered, then
+// aggregated (q.Group, by the aggregation operator views run), then sorted,
+// cut (OFFSET, LIMIT) and projected.
 func runPull(q *plan.PullQuery, rows []plan.Row) ([]plan.Row, error) {
 	env := &op.Env{}
 	var filter op.Eval
@@ -41,6 +43,25 @@ func runPull(q *plan.PullQuery, rows []plan.Row) ([]plan.Row, error) {
 	for _, r := range rows {
 		if filter == nil || filter(r).True() {
 			kept = append(kept, r)
+		}
+	}
+	if g := q.Group; g != nil {
+		input, err := op.CompileAll(g.Input, env)
+		if err != nil {
+			return nil, err
+		}
+		// The aggregation's input rows, carved from one allocation.
+		vals := make([]plan.Value, len(kept)*len(input))
+		in := make([]plan.Row, len(kept))
+		for i, r := range kept {
+			row := plan.Row(vals[i*len(input) : (i+1)*len(input) : (i+1)*len(input)])
+			for j, x := range input {
+				row[j] = x(r)
+			}
+			in[i] = row
+		}
+		if kept, err = op.AggregateRows(g.Agg, in); err != nil {
+			return nil, err
 		}
 	}
 	if len(keys) > 0 {

@@ -522,6 +522,14 @@ type ExecOptions struct {
 	Set []parser.SetVar
 }
 
+// CheckSet checks session settings as SET checks them (ExecOptions.Set:
+// pgwire's SET consistency), so a bad value is refused when it is set
+// rather than at every statement after.
+func (e *Engine) CheckSet(vars []parser.SetVar) error {
+	opts := e.defaults()
+	return planner.ApplyOptions(&opts, vars, "SET")
+}
+
 // Exec runs the statements of sql in order, stopping at the first failure:
 // earlier statements stay applied. It returns the results so far and, on
 // failure, an *Error naming the failing statement.
@@ -614,7 +622,7 @@ func (e *Engine) exec(ctx context.Context, st *parser.Statement, set *[]parser.S
 	case *parser.Explain:
 		return e.explain(s, st, *set)
 	case *parser.Select:
-		return e.pull(s, st)
+		return e.pull(s, st, *set)
 	}
 	return Result{}, stmtErr(422, st, "unsupported statement")
 }
@@ -1153,8 +1161,12 @@ func orNoReason(v *View) string {
 	return "it has no plan"
 }
 
-// pull runs SELECT over a view's results.
-func (e *Engine) pull(s *parser.Select, st *parser.Statement) (Result, error) {
+// pull runs SELECT over a view's results, at the consistency set (SET
+// consistency, SET_VAR(consistency=...); committed by default). A view
+// without checkpoints has no committed rows: committed reads its latest
+// ones, the only rows it has (GET .../results?consistency=committed
+// answers none; docs/sql.md).
+func (e *Engine) pull(s *parser.Select, st *parser.Statement, set []parser.SetVar) (Result, error) {
 	if s.From == nil || s.From.Name == "" {
 		return Result{}, stmtErr(422, st, "a SELECT over a join or a subquery runs continuously: CREATE VIEW name AS SELECT ... and read its results; pull queries read one view")
 	}
@@ -1179,17 +1191,22 @@ func (e *Engine) pull(s *parser.Select, st *parser.Statement) (Result, error) {
 	case v.Graph == nil:
 		return Result{}, stmtErr(409, st, "view %s is not running: %s", name, orNoReason(v))
 	}
-	q, err := planner.Pull(s, &plan.ViewDef{Name: name, Out: v.Graph.Out})
+	opts := e.defaults()
+	if err := planner.ApplyOptions(&opts, set, "SET"); err != nil {
+		return Result{}, err
+	}
+	q, err := planner.Pull(s, &plan.ViewDef{Name: name, Out: v.Graph.Out}, opts)
 	if err != nil {
 		return Result{}, err
 	}
-	rows, err := v.Results.Rows(v.Graph.Options.CheckpointInterval > 0)
+	committed := q.Consistency == plan.ConsistencyCommitted && v.Graph.Options.CheckpointInterval > 0
+	rows, err := v.Results.Rows(committed)
 	if err != nil {
-		return Result{}, err
+		return Result{}, fmt.Errorf("pull query over view %s: read its %s results: %w", name, q.Consistency, err)
 	}
 	out, err := runPull(q, rows)
 	if err != nil {
-		return Result{}, err
+		return Result{}, stmtErr(422, st, "pull query over view %s: %v", name, err)
 	}
 	return Result{Kind: "select", Name: name, Columns: ColumnNames(q.Out), Rows: Objects(q.Out, out), Types: ColumnTypes(q.Out), Values: out}, nil
 }

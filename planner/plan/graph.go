@@ -68,6 +68,10 @@ type Options struct {
 	// (Sink.AtMostOnce); an INSERT INTO refuses it (the sink table's
 	// ENGINE_ATTRIBUTE chooses).
 	Delivery string
+	// Consistency is the consistency setting of pull queries (SET
+	// consistency, SET_VAR(consistency=...)): "" when not set (committed),
+	// else ConsistencyCommitted or ConsistencyLatest. Views ignore it.
+	Consistency string
 }
 
 // The values of the delivery option of built-in results.
@@ -511,23 +515,49 @@ type SortKey struct {
 	Desc bool
 }
 
-// PullQuery is a SELECT over a view's current results.
+// PullQuery is a SELECT over a view's current results: Filter over the
+// view's rows; then, with Group, their aggregation, whose rows Order and
+// Project read (else they read the view's rows); then Offset and Limit.
 type PullQuery struct {
 	View    string
 	Filter  Expr
+	Group   *PullGroup // nil: no aggregation
 	Project []Expr
 	Out     Schema
-	Order   []SortKey // over the view's row
-	Limit   int64     // -1: none
+	Order   []SortKey
+	Limit   int64 // -1: none
 	Offset  int64
+	// Consistency is which rows it reads: ConsistencyCommitted (as of the
+	// view's last completed checkpoint) or ConsistencyLatest.
+	Consistency string
+}
+
+// The values of the consistency setting of pull queries.
+const (
+	ConsistencyCommitted = "committed"
+	ConsistencyLatest    = "latest"
+)
+
+// PullGroup is a pull query's aggregation: Input projects each view row
+// to the aggregation's input row (keys..., aggregate arguments...), and
+// Agg is a running aggregation over those rows (not windowed, nothing
+// taken back) whose Output is the select list, then the ORDER BY keys
+// that are not in it.
+type PullGroup struct {
+	Input []Expr
+	Agg   *Aggregate
 }
 
 // Explain renders a pull query deterministically.
 func (q *PullQuery) Explain() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "PullQuery view=%s\n", q.View)
+	fmt.Fprintf(&b, "PullQuery view=%s consistency=%s\n", q.View, q.Consistency)
 	if q.Filter != nil {
 		fmt.Fprintf(&b, "  filter=%s\n", q.Filter)
+	}
+	if g := q.Group; g != nil {
+		fmt.Fprintf(&b, "  input=[%s]\n", joinExprs(g.Input))
+		fmt.Fprintf(&b, "  %s\n", g.Agg.Explain())
 	}
 	fmt.Fprintf(&b, "  project=[%s]\n", joinExprs(q.Project))
 	for _, k := range q.Order {

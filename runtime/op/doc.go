@@ -4,7 +4,8 @@
 // kinds of a changelog) and the barriers they see (Barrier); Build, the
 // one place a plan.Op becomes an operator; the operators themselves
 // (calc.go: filter and projection; agg.go, aggstate.go: windowed and
-// running aggregation, its snapshot and restore; acc.go: accumulators;
+// running aggregation, its snapshot and restore; aggrows.go: a running
+// aggregation over a slice of rows, for pull queries; acc.go: accumulators;
 // retract.go: what aggregations over updating inputs keep; distinct.go:
 // COUNT(DISTINCT) sets; join.go: interval join; temporal.go:
 // stream-to-table join; cjoin.go: the join of updating inputs;
