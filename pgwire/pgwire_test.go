@@ -48,7 +48,10 @@ func start(t testing.TB, opts Options) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := New(eng, opts)
+	srv, err := New(eng, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	t.Cleanup(func() {
@@ -721,7 +724,11 @@ func TestWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer server.Close()
-	c := &conn{s: New(nil, Options{})}
+	srv, err := New(nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &conn{s: srv}
 	c.setBackend(server)
 
 	// A byte during the statement: kept, the context not cancelled.
