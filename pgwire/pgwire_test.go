@@ -451,10 +451,7 @@ func TestPortals(t *testing.T) {
 }
 
 func TestPsql(t *testing.T) {
-	psql, err := exec.LookPath("psql")
-	if err != nil {
-		t.Skip("no psql")
-	}
+	psql := needPsql(t)
 	e := start(t, Options{})
 	e.setup()
 	_, port, _ := net.SplitHostPort(e.addr)

@@ -440,7 +440,7 @@ var errCancelRequest = errors.New("cancel request")
 // cancelled, and the error its client gets.
 var errCanceled error = &pgError{code: "57014", msg: "canceling statement due to user request"}
 
-// backendKey is a connection's BackendKeyData and the cancel of the
+// backendKey is a connection's BackendKeyData and the context of the
 // message it answers now (nil between messages): a CancelRequest with
 // the key cancels that.
 type backendKey struct {
@@ -448,6 +448,7 @@ type backendKey struct {
 	secret [4]byte
 
 	mu     sync.Mutex
+	stmt   context.Context
 	cancel context.CancelCauseFunc
 }
 
@@ -501,11 +502,11 @@ func (c *conn) statement() (end func()) {
 	ctx, cancel := context.WithCancelCause(c.ctx)
 	c.stmt = ctx
 	c.key.mu.Lock()
-	c.key.cancel = cancel
+	c.key.stmt, c.key.cancel = ctx, cancel
 	c.key.mu.Unlock()
 	return func() {
 		c.key.mu.Lock()
-		c.key.cancel = nil
+		c.key.stmt, c.key.cancel = nil, nil
 		c.key.mu.Unlock()
 		cancel(nil)
 		c.stmt = c.ctx
