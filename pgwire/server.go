@@ -448,8 +448,10 @@ type backendKey struct {
 	secret [4]byte
 
 	mu     sync.Mutex
-	stmt   context.Context
 	cancel context.CancelCauseFunc
+	// cancels counts the messages a CancelRequest cancelled (the
+	// connection's debug log says it, tests wait for it).
+	cancels int
 }
 
 // newKey registers a connection's key: a process ID not in use and a
@@ -492,6 +494,8 @@ func (s *Server) cancelStatement(pid uint32, secret []byte) {
 	k.mu.Lock()
 	if k.cancel != nil {
 		k.cancel(errCanceled)
+		k.cancels++
+		s.log.Debug("pgwire: statement cancelled by a CancelRequest", "pid", pid)
 	}
 	k.mu.Unlock()
 }
@@ -502,11 +506,11 @@ func (c *conn) statement() (end func()) {
 	ctx, cancel := context.WithCancelCause(c.ctx)
 	c.stmt = ctx
 	c.key.mu.Lock()
-	c.key.stmt, c.key.cancel = ctx, cancel
+	c.key.cancel = cancel
 	c.key.mu.Unlock()
 	return func() {
 		c.key.mu.Lock()
-		c.key.stmt, c.key.cancel = nil, nil
+		c.key.cancel = nil
 		c.key.mu.Unlock()
 		cancel(nil)
 		c.stmt = c.ctx
