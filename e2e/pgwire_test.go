@@ -325,12 +325,12 @@ func TestPgwireClients(t *testing.T) {
 		// Each parameter query against the same filter over the HTTP
 		// results.
 		for name, keep := range map[string]func(r pgRow) bool{
-			"quote":     func(r pgRow) bool { return r[1] != nil && *r[1] == "it's" },
+			"quote":         func(r pgRow) bool { return r[1] != nil && *r[1] == "it's" },
 			"double quotes": func(r pgRow) bool { return r[1] != nil && *r[1] == `say "hi" ü` },
-			"float":     func(r pgRow) bool { return r[2] != nil && *r[2] == "0.1" },
-			"none":      func(r pgRow) bool { return r[1] == nil },
-			"timestamp": func(r pgRow) bool { return r[4] != nil && *r[4] == "2024-01-02T03:04:05.678Z" },
-			"int":       func(r pgRow) bool { return *r[0] == "3" },
+			"float":         func(r pgRow) bool { return r[2] != nil && *r[2] == "0.1" },
+			"none":          func(r pgRow) bool { return r[1] == nil },
+			"timestamp":     func(r pgRow) bool { return r[4] != nil && *r[4] == "2024-01-02T03:04:05.678Z" },
+			"int":           func(r pgRow) bool { return *r[0] == "3" },
 		} {
 			var wantIDs, gotIDs []string
 			for _, r := range want {
