@@ -618,7 +618,7 @@ func TestPassword(t *testing.T) {
 		url, code string
 	}{
 		{"postgres://x:" + token + "@" + e.addr + "/streamsql?sslmode=require", ""},
-		{"postgres://x:" + token + "@" + e.addr + "/streamsql?sslmode=disable", ""}, // loopback
+		{"postgres://x:" + token + "@" + e.addr + "/streamsql?sslmode=disable", ""}, // SCRAM without TLS
 		{"postgres://x:wrong@" + e.addr + "/streamsql?sslmode=require", "28P01"},
 		{"postgres://x@" + e.addr + "/streamsql?sslmode=require", "28P01"},
 	} {
