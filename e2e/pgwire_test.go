@@ -111,13 +111,13 @@ func (r pgRow) String() string {
 	return b.String()
 }
 
-func text(s string) *string { return &s }
+func pgText(s string) *string { return &s }
 
 // The normal forms: integers in decimal, doubles in Go's shortest form,
 // booleans true/false, timestamps RFC 3339 in UTC with milliseconds.
-func normFloat(f float64) *string { return text(strconv.FormatFloat(f, 'g', -1, 64)) }
+func normFloat(f float64) *string { return pgText(strconv.FormatFloat(f, 'g', -1, 64)) }
 func normTime(tm time.Time) *string {
-	return text(tm.UTC().Format("2006-01-02T15:04:05.000Z"))
+	return pgText(tm.UTC().Format("2006-01-02T15:04:05.000Z"))
 }
 
 // normParse normalizes a client's text value of column kind k.
@@ -133,9 +133,9 @@ func normParse(t *testing.T, k, v string) *string {
 	case "bool":
 		switch v {
 		case "t", "true", "True":
-			return text("true")
+			return pgText("true")
 		case "f", "false", "False":
-			return text("false")
+			return pgText("false")
 		}
 		t.Fatalf("a boolean %q", v)
 	case "timestamp":
@@ -146,7 +146,7 @@ func normParse(t *testing.T, k, v string) *string {
 		}
 		t.Fatalf("a timestamp %q", v)
 	}
-	return text(v)
+	return pgText(v)
 }
 
 // kinds are the column kinds of view ev.
@@ -232,7 +232,7 @@ func TestPgwireClients(t *testing.T) {
 			case json.Number:
 				r = append(r, normParse(t, evKinds[i], v.String()))
 			case bool:
-				r = append(r, text(strconv.FormatBool(v)))
+				r = append(r, pgText(strconv.FormatBool(v)))
 			case string:
 				r = append(r, normParse(t, evKinds[i], v))
 			default:
@@ -303,12 +303,12 @@ func TestPgwireClients(t *testing.T) {
 					r = append(r, nil)
 				case float64:
 					if evKinds[i] == "bigint" {
-						r = append(r, text(strconv.FormatInt(int64(v), 10)))
+						r = append(r, pgText(strconv.FormatInt(int64(v), 10)))
 					} else {
 						r = append(r, normFloat(v))
 					}
 				case bool:
-					r = append(r, text(strconv.FormatBool(v)))
+					r = append(r, pgText(strconv.FormatBool(v)))
 				case string:
 					r = append(r, normParse(t, evKinds[i], v))
 				}
@@ -381,13 +381,13 @@ func TestPgwireClients(t *testing.T) {
 				case nil:
 					r = append(r, nil)
 				case int64:
-					r = append(r, text(strconv.FormatInt(v, 10)))
+					r = append(r, pgText(strconv.FormatInt(v, 10)))
 				case float64:
 					r = append(r, normFloat(v))
 				case bool:
-					r = append(r, text(strconv.FormatBool(v)))
+					r = append(r, pgText(strconv.FormatBool(v)))
 				case string:
-					r = append(r, text(v))
+					r = append(r, pgText(v))
 				case time.Time:
 					r = append(r, normTime(v))
 				default:

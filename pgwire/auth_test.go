@@ -339,3 +339,28 @@ func TestCleartextPassword(t *testing.T) {
 		c.Close(ctx)
 	}
 }
+
+// TestSCRAMCredential: the credential is derived once per server start:
+// one salt for every connection of a server, another at the next start,
+// 4,096 iterations as PostgreSQL.
+func TestSCRAMCredential(t *testing.T) {
+	saltOf := func(e *env) string {
+		f := e.dial()
+		f.saslStart()
+		f.send(&pgproto3.SASLInitialResponse{AuthMechanism: "SCRAM-SHA-256", Data: []byte("n,,n=,r=clientnonce")})
+		s1 := string(receive[*pgproto3.AuthenticationSASLContinue](f).Data)
+		fields := strings.Split(s1, ",")
+		if len(fields) != 3 || !strings.HasPrefix(fields[0], "r=clientnonce") || len(fields[0]) < len("r=clientnonce")+16 || fields[2] != "i=4096" {
+			t.Fatalf("server-first-message %q: want r=clientnonce<server nonce>,s=<salt>,i=4096", s1)
+		}
+		return fields[1]
+	}
+	a := start(t, Options{Token: testToken})
+	b := start(t, Options{Token: testToken})
+	if s1, s2 := saltOf(a), saltOf(a); s1 != s2 {
+		t.Errorf("one server, two salts: %s, %s", s1, s2)
+	}
+	if s1, s2 := saltOf(a), saltOf(b); s1 == s2 {
+		t.Errorf("two servers, one salt: %s", s1)
+	}
+}
