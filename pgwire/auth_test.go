@@ -364,3 +364,26 @@ func TestSCRAMCredential(t *testing.T) {
 		t.Errorf("two servers, one salt: %s", s1)
 	}
 }
+
+// FuzzSCRAMExchange: whatever the client's two messages, the server's
+// side of the exchange answers or fails, never panics (a panic would end
+// the server), and only the token's proof is valid.
+func FuzzSCRAMExchange(f *testing.F) {
+	a, err := newAuth(Options{Token: testToken})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add("n,,n=,r=abc", "c=biws,r=abc,p=AAAA")
+	f.Add("y,,n=x,r=abc", "c=eSws,r=abcdef,p=")
+	f.Add("p=tls-server-end-point,a=x,n=,r=a", "c=,r=,x=1,p=!!")
+	f.Add("n,a==2C,n==3D,r=,", ",,,")
+	f.Fuzz(func(t *testing.T, first, final string) {
+		conv := a.scram.NewConversation()
+		if _, err := conv.Step(first); err != nil {
+			return
+		}
+		if _, err := conv.Step(final); err == nil && conv.Valid() {
+			t.Fatalf("a made-up exchange is valid: %q, %q", first, final)
+		}
+	})
+}
