@@ -24,33 +24,10 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files of testdata/")
 
-// ensurePsql returns psql's path, installing postgresql-client when it
-// is missing and the test runs as root. It never skips: without psql the
-// test fails, saying why.
-func ensurePsql(t *testing.T) string {
-	t.Helper()
-	if p, err := exec.LookPath("psql"); err == nil {
-		return p
-	}
-	if os.Geteuid() != 0 {
-		t.Fatal("psql is missing and this test is not root, so it cannot install it: run `apt-get install -y postgresql-client` as root")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	if out, err := exec.CommandContext(ctx, "apt-get", "install", "-y", "postgresql-client").CombinedOutput(); err != nil {
-		t.Fatalf("psql is missing and `apt-get install -y postgresql-client` failed: %v\n%s", err, out)
-	}
-	p, err := exec.LookPath("psql")
-	if err != nil {
-		t.Fatalf("postgresql-client is installed but there is no psql: %v", err)
-	}
-	return p
-}
-
 // psqlRunner runs one psql command against e, aligned output as people see
 // it; the error is psql's exit status.
 func (e *env) psqlRunner(t *testing.T) func(cmd string) (string, error) {
-	psql := ensurePsql(t)
+	psql := needPsql(t)
 	_, port, _ := net.SplitHostPort(e.addr)
 	return func(command string) (string, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

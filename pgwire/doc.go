@@ -5,9 +5,15 @@
 //
 //   - server.go: the listener, the connections it tracks and closes at
 //     Close, the startup (SSLRequest with a TLS upgrade when configured,
-//     GSSENCRequest refused, CancelRequest accepted and ignored,
-//     StartupMessage), the password check (the --token, cleartext, only
-//     over TLS or loopback) and the ParameterStatus values drivers expect;
+//     GSSENCRequest refused, CancelRequest, StartupMessage), the
+//     ParameterStatus values drivers expect, and cancelling: the
+//     registry of BackendKeyData (process ID -> secret and the cancel of
+//     the message being answered), the check between row batches;
+//   - auth.go: the password check when there is a --token: the SCRAM
+//     credential derived from it at New, SCRAM-SHA-256 (and -PLUS over
+//     TLS) with github.com/xdg-go/scram, cleartext over TLS as an option;
+//   - tx.go: BEGIN, COMMIT, ROLLBACK and ReadyForQuery's status (idle, in
+//     a block, failed block), answered before the engine;
 //   - query.go: the simple query protocol and the extended one (Parse,
 //     Bind, Describe, Execute with row limits, Close, Sync, Flush; named
 //     and unnamed statements and portals), statements run through
@@ -29,7 +35,9 @@
 // Threading: one goroutine per connection (started by Serve, counted in
 // the server's WaitGroup), which reads a message, answers it and reads
 // the next; the engine is shared by every connection (it is safe for
-// concurrent use). While a statement runs in the engine, one more
+// concurrent use). A CancelRequest comes on a connection of its own, whose
+// goroutine calls the cancel of another connection's message under that
+// key's lock. While a statement runs in the engine, one more
 // goroutine reads the connection (conn.watch) so that a client that
 // leaves cancels the statement's context; it is stopped (a read deadline
 // in the past) and waited for before the connection is read or written

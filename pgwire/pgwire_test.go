@@ -48,7 +48,10 @@ func start(t testing.TB, opts Options) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := New(eng, opts)
+	srv, err := New(eng, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	t.Cleanup(func() {
@@ -448,7 +451,7 @@ func TestPortals(t *testing.T) {
 }
 
 func TestPsql(t *testing.T) {
-	psql := ensurePsql(t)
+	psql := needPsql(t)
 	e := start(t, Options{})
 	e.setup()
 	_, port, _ := net.SplitHostPort(e.addr)
@@ -615,7 +618,7 @@ func TestPassword(t *testing.T) {
 		url, code string
 	}{
 		{"postgres://x:" + token + "@" + e.addr + "/streamsql?sslmode=require", ""},
-		{"postgres://x:" + token + "@" + e.addr + "/streamsql?sslmode=disable", ""}, // loopback
+		{"postgres://x:" + token + "@" + e.addr + "/streamsql?sslmode=disable", ""}, // SCRAM without TLS
 		{"postgres://x:wrong@" + e.addr + "/streamsql?sslmode=require", "28P01"},
 		{"postgres://x@" + e.addr + "/streamsql?sslmode=require", "28P01"},
 	} {
@@ -718,7 +721,11 @@ func TestWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer server.Close()
-	c := &conn{s: New(nil, Options{})}
+	srv, err := New(nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &conn{s: srv}
 	c.setBackend(server)
 
 	// A byte during the statement: kept, the context not cancelled.

@@ -33,9 +33,12 @@ func (c *conn) handle(msg pgproto3.FrontendMessage) error {
 		return c.simpleQuery(m.String)
 	case *pgproto3.Sync:
 		c.skipping = false
-		// The end of the implicit transaction: its portals go.
-		clear(c.portals)
-		c.be.Send(&pgproto3.ReadyForQuery{TxStatus: 'I'})
+		if c.tx == 'I' {
+			// The end of the implicit transaction: its portals go (a
+			// block's stay until its end: tx.go).
+			clear(c.portals)
+		}
+		c.be.Send(&pgproto3.ReadyForQuery{TxStatus: c.tx})
 		return c.be.Flush()
 	case *pgproto3.Flush:
 		return c.be.Flush()
@@ -46,12 +49,12 @@ func (c *conn) handle(msg pgproto3.FrontendMessage) error {
 			return nil
 		}
 		if err := c.extended(msg); err != nil {
-			c.be.Send(errorResponse(err, c.errSQL(msg)))
+			c.sendError(err, c.errSQL(msg))
 			c.skipping = true
 		}
 		return nil
 	}
-	c.be.Send(&pgproto3.ErrorResponse{Severity: "ERROR", SeverityUnlocalized: "ERROR", Code: "0A000", Message: fmt.Sprintf("message %T is not supported", msg)})
+	c.sendError(&pgError{code: "0A000", msg: fmt.Sprintf("message %T is not supported", msg)}, "")
 	c.skipping = true
 	return c.be.Flush()
 }
@@ -91,18 +94,22 @@ func (c *conn) run(sql string) ([]queries.Result, error) {
 		}
 		return []queries.Result{r}, nil
 	}
-	if r, ok, err := c.catalog(c.ctx, sql); ok {
+	if r, ok, err := c.catalog(c.stmt, sql); ok {
 		if err != nil {
 			return nil, err
 		}
 		return []queries.Result{r}, nil
 	}
-	// The statement's context ends when the client leaves (watch).
-	ctx, cancel := context.WithCancel(c.ctx)
+	// The statement's context ends when the client leaves (watch) and
+	// at a CancelRequest (c.stmt).
+	ctx, cancel := context.WithCancel(c.stmt)
 	defer cancel()
 	stop := c.watch(cancel)
 	defer stop()
 	results, err := c.s.eng.ExecWith(ctx, sql, queries.ExecOptions{Set: c.sessionSet()})
+	if err != nil && c.canceled() != nil {
+		return nil, errCanceled
+	}
 	if err != nil && catalogQuery(sql) {
 		// A catalog statement of a client whose statements are not
 		// recorded (catalog.go): the engine cannot read PostgreSQL's
@@ -139,12 +146,12 @@ func (c *conn) simpleQuery(sql string) error {
 			c.be.Send(&pgproto3.CommandComplete{CommandTag: []byte(tag(r, len(r.Rows)))})
 		}
 		if err != nil {
-			c.be.Send(errorResponse(err, sql))
+			c.sendError(err, sql)
 		} else if len(results) == 0 {
 			c.be.Send(&pgproto3.EmptyQueryResponse{}) // comments only
 		}
 	}
-	c.be.Send(&pgproto3.ReadyForQuery{TxStatus: 'I'})
+	c.be.Send(&pgproto3.ReadyForQuery{TxStatus: c.tx})
 	return c.be.Flush()
 }
 
@@ -152,12 +159,18 @@ func (c *conn) simpleQuery(sql string) error {
 // the other results' JSON values read back (objectRow).
 func (c *conn) sendRows(r *queries.Result, cols []column, formats []int16, from, to int) error {
 	if r.Values != nil {
-		for _, row := range r.Values[from:to] {
+		for i, row := range r.Values[from:to] {
+			if err := c.between(i); err != nil {
+				return err
+			}
 			c.be.Send(dataRow(cols, row, formats, false))
 		}
 		return nil
 	}
-	for _, o := range r.Rows[from:to] {
+	for i, o := range r.Rows[from:to] {
+		if err := c.between(i); err != nil {
+			return err
+		}
 		row, err := objectRow(cols, o.Vals)
 		if err != nil {
 			return err

@@ -38,11 +38,14 @@ var ErrServerClosed = errors.New("pgwire: server closed")
 
 // Options configure a Server.
 type Options struct {
-	// Token, when set, is the password every client must give; it is
-	// asked for in cleartext, so only over TLS or on a loopback
-	// connection. Empty: every client is trusted (loopback only: the
-	// caller's bind rule).
+	// Token, when set, is the password every client must give, asked
+	// for with SCRAM-SHA-256 (auth.go), which never sends it. Empty:
+	// every client is trusted (loopback only: the caller's bind rule).
 	Token string
+	// CleartextPassword: over TLS, ask for the password in cleartext
+	// (AuthenticationCleartextPassword) instead of SCRAM, for clients
+	// that do not speak SCRAM. Without TLS it is always SCRAM.
+	CleartextPassword bool
 	// TLS, when set, answers SSLRequest with 'S' and upgrades the
 	// connection; nil answers 'N'.
 	TLS *tls.Config
@@ -57,6 +60,7 @@ type Server struct {
 	eng  *queries.Engine
 	opts Options
 	log  *slog.Logger
+	auth *auth // nil without a token
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -67,10 +71,15 @@ type Server struct {
 	closed bool
 	lns    map[net.Listener]struct{}
 	conns  map[net.Conn]struct{}
+	// keys are the connections' BackendKeyData by process ID, for
+	// CancelRequest.
+	keys map[uint32]*backendKey
 }
 
-// New returns a server of eng; Serve runs it on a listener.
-func New(eng *queries.Engine, opts Options) *Server {
+// New returns a server of eng; Serve runs it on a listener. It fails only
+// when the SCRAM credential of opts.Token cannot be made (no randomness,
+// a TLS certificate that does not parse).
+func New(eng *queries.Engine, opts Options) (*Server, error) {
 	if opts.MaxMessage <= 0 {
 		opts.MaxMessage = DefaultMaxMessage
 	}
@@ -78,8 +87,13 @@ func New(eng *queries.Engine, opts Options) *Server {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	a, err := newAuth(opts)
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Server{eng: eng, opts: opts, log: log, ctx: ctx, cancel: cancel, lns: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}}
+	return &Server{eng: eng, opts: opts, log: log, auth: a, ctx: ctx, cancel: cancel, lns: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{},
+		keys: map[uint32]*backendKey{}}, nil
 }
 
 // Serve accepts connections on ln until Close (then it returns
@@ -181,11 +195,16 @@ func (s *Server) Close(ctx context.Context) error {
 
 // conn is one client connection's state; only its goroutine touches it.
 type conn struct {
-	s       *Server
-	nc      net.Conn
-	rd      *watchedConn // what be reads from: nc with a background read's byte
-	be      *pgproto3.Backend
-	ctx     context.Context
+	s   *Server
+	nc  net.Conn
+	rd  *watchedConn // what be reads from: nc with a background read's byte
+	be  *pgproto3.Backend
+	ctx context.Context
+	// stmt is the context of the message being answered (loop): ctx,
+	// or a child a CancelRequest cancels with errCanceled.
+	stmt    context.Context
+	key     *backendKey       // nil until the startup is done
+	tx      byte              // ReadyForQuery's status: 'I', 'T' or 'E' (tx.go)
 	params  map[string]string // the session's parameters (ParameterStatus, SHOW, SET)
 	stmts   map[string]*prepared
 	portals map[string]*portal
@@ -197,7 +216,8 @@ type conn struct {
 func (s *Server) serveConn(nc net.Conn) {
 	ctx, cancel := context.WithCancel(s.ctx)
 	defer cancel()
-	c := &conn{s: s, nc: nc, ctx: ctx, stmts: map[string]*prepared{}, portals: map[string]*portal{}}
+	c := &conn{s: s, nc: nc, ctx: ctx, stmt: ctx, tx: 'I', stmts: map[string]*prepared{}, portals: map[string]*portal{}}
+	defer s.forgetKey(c)
 	c.setBackend(nc)
 	nc.SetDeadline(time.Now().Add(startupTimeout))
 	if err := c.startup(); err != nil {
@@ -306,9 +326,10 @@ func (c *conn) startup() error {
 				return err
 			}
 		case *pgproto3.CancelRequest:
-			// Accepted and closed: statements are not cancelled yet
-			// (docs/pgwire.md).
-			return errors.New("cancel request")
+			// Answered by closing the connection, whatever it did
+			// (as PostgreSQL: nothing tells a guess from a hit).
+			c.s.cancelStatement(m.ProcessID, m.SecretKey)
+			return errCancelRequest
 		case *pgproto3.StartupMessage:
 			return c.start(m, tlsDone)
 		default:
@@ -344,26 +365,8 @@ func (c *conn) start(m *pgproto3.StartupMessage, tlsDone bool) error {
 	if db == "" {
 		db = "streamsql"
 	}
-	if tok := c.s.opts.Token; tok != "" {
-		if !tlsDone && !isLoopback(c.nc.LocalAddr()) {
-			return c.fatal("28000", "this server needs TLS for a password: connect with sslmode=require")
-		}
-		c.be.Send(&pgproto3.AuthenticationCleartextPassword{})
-		if err := c.be.Flush(); err != nil {
-			return err
-		}
-		c.be.SetAuthType(pgproto3.AuthTypeCleartextPassword)
-		msg, err := c.be.Receive()
-		if err != nil {
-			return err
-		}
-		pw, ok := msg.(*pgproto3.PasswordMessage)
-		if !ok {
-			return c.fatal("08P01", "expected a password message, got %T", msg)
-		}
-		if subtle.ConstantTimeCompare([]byte(pw.Password), []byte(tok)) != 1 {
-			return c.fatal("28P01", "password authentication failed for user %q (the password is the server's --token)", user)
-		}
+	if err := c.authenticate(user, tlsDone); err != nil {
+		return err
 	}
 	c.params = map[string]string{
 		"server_version":              ServerVersion,
@@ -387,16 +390,14 @@ func (c *conn) start(m *pgproto3.StartupMessage, tlsDone bool) error {
 	for k, v := range unreported {
 		c.params[k] = v
 	}
-	var secret [4]byte
-	rand.Read(secret[:])
-	c.be.Send(&pgproto3.BackendKeyData{ProcessID: c.s.pid.Add(1), SecretKey: secret[:]})
+	key, err := c.s.newKey()
+	if err != nil {
+		return c.fatal("XX000", "%v", err)
+	}
+	c.key = key
+	c.be.Send(&pgproto3.BackendKeyData{ProcessID: key.pid, SecretKey: key.secret[:]})
 	c.be.Send(&pgproto3.ReadyForQuery{TxStatus: 'I'})
 	return c.be.Flush()
-}
-
-func isLoopback(a net.Addr) bool {
-	ta, ok := a.(*net.TCPAddr)
-	return ok && ta.IP.IsLoopback()
 }
 
 // loop reads and answers messages until the client leaves or an error
@@ -423,8 +424,122 @@ func (c *conn) loop() error {
 		if _, ok := msg.(*pgproto3.Terminate); ok {
 			return nil
 		}
-		if err := c.handle(msg); err != nil {
+		end := c.statement()
+		err = c.handle(msg)
+		end()
+		if err != nil {
 			return err
 		}
 	}
+}
+
+// errCancelRequest ends a connection that brought a CancelRequest.
+var errCancelRequest = errors.New("cancel request")
+
+// errCanceled is the cause of a statement's context a CancelRequest
+// cancelled, and the error its client gets.
+var errCanceled error = &pgError{code: "57014", msg: "canceling statement due to user request"}
+
+// backendKey is a connection's BackendKeyData and the context of the
+// message it answers now (nil between messages): a CancelRequest with
+// the key cancels that.
+type backendKey struct {
+	pid    uint32
+	secret [4]byte
+
+	mu     sync.Mutex
+	cancel context.CancelCauseFunc
+	// cancels counts the messages a CancelRequest cancelled (the
+	// connection's debug log says it, tests wait for it).
+	cancels int
+}
+
+// newKey registers a connection's key: a process ID not in use and a
+// random secret.
+func (s *Server) newKey() (*backendKey, error) {
+	k := &backendKey{}
+	if _, err := rand.Read(k.secret[:]); err != nil {
+		return nil, fmt.Errorf("pgwire: a cancel key: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		k.pid = s.pid.Add(1)
+		if _, used := s.keys[k.pid]; !used && k.pid != 0 {
+			break
+		}
+	}
+	s.keys[k.pid] = k
+	return k, nil
+}
+
+func (s *Server) forgetKey(c *conn) {
+	if c.key == nil {
+		return
+	}
+	s.mu.Lock()
+	delete(s.keys, c.key.pid)
+	s.mu.Unlock()
+}
+
+// cancelStatement cancels what the connection of pid runs, if secret is
+// its key; a wrong secret or an unknown pid does nothing.
+func (s *Server) cancelStatement(pid uint32, secret []byte) {
+	s.mu.Lock()
+	k := s.keys[pid]
+	s.mu.Unlock()
+	if k == nil || subtle.ConstantTimeCompare(secret, k.secret[:]) != 1 {
+		return
+	}
+	k.mu.Lock()
+	if k.cancel != nil {
+		k.cancel(errCanceled)
+		k.cancels++
+		s.log.Debug("pgwire: statement cancelled by a CancelRequest", "pid", pid)
+	}
+	k.mu.Unlock()
+}
+
+// statement begins answering a message: c.stmt is a context a
+// CancelRequest cancels until end is called.
+func (c *conn) statement() (end func()) {
+	ctx, cancel := context.WithCancelCause(c.ctx)
+	c.stmt = ctx
+	c.key.mu.Lock()
+	c.key.cancel = cancel
+	c.key.mu.Unlock()
+	return func() {
+		c.key.mu.Lock()
+		c.key.cancel = nil
+		c.key.mu.Unlock()
+		cancel(nil)
+		c.stmt = c.ctx
+	}
+}
+
+// canceled is errCanceled once a CancelRequest cancelled the message
+// being answered.
+func (c *conn) canceled() error {
+	if c.stmt.Err() != nil && context.Cause(c.stmt) == errCanceled {
+		return errCanceled
+	}
+	return nil
+}
+
+// rowBatch is how many rows are buffered between the checks of between.
+const rowBatch = 256
+
+// between is called before the i-th row of a result: every rowBatch rows
+// what is buffered is sent (a large result is never held whole), and a
+// cancelled statement stops there.
+func (c *conn) between(i int) error {
+	if i%rowBatch != 0 {
+		return nil
+	}
+	if i > 0 {
+		if err := c.be.Flush(); err != nil {
+			return err
+		}
+	}
+	return c.canceled()
 }

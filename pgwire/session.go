@@ -75,6 +75,9 @@ var reported = map[string]bool{"application_name": true, "client_encoding": true
 // sends it to the engine. A refused SET is an error.
 func (c *conn) session(sql string) (res queries.Result, ok bool, err error) {
 	n := normalize(sql)
+	if r, ok, err := c.transaction(n); ok {
+		return r, ok, err
+	}
 	text := func(kind, col, v string) queries.Result {
 		return queries.Result{Kind: kind, Columns: []string{col}, Rows: []queries.Object{{Cols: []string{col}, Vals: []any{v}}}, Types: []plan.Type{plan.TypeVarchar}}
 	}

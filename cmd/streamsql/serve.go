@@ -133,7 +133,8 @@ func (c *cli) serve(args []string) error {
 	diskReserve := fs.String("disk-reserve", "256MiB", "free space kept on the data directory's file system: ingest is refused (507) below it, checkpoints below half of it; 0 turns the check off")
 	tlsCert := fs.String("tls-cert", "", "serve HTTPS with this PEM certificate `file` (the chain, leaf first); needs --tls-key")
 	tlsKey := fs.String("tls-key", "", "the PEM private key `file` of --tls-cert")
-	pgAddr := fs.String("pg-addr", "", "also serve the PostgreSQL wire protocol on this `address` (off unless given; docs/pgwire.md): the bind rule of --addr; with --token the password is the token, which needs TLS (--tls-cert) beyond loopback")
+	pgAddr := fs.String("pg-addr", "", "also serve the PostgreSQL wire protocol on this `address` (off unless given; docs/pgwire.md): the bind rule of --addr; with --token the password is the token, asked for with SCRAM-SHA-256")
+	pgCleartext := fs.Bool("pg-cleartext-password", false, "over TLS, ask PostgreSQL clients for the token in cleartext instead of SCRAM-SHA-256 (for clients without SCRAM; without TLS it is always SCRAM)")
 	pgMaxMessage := &sizeFlag{pgwire.DefaultMaxMessage}
 	fs.Var(pgMaxMessage, "pg-max-message", "largest PostgreSQL protocol message a client may send: a `size` (the connection is closed with an error beyond)")
 	rest, err := cmd.parse(c, args)
@@ -192,9 +193,6 @@ func (c *cli) serve(args []string) error {
 		if err := checkBindFlag("--pg-addr", *pgAddr, *token != "", net.DefaultResolver.LookupIPAddr); err != nil {
 			return err
 		}
-		if *token != "" && *tlsCert == "" && checkBindFlag("--pg-addr", *pgAddr, false, net.DefaultResolver.LookupIPAddr) != nil {
-			return fmt.Errorf("--pg-addr %s is not loopback: clients would send the token as a cleartext password without TLS; give --tls-cert and --tls-key (SCRAM is not supported yet)", *pgAddr)
-		}
 		if pgMaxMessage.n > math.MaxInt32 {
 			return cmd.fail("--pg-max-message %s is too large", pgMaxMessage)
 		}
@@ -233,13 +231,8 @@ func (c *cli) serve(args []string) error {
 			return fmt.Errorf("--pg-addr %s: %w", *pgAddr, err)
 		}
 		defer pgLn.Close()
-		if a, ok := pgLn.Addr().(*net.TCPAddr); !ok || !a.IP.IsLoopback() {
-			switch {
-			case *token == "":
-				return fmt.Errorf("--pg-addr %s: listening on %s, which is not loopback: set --token", *pgAddr, pgLn.Addr())
-			case tlsConfig == nil:
-				return fmt.Errorf("--pg-addr %s: listening on %s, which is not loopback: the token would travel in cleartext; give --tls-cert and --tls-key", *pgAddr, pgLn.Addr())
-			}
+		if a, ok := pgLn.Addr().(*net.TCPAddr); *token == "" && (!ok || !a.IP.IsLoopback()) {
+			return fmt.Errorf("--pg-addr %s: listening on %s, which is not loopback: set --token", *pgAddr, pgLn.Addr())
 		}
 	}
 	eng, err := queries.Open(queries.Config{DataDir: *data, CheckpointInterval: *ckpt, EmitInterval: *emit, IdempotencyWindow: *idem, DiskReserve: reserve, Logger: logger,
@@ -282,7 +275,9 @@ func (c *cli) serve(args []string) error {
 	errc := make(chan error, 2)
 	var pgSrv *pgwire.Server
 	if pgLn != nil {
-		pgSrv = pgwire.New(eng, pgwire.Options{Token: *token, TLS: tlsConfig, MaxMessage: int(pgMaxMessage.n), Logger: logger})
+		if pgSrv, err = pgwire.New(eng, pgwire.Options{Token: *token, TLS: tlsConfig, CleartextPassword: *pgCleartext, MaxMessage: int(pgMaxMessage.n), Logger: logger}); err != nil {
+			return fmt.Errorf("--pg-addr: %w", err)
+		}
 		logger.Info("streamsql serving the PostgreSQL protocol", "pg_addr", pgLn.Addr().String())
 		go func() {
 			if err := pgSrv.Serve(pgLn); err != nil && !errors.Is(err, pgwire.ErrServerClosed) {
