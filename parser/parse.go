@@ -398,6 +398,10 @@ func offsetOf(s string, line, col int) int {
 	return off
 }
 
+// LineCol returns the 1-based line and column of byte offset off of text
+// (a parameter's: Param.Offset).
+func LineCol(text string, off int) (int, int) { return lineCol(text, off) }
+
 // LineColAt returns the 1-based line and column of the first occurrence of
 // word (case-insensitive, as a whole identifier) in text, or (0, 0). The
 // planner uses it to point errors about names at the name.

@@ -8,6 +8,10 @@ import "fmt"
 type Error struct {
 	Status int
 	Name   string
+	// Offset, when not 0, is the 1-based byte offset in the statement's
+	// text of what the error is about (a parameter: parser.Param.Offset),
+	// which positions it rather than the first occurrence of Name.
+	Offset int
 	Msg    string
 }
 

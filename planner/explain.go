@@ -13,8 +13,10 @@ import (
 // one (it reads one view, without aggregation), else the plan a view of it
 // would get. EXPLAIN name (ex.Name) shows the plan a running query holds,
 // which the caller has: it is not planned here. opts are the defaults with
-// SET applied; hints in the statement override them.
-func Explain(ex *parser.Explain, cat Catalog, opts plan.Options) (string, error) {
+// SET applied; hints in the statement override them. params are the
+// statement's parameters (nil: none), which a pull query binds; a
+// continuous query takes none.
+func Explain(ex *parser.Explain, cat Catalog, opts plan.Options, params *Params) (string, error) {
 	switch {
 	case ex.View != nil:
 		if err := CheckName("view", ex.View.Name); err != nil {
@@ -48,7 +50,7 @@ func Explain(ex *parser.Explain, cat Catalog, opts plan.Options) (string, error)
 				if v == nil {
 					return "", &Error{Status: 409, Name: sel.From.Name, Msg: fmt.Sprintf("view %s is not running", sel.From.Name)}
 				}
-				q, err := Pull(sel, v)
+				q, err := Pull(sel, v, params)
 				if err != nil {
 					return "", err
 				}

@@ -170,7 +170,7 @@ func (c *fuzzCatalog) planStatement(st *sqlparser.Statement, set *[]sqlparser.Se
 		if err != nil {
 			return fuzzOutcome{err: err}
 		}
-		text, err := Explain(s, c, o)
+		text, err := Explain(s, c, o, nil)
 		if err != nil {
 			return fuzzOutcome{err: err}
 		}
@@ -206,7 +206,7 @@ func (c *fuzzCatalog) planStatement(st *sqlparser.Statement, set *[]sqlparser.Se
 func (c *fuzzCatalog) planSelect(s *sqlparser.Select, opts func() (plan.Options, error)) fuzzOutcome {
 	if s.From != nil {
 		if v, ok := c.views[s.From.Name]; ok {
-			q, err := Pull(s, &plan.ViewDef{Name: s.From.Name, Out: v.out})
+			q, err := Pull(s, &plan.ViewDef{Name: s.From.Name, Out: v.out}, nil)
 			if err != nil {
 				return fuzzOutcome{err: err}
 			}

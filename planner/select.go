@@ -833,12 +833,22 @@ func bindAgg(f *parser.Func, base *scope, ekeys *exprKeys) (plan.Agg, aggKey, []
 }
 
 // Pull plans SELECT ... FROM view [WHERE] [ORDER BY] [LIMIT] over a view's
-// results.
-func Pull(sel *parser.Select, view *plan.ViewDef) (*plan.PullQuery, error) {
+// results, with the statement's parameters (nil: it has none).
+func Pull(sel *parser.Select, view *plan.ViewDef, params *Params) (*plan.PullQuery, error) {
+	q, err := pull(sel, view, params)
+	if err == nil && params.Settle() {
+		// A parameter's type was learnt: the plan with it (params.go).
+		q, err = pull(sel, view, params)
+	}
+	return q, err
+}
+
+func pull(sel *parser.Select, view *plan.ViewDef, params *Params) (*plan.PullQuery, error) {
 	if len(sel.GroupBy) > 0 || sel.Having != nil {
 		return nil, errf("GROUP", "GROUP BY and HAVING are not available in pull queries over a view; create a view instead")
 	}
 	sc := newScope(sel.From.Qualifier(), view.Out)
+	sc.params = params
 	q := &plan.PullQuery{View: view.Name, Limit: sel.Limit, Offset: sel.Offset}
 	if sel.Where != nil {
 		if containsAggregate(sel.Where) {
