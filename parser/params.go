@@ -78,10 +78,11 @@ func isParamName(name string) bool {
 	return true
 }
 
-// markParams marks the parameters of n, whose text is text[off:end]
-// (the statement's Text after its leading spaces).
-func markParams(n ast.StmtNode, text string, off, end int) ([]Param, *paramError) {
-	base := off + len(text[off:end]) - len(strings.TrimLeftFunc(text[off:end], unicode.IsSpace))
+// markParams marks the parameters of n, parsed from text (sql with its
+// EXPLAIN keywords blanked), whose Text starts at sql[off:end] after its
+// leading spaces (those of sql: a blanked EXPLAIN is not one).
+func markParams(n ast.StmtNode, sql, text string, off, end int) ([]Param, *paramError) {
+	base := off + len(sql[off:end]) - len(strings.TrimLeftFunc(sql[off:end], unicode.IsSpace))
 	m := &paramMarker{text: text, base: base}
 	n.Accept(m)
 	return m.params, m.err

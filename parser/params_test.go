@@ -40,6 +40,26 @@ func TestParams(t *testing.T) {
 	if stmts[0].Params != nil {
 		t.Errorf("SHOW TABLES params %v", stmts[0].Params)
 	}
+	// In every kind of statement, after another, with EXPLAIN (which
+	// the parser reads with its keyword blanked out) and comments.
+	for _, sql := range []string{
+		"SHOW TABLES; CREATE VIEW w AS SELECT k + $2 FROM t",
+		"EXPLAIN CREATE VIEW w AS SELECT k + $2 FROM t",
+		"SHOW TABLES;\n EXPLAIN CREATE VIEW w AS SELECT k + $2 FROM t",
+		"SHOW TABLES; INSERT INTO x SELECT k + $2 FROM t",
+		"SHOW TABLES; EXPLAIN SELECT k + $2 FROM t",
+		"/* x */ SELECT a FROM (SELECT k + $2 AS a FROM t) s",
+		"\n -- c\n SELECT k + $2 FROM t",
+	} {
+		stmts, err := Parse(sql)
+		if err != nil {
+			t.Fatalf("%q: %v", sql, err)
+		}
+		st := stmts[len(stmts)-1]
+		if len(st.Params) != 1 || st.Params[0].N != 2 || !strings.HasPrefix(st.Text[st.Params[0].Offset:], "$2 ") {
+			t.Errorf("%q: params %+v in %q", sql, st.Params, st.Text)
+		}
+	}
 }
 
 // TestParamErrors: what is refused, and where (line, column of the $ or

@@ -161,7 +161,7 @@ func convertAll(sql, text string, explains []int, nodes []ast.StmtNode) ([]State
 			}
 			return out, &Error{Kind: Unsupported, Statement: i, Line: line, Column: col, Msg: msg}
 		}
-		params, perr := markParams(n, text, off, end)
+		params, perr := markParams(n, sql, text, off, end)
 		if perr != nil {
 			line, col = lineCol(sql, perr.at)
 			return out, &Error{Kind: Unsupported, Statement: i, Line: line, Column: col, Msg: perr.msg}

@@ -3,6 +3,7 @@ package pgwire
 import (
 	"encoding/binary"
 	"errors"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/streamsql/streamsql/planner/plan"
 )
 
 // rowsWhere are the rows of want (v's, by id) that keep, projected by
@@ -74,7 +76,6 @@ func TestParamsEveryType(t *testing.T) {
 				}
 			}
 			// A NULL parameter: in the select list a NULL, in WHERE no match.
-			var got []any
 			rows, err = c.Query(ctxT(t), "SELECT id, $2 FROM v WHERE id = $1", int64(1), nil)
 			if err != nil {
 				t.Fatal(err)
@@ -89,7 +90,6 @@ func TestParamsEveryType(t *testing.T) {
 			if r := readAll(t, rows); len(r) != 0 {
 				t.Errorf("s = NULL matched %v", r)
 			}
-			_ = got
 		})
 	}
 }
@@ -197,5 +197,80 @@ func TestParamErrors(t *testing.T) {
 	res := c.ExecPrepared(ctx, "two", [][]byte{[]byte("1"), []byte("4")}, nil, nil).Read()
 	if res.Err != nil || len(res.Rows) != 2 {
 		t.Errorf("after the errors: %v %q", res.Err, res.Rows)
+	}
+}
+
+// TestDecodeParam: Bind's values as PostgreSQL's input functions read
+// them, against values computed here (time.Date, math).
+func TestDecodeParam(t *testing.T) {
+	ms := func(y int, mo time.Month, d, h, mi, s, msec int) int64 {
+		return time.Date(y, mo, d, h, mi, s, msec*1e6, time.UTC).UnixMilli()
+	}
+	be64 := func(x int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(x)) }
+	us2000 := func(unixMs int64) int64 { return (unixMs - 946684800000) * 1000 }
+	ok := []struct {
+		oid    uint32
+		format int16
+		in     []byte
+		want   plan.Value
+	}{
+		{oidInt8, 0, []byte(" -42 "), plan.Int(-42)},
+		{oidInt4, 0, []byte("7"), plan.Int(7)},
+		{oidFloat8, 0, []byte("NaN"), plan.Float(math.NaN())},
+		{oidFloat8, 0, []byte("-Infinity"), plan.Float(math.Inf(-1))},
+		{oidFloat8, 0, []byte("Infinity"), plan.Float(math.Inf(1))},
+		{oidFloat8, 0, []byte("1.5e3"), plan.Float(1500)},
+		{oidBool, 0, []byte("yes"), plan.Bool(true)},
+		{oidBool, 0, []byte("OFF"), plan.Bool(false)},
+		{oidBool, 0, []byte("t"), plan.Bool(true)},
+		{oidBool, 0, []byte("0"), plan.Bool(false)},
+		{oidText, 0, []byte("drei ü"), plan.Str("drei ü")},
+		{oidTimestamp, 0, []byte("2024-01-02 03:04:05.678"), plan.Time(ms(2024, 1, 2, 3, 4, 5, 678))},
+		{oidTimestamp, 0, []byte("2024-01-02T03:04:05"), plan.Time(ms(2024, 1, 2, 3, 4, 5, 0))},
+		{oidTimestamptz, 0, []byte("2024-01-02 03:04:05.678+02"), plan.Time(ms(2024, 1, 2, 1, 4, 5, 678))},
+		{oidTimestamptz, 0, []byte("2024-01-02T03:04:05-05:30"), plan.Time(ms(2024, 1, 2, 8, 34, 5, 0))},
+		{oidTimestamptz, 0, []byte("2024-01-02 03:04:05Z"), plan.Time(ms(2024, 1, 2, 3, 4, 5, 0))},
+		{oidInt8, 1, be64(-5), plan.Int(-5)},
+		{oidInt4, 1, binary.BigEndian.AppendUint32(nil, uint32(0xFFFFFFFE)), plan.Int(-2)},
+		{oidInt2, 1, binary.BigEndian.AppendUint16(nil, 300), plan.Int(300)},
+		{oidFloat8, 1, be64(int64(math.Float64bits(-0.25))), plan.Float(-0.25)},
+		{oidFloat4, 1, binary.BigEndian.AppendUint32(nil, math.Float32bits(1.5)), plan.Float(1.5)},
+		{oidBool, 1, []byte{1}, plan.Bool(true)},
+		{oidText, 1, []byte("x"), plan.Str("x")},
+		{oidTimestamp, 1, be64(us2000(ms(2024, 1, 2, 3, 4, 5, 678)) + 999), plan.Time(ms(2024, 1, 2, 3, 4, 5, 678))},
+		// Before 2000: negative microseconds, floored to the millisecond.
+		{oidTimestamp, 1, be64(us2000(ms(1999, 12, 31, 23, 59, 59, 1)) + 500), plan.Time(ms(1999, 12, 31, 23, 59, 59, 1))},
+		{oidInt8, 0, nil, plan.Null},
+	}
+	for _, c := range ok {
+		v, err := decodeParam(1, c.oid, c.format, c.in)
+		if err != nil || v != c.want {
+			t.Errorf("oid %d format %d %q: %v, %v; want %s", c.oid, c.format, c.in, v, err, c.want)
+		}
+	}
+	bad := []struct {
+		oid    uint32
+		format int16
+		in     []byte
+		code   string
+	}{
+		{oidInt8, 0, []byte("abc"), "22P02"},
+		{oidInt8, 0, []byte("1.5"), "22P02"},
+		{oidInt8, 0, []byte("99999999999999999999"), "22003"},
+		{oidInt4, 0, []byte("3000000000"), "22003"},
+		{oidFloat8, 0, []byte("0x10"), "22P02"},
+		{oidBool, 0, []byte("maybe"), "22P02"},
+		{oidTimestamp, 0, []byte("yesterday"), "22P02"},
+		{oidText, 0, []byte{0xff}, "22021"},
+		{oidInt8, 1, []byte{1, 2, 3}, "08P01"},
+		{oidNumeric, 1, []byte{0, 0}, "0A000"},
+		{oidInt8, 2, []byte("1"), "0A000"},
+	}
+	for _, c := range bad {
+		_, err := decodeParam(1, c.oid, c.format, c.in)
+		var pe *pgError
+		if !errors.As(err, &pe) || pe.code != c.code {
+			t.Errorf("oid %d format %d %q: %v, want %s", c.oid, c.format, c.in, err, c.code)
+		}
 	}
 }
