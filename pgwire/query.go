@@ -162,14 +162,17 @@ func (c *conn) prepare(sql string, declared []uint32) (*prepared, error) {
 }
 
 // describeSession describes a session statement (session.go) without
-// answering it: SELECT version() and the like and SHOW are answered (they
-// only read the session) for their columns; SET has none. ok false: sql
-// is not a session statement.
+// running it: SELECT version() and the like and SHOW are answered for
+// their columns (they only read the session); SET has none. ok false: sql
+// is not one of those. A session statement of another shape must be
+// added here, or Parse sends it to the engine.
 func (c *conn) describeSession(sql string) (cols []column, ok bool) {
-	if m := setRE.FindStringSubmatch(normalize(sql)); m != nil {
-		if _, known := setParams[m[1]]; known {
-			return nil, true
-		}
+	n := normalize(sql)
+	if m := setRE.FindStringSubmatch(n); m != nil {
+		_, known := setParams[m[1]]
+		return nil, known
+	}
+	if !selectFnRE.MatchString(n) && !showRE.MatchString(n) {
 		return nil, false
 	}
 	r, ok, err := c.session(sql)
