@@ -274,3 +274,32 @@ func TestDecodeParam(t *testing.T) {
 		}
 	}
 }
+
+// TestPreparedResultChanges: a statement prepared over a view that is
+// replaced by one of other columns fails at Execute (PostgreSQL's "cached
+// plan must not change result type") rather than sending rows its
+// RowDescription does not describe; prepared again, it runs.
+func TestPreparedResultChanges(t *testing.T) {
+	e := start(t, Options{})
+	e.setup()
+	ctx := ctxT(t)
+	c := e.connect(pgx.QueryExecModeCacheStatement).PgConn()
+	if _, err := c.Prepare(ctx, "all", "SELECT * FROM v WHERE id = $1", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.eng.Exec(ctx, "CREATE OR REPLACE VIEW v AS SELECT s, id FROM t"); err != nil {
+		t.Fatal(err)
+	}
+	err := c.ExecPrepared(ctx, "all", [][]byte{[]byte("1")}, nil, nil).Read().Err
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "0A000" || !strings.Contains(pe.Message, "cached plan must not change result type") {
+		t.Fatalf("after the view changed: %v", err)
+	}
+	sd, err := c.Prepare(ctx, "again", "SELECT * FROM v WHERE id = $1", nil)
+	if err != nil || len(sd.Fields) != 2 || sd.Fields[0].Name != "s" {
+		t.Fatalf("prepared again: %v %v", sd, err)
+	}
+	if res := c.ExecPrepared(ctx, "again", [][]byte{[]byte("1")}, nil, nil).Read(); res.Err != nil {
+		t.Errorf("prepared again: %v", res.Err)
+	}
+}
