@@ -13,6 +13,8 @@ type Error struct {
 	// which positions it rather than the first occurrence of Name.
 	Offset int
 	Msg    string
+	// param is the n of a $n that no parameter binds (params.go), else 0.
+	param int
 }
 
 func (e *Error) Error() string { return e.Msg }

@@ -62,7 +62,7 @@ func Explain(ex *parser.Explain, cat Catalog, opts plan.Options, params *Params)
 		}
 		g, err := Query(sel, cat, opts, "explain", plan.SinkResults)
 		if err != nil {
-			return "", err
+			return "", continuousParamError(err, "EXPLAIN of a continuous query")
 		}
 		return g.Explain(), nil
 	}

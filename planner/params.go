@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/streamsql/streamsql/parser"
@@ -75,7 +76,7 @@ func (p *Params) Settle() bool {
 // placeholder that infer types.
 func (p *Params) bind(e *parser.Param) (plan.Expr, error) {
 	if p == nil || e.N < 1 || p.exec && e.N > len(p.values) {
-		return nil, &Error{Status: 422, Name: fmt.Sprintf("$%d", e.N), Offset: e.Offset + 1, Msg: fmt.Sprintf("there is no parameter $%d", e.N)}
+		return nil, &Error{Status: 422, Name: fmt.Sprintf("$%d", e.N), Offset: e.Offset + 1, Msg: fmt.Sprintf("there is no parameter $%d", e.N), param: e.N}
 	}
 	for len(p.types) < e.N {
 		p.types = append(p.types, plan.TypeNull)
@@ -133,4 +134,14 @@ func (p *Params) inferPair(op string, l, r plan.Expr) {
 	}
 	p.infer(l, rt)
 	p.infer(r, lt)
+}
+
+// continuousParamError says why a continuous query's $n (which its scopes,
+// without Params, refuse as unbound) is refused: err's, else err.
+func continuousParamError(err error, what string) error {
+	var pe *Error
+	if errors.As(err, &pe) && pe.param > 0 {
+		return &Error{Status: 422, Name: pe.Name, Offset: pe.Offset, Msg: fmt.Sprintf("parameters ($%d) are not allowed in %s: its query is planned as a view's, which is stored and runs continuously; write the value into the statement", pe.param, what)}
+	}
+	return err
 }

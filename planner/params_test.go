@@ -145,3 +145,20 @@ func TestParamErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestExplainContinuousParam: EXPLAIN of a SELECT that plans as a view
+// (over a table) refuses a parameter as a stored query's, at the $n.
+func TestExplainContinuousParam(t *testing.T) {
+	const sql = "EXPLAIN SELECT auction FROM bids WHERE price > $1"
+	stmts, err := parser.Parse(sql)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, params := range []*Params{nil, ExecParams([]plan.Value{plan.Int(1)}, nil), PrepareParams(nil)} {
+		_, err := Explain(stmts[0].Stmt.(*parser.Explain), testTables(t), plan.Options{}, params)
+		var pe *Error
+		if !errors.As(err, &pe) || !strings.HasPrefix(pe.Msg, "parameters ($1) are not allowed in EXPLAIN of a continuous query") || pe.Offset != strings.Index(sql, "$1")+1 {
+			t.Errorf("params %v: %v", params, err)
+		}
+	}
+}
