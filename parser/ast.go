@@ -345,7 +345,16 @@ type Cast struct {
 	Prec, Scale int
 }
 
+// Param is PostgreSQL's parameter $N (parser/params.go): a value given
+// with the statement (pgwire's Bind), bound by the planner. Offset is the
+// byte offset of its $ in the statement's Text, for error positions.
+type Param struct {
+	N      int
+	Offset int
+}
+
 func (*ColumnRef) exprNode() {}
+func (*Param) exprNode()     {}
 func (*Literal) exprNode()   {}
 func (*Binary) exprNode()    {}
 func (*Unary) exprNode()     {}

@@ -694,6 +694,9 @@ func convertExpr(n ast.ExprNode) (Expr, error) {
 			return nil, unsupported("schema-qualified column %s", n.Name.String())
 		}
 		return &ColumnRef{Table: n.Name.Table.L, Name: n.Name.Name.O}, nil
+	case *test_driver.ParamMarkerExpr:
+		// A $n marked by markParams (params.go).
+		return &Param{N: n.Order, Offset: n.Offset}, nil
 	case *test_driver.ValueExpr:
 		return convertValue(n)
 	case *ast.BinaryOperationExpr:

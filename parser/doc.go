@@ -6,6 +6,8 @@
 // Where the TiDB AST does not tell enough, the statement's own text is read
 // (text.go): EXPLAIN t from DESCRIBE t by the first keyword, EXPLAIN CREATE
 // VIEW (which the TiDB parser has not), and where a misplaced hint sits.
+// PostgreSQL's parameters ($1: the TiDB lexer reads a column name) become
+// Param nodes before conversion (params.go), the text untouched.
 //
 // Threading: Parse is safe for concurrent use (a parser per call).
 package parser

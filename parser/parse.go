@@ -16,6 +16,9 @@ type Statement struct {
 	Stmt Stmt
 	Text string // the statement's text as written, without the trailing ';'
 	Pos  Pos
+	// Params are the statement's parameters ($1, $2, ...) in the order
+	// they are written; nil when it has none.
+	Params []Param
 }
 
 // ErrorKind tells a syntax error (the text is not SQL) from SQL that parses
@@ -158,6 +161,12 @@ func convertAll(sql, text string, explains []int, nodes []ast.StmtNode) ([]State
 			}
 			return out, &Error{Kind: Unsupported, Statement: i, Line: line, Column: col, Msg: msg}
 		}
+		params, perr := markParams(n, sql, text, off, end)
+		if perr != nil {
+			line, col = lineCol(sql, perr.at)
+			return out, &Error{Kind: Unsupported, Statement: i, Line: line, Column: col, Msg: perr.msg}
+		}
+		st.Params = params
 		s, err := convertStmt(n)
 		if err == nil && explained {
 			s, err = explainOf(s)
@@ -298,6 +307,9 @@ func syntaxHint(sql string, off int) string {
 	}
 	n := len(before)
 	last, prev := word(before, n-1), word(before, n-2)
+	if h := limitParamHint(before); h != "" {
+		return h
+	}
 	switch {
 	case last == "FULL" && (word(after, 0) == "JOIN" || word(after, 0) == "OUTER"),
 		prev == "FULL" && (last == "JOIN" || last == "OUTER"):
@@ -385,6 +397,10 @@ func offsetOf(s string, line, col int) int {
 	}
 	return off
 }
+
+// LineCol returns the 1-based line and column of byte offset off of text
+// (a parameter's: Param.Offset).
+func LineCol(text string, off int) (int, int) { return lineCol(text, off) }
 
 // LineColAt returns the 1-based line and column of the first occurrence of
 // word (case-insensitive, as a whole identifier) in text, or (0, 0). The

@@ -17,7 +17,11 @@
 //   - query.go: the simple query protocol and the extended one (Parse,
 //     Bind, Describe, Execute with row limits, Close, Sync, Flush; named
 //     and unnamed statements and portals), statements run through
-//     queries.Engine.Exec as POST /v1/sql runs them;
+//     queries.Engine.ExecWith as POST /v1/sql runs them, with Bind's
+//     parameters; Parse plans a statement (queries.Engine.Prepare) and
+//     Describe answers from that plan, running nothing;
+//   - params.go: the parameters' type OIDs (declared, or inferred by the
+//     engine) and Bind's values decoded by type and format;
 //   - session.go: the client and session statements answered here and
 //     never sent to the engine (SELECT version(), current_database(),
 //     current_schema(), SHOW of the reported parameters, SET of session

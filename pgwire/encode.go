@@ -303,6 +303,8 @@ func sqlState(status int, msg string) string {
 		return "42P01" // undefined_table
 	case strings.Contains(m, "unknown function"):
 		return "42883" // undefined_function
+	case strings.HasPrefix(m, "there is no parameter $"):
+		return "42P02" // undefined_parameter
 	}
 	switch status {
 	case 400:

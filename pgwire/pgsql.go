@@ -366,3 +366,8 @@ func (st *pgStatement) aliases() []string {
 	}
 	return out
 }
+
+// identByte reports whether b may be in an unquoted identifier.
+func identByte(b byte) bool {
+	return b == '_' || '0' <= b && b <= '9' || 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z'
+}

@@ -3,22 +3,30 @@ package pgwire
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgproto3"
+	"github.com/streamsql/streamsql/planner/plan"
 	"github.com/streamsql/streamsql/queries"
 )
 
-// prepared is a statement of Parse.
+// prepared is a statement of Parse, planned without running
+// (queries.Engine.Prepare, or a session statement's shape): what
+// Describe says of it and what Bind decodes its parameters by.
 type prepared struct {
-	sql string
+	sql   string
+	types []plan.Type // of $1, $2, ...: declared or inferred
+	oids  []uint32    // the same as ParameterDescription sends them
+	cols  []column    // the result columns; nil: no rows
 }
 
 // portal is a bound statement (Bind) and, once run, its result and how
 // far Execute has sent its rows.
 type portal struct {
 	stmt    *prepared
-	formats []int16 // result formats (Bind's codes)
+	params  []plan.Value // Bind's values of $1, $2, ...
+	formats []int16      // result formats (Bind's codes)
 	ran     bool
 	res     *queries.Result // nil: the statement had no result
 	cols    []column
@@ -86,8 +94,10 @@ func empty(sql string) bool {
 	return strings.Trim(sql, " \t\r\n;") == ""
 }
 
-// run runs sql: a session statement here, anything else in the engine.
-func (c *conn) run(sql string) ([]queries.Result, error) {
+// run runs sql: a session statement here, anything else in the engine
+// with the parameters params of types types (the simple protocol has
+// none: nil).
+func (c *conn) run(sql string, params []plan.Value, types []plan.Type) ([]queries.Result, error) {
 	if r, ok, err := c.session(sql); ok {
 		if err != nil {
 			return nil, err
@@ -106,17 +116,106 @@ func (c *conn) run(sql string) ([]queries.Result, error) {
 	defer cancel()
 	stop := c.watch(cancel)
 	defer stop()
-	results, err := c.s.eng.ExecWith(ctx, sql, queries.ExecOptions{Set: c.sessionSet()})
+	results, err := c.s.eng.ExecWith(ctx, sql, queries.ExecOptions{Params: params, ParamTypes: types, Set: c.sessionSet()})
 	if err != nil && c.canceled() != nil {
 		return nil, errCanceled
 	}
+	return results, engineError(sql, err)
+}
+
+// engineError is the engine's error of sql as the client gets it.
+func engineError(sql string, err error) error {
 	if err != nil && catalogQuery(sql) {
 		// A catalog statement of a client whose statements are not
 		// recorded (catalog.go): the engine cannot read PostgreSQL's
 		// catalog queries; say what is served instead of a syntax error.
-		return results, &pgError{code: "0A000", msg: errCatalog}
+		return &pgError{code: "0A000", msg: errCatalog}
 	}
-	return results, err
+	return err
+}
+
+// prepare plans sql for Parse with the parameter types declared (OIDs, 0:
+// infer it), without running it.
+func (c *conn) prepare(sql string, declared []uint32) (*prepared, error) {
+	if c.tx == 'E' && !endsBlock(normalize(sql)) {
+		return nil, errAborted // as PostgreSQL: Parse too
+	}
+	st := &prepared{sql: sql}
+	types := make([]plan.Type, len(declared))
+	for i, oid := range declared {
+		t, err := paramType(oid)
+		if err != nil {
+			return nil, &pgError{code: "0A000", msg: fmt.Sprintf("parameter $%d: %v", i+1, err)}
+		}
+		types[i] = t
+	}
+	if cols, ok := c.describeSession(sql); ok {
+		// Its declared parameters (if any) are unused, as PostgreSQL
+		// allows; unknown ones are text.
+		for i, t := range types {
+			if t == plan.TypeNull {
+				types[i] = plan.TypeVarchar
+			}
+		}
+		st.cols, st.types, st.oids = cols, types, paramOIDs(declared, types)
+		return st, nil
+	}
+	if r, ok, err := c.catalog(c.stmt, sql); ok {
+		// A catalog statement only reads: its answer has its columns.
+		if err != nil {
+			return nil, err
+		}
+		for i, t := range types {
+			if t == plan.TypeNull {
+				types[i] = plan.TypeVarchar
+			}
+		}
+		st.cols, st.types, st.oids = resultColumns(&r), types, paramOIDs(declared, types)
+		return st, nil
+	}
+	p, err := c.s.eng.Prepare(sql, queries.ExecOptions{ParamTypes: types, Set: c.sessionSet()})
+	if err != nil {
+		return nil, engineError(sql, err)
+	}
+	st.types, st.oids = p.ParamTypes, paramOIDs(declared, p.ParamTypes)
+	if p.Columns != nil {
+		st.cols = make([]column, len(p.Columns))
+		for i, col := range p.Columns {
+			st.cols[i] = column{name: col.Name, typ: col.Type}
+			if col.Type == plan.TypeNull {
+				st.cols[i].typ = plan.TypeVarchar
+			}
+		}
+	}
+	return st, nil
+}
+
+// describeSession describes a session statement (session.go) without
+// running it: SELECT version() and the like and SHOW are answered for
+// their columns (they only read the session); SET and the transaction
+// statements have none (and do not run here: they change the session).
+// ok false: sql is not one of those. A session statement of another shape
+// must be added here, or Parse sends it to the engine.
+func (c *conn) describeSession(sql string) (cols []column, ok bool) {
+	n := normalize(sql)
+	if m := setRE.FindStringSubmatch(n); m != nil {
+		_, known := setParams[m[1]]
+		return nil, known || m[1] == "consistency"
+	}
+	if txStatement(n) {
+		return nil, true
+	}
+	if !selectFnRE.MatchString(n) && !showRE.MatchString(n) {
+		return nil, false
+	}
+	r, ok, err := c.session(sql)
+	if !ok || err != nil {
+		return nil, ok
+	}
+	if r.Columns == nil {
+		return nil, true
+	}
+	return resultColumns(&r), true
 }
 
 // catalogQuery reports whether sql reads PostgreSQL's catalog.
@@ -132,7 +231,7 @@ func (c *conn) simpleQuery(sql string) error {
 	if empty(sql) {
 		c.be.Send(&pgproto3.EmptyQueryResponse{})
 	} else {
-		results, err := c.run(sql)
+		results, err := c.run(sql, nil, nil)
 		for i := range results {
 			r := &results[i]
 			if r.Columns != nil {
@@ -197,67 +296,6 @@ func tag(r *queries.Result, n int) string {
 	return strings.ToUpper(strings.ReplaceAll(r.Kind, "_", " "))
 }
 
-// rowsKeywords begin the statements that answer with rows.
-var rowsKeywords = map[string]bool{"select": true, "show": true, "describe": true, "desc": true, "explain": true, "with": true, "values": true, "table": true}
-
-// returnsRows reports whether sql's first keyword begins a statement
-// with rows (Describe runs those to learn their columns, and only those).
-func returnsRows(sql string) bool {
-	n := normalize(sql)
-	for strings.HasPrefix(n, "(") {
-		n = strings.TrimSpace(n[1:])
-	}
-	w, _, _ := strings.Cut(n, " ")
-	w, _, _ = strings.Cut(w, "(")
-	return rowsKeywords[w]
-}
-
-// placeholder returns the first $n outside quotes and comments in sql, or
-// "". Parameters are not bound yet (docs/pgwire.md).
-func placeholder(sql string) string {
-	for i := 0; i < len(sql); i++ {
-		switch ch := sql[i]; ch {
-		case '\'', '"', '`':
-			j := strings.IndexByte(sql[i+1:], ch)
-			if j < 0 {
-				return ""
-			}
-			i += j + 1
-		case '-':
-			if strings.HasPrefix(sql[i:], "--") {
-				j := strings.IndexByte(sql[i:], '\n')
-				if j < 0 {
-					return ""
-				}
-				i += j
-			}
-		case '/':
-			if strings.HasPrefix(sql[i:], "/*") {
-				j := strings.Index(sql[i+2:], "*/")
-				if j < 0 {
-					return ""
-				}
-				i += j + 3
-			}
-		case '$':
-			j := i + 1
-			for j < len(sql) && '0' <= sql[j] && sql[j] <= '9' {
-				j++
-			}
-			if j > i+1 && (i == 0 || !identByte(sql[i-1])) {
-				return sql[i:j]
-			}
-		}
-	}
-	return ""
-}
-
-func identByte(b byte) bool {
-	return b == '_' || '0' <= b && b <= '9' || 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z'
-}
-
-var errParams = "parameters are not supported yet: write the values into the statement (binding $1, $2, ... comes with a later version)"
-
 // extended answers Parse, Bind, Describe, Execute and Close. An error
 // returned is sent, and the messages until Sync are skipped.
 func (c *conn) extended(msg pgproto3.FrontendMessage) error {
@@ -266,69 +304,49 @@ func (c *conn) extended(msg pgproto3.FrontendMessage) error {
 		if _, ok := c.stmts[m.Name]; ok && m.Name != "" {
 			return &pgError{code: "42P05", msg: fmt.Sprintf("prepared statement %q already exists", m.Name)}
 		}
-		if p := placeholder(m.Query); p != "" || len(m.ParameterOIDs) > 0 {
-			pe := &pgError{code: "0A000", msg: errParams}
-			if p != "" {
-				pe.position = int32(strings.Index(m.Query, p)) + 1
-			}
-			return pe
+		st, err := c.prepare(m.Query, m.ParameterOIDs)
+		if err != nil {
+			return err
 		}
-		c.stmts[m.Name] = &prepared{sql: m.Query}
+		c.stmts[m.Name] = st
 		c.be.Send(&pgproto3.ParseComplete{})
 	case *pgproto3.Bind:
 		st, ok := c.stmts[m.PreparedStatement]
 		if !ok {
 			return &pgError{code: "26000", msg: fmt.Sprintf("prepared statement %q does not exist", m.PreparedStatement)}
 		}
-		if len(m.Parameters) > 0 {
-			return &pgError{code: "0A000", msg: errParams}
-		}
 		if _, ok := c.portals[m.DestinationPortal]; ok && m.DestinationPortal != "" {
 			return &pgError{code: "42P03", msg: fmt.Sprintf("portal %q already exists", m.DestinationPortal)}
 		}
-		if err := checkFormats(m.ResultFormatCodes, -1); err != nil {
+		params, err := bindParams(st, m)
+		if err != nil {
 			return err
 		}
-		c.portals[m.DestinationPortal] = &portal{stmt: st, formats: append([]int16(nil), m.ResultFormatCodes...)}
+		n := -1
+		if st.cols != nil {
+			n = len(st.cols)
+		}
+		if err := checkFormats(m.ResultFormatCodes, n); err != nil {
+			return err
+		}
+		c.portals[m.DestinationPortal] = &portal{stmt: st, params: params, formats: append([]int16(nil), m.ResultFormatCodes...)}
 		c.be.Send(&pgproto3.BindComplete{})
 	case *pgproto3.Describe:
+		// Described from the plan (Parse's prepare): nothing runs.
 		if m.ObjectType == 'S' {
 			st, ok := c.stmts[m.Name]
 			if !ok {
 				return &pgError{code: "26000", msg: fmt.Sprintf("prepared statement %q does not exist", m.Name)}
 			}
-			c.be.Send(&pgproto3.ParameterDescription{ParameterOIDs: []uint32{}})
-			if !returnsRows(st.sql) {
-				c.be.Send(&pgproto3.NoData{})
-				return nil
-			}
-			// The columns are known once the statement runs: it runs
-			// here for them (rows statements have no effect), and again
-			// at Execute.
-			p := &portal{stmt: st}
-			if err := c.runPortal(p); err != nil {
-				return err
-			}
-			c.describe(p, nil)
+			c.be.Send(&pgproto3.ParameterDescription{ParameterOIDs: slices.Clone(st.oids)})
+			c.describe(st.cols, nil)
 			return nil
 		}
 		p, ok := c.portals[m.Name]
 		if !ok {
 			return &pgError{code: "34000", msg: fmt.Sprintf("portal %q does not exist", m.Name)}
 		}
-		if !p.ran && !returnsRows(p.stmt.sql) {
-			c.be.Send(&pgproto3.NoData{})
-			return nil
-		}
-		if err := c.runPortal(p); err != nil {
-			return err
-		}
-		if p.res != nil && p.res.Columns != nil {
-			if err := checkFormats(p.formats, len(p.cols)); err != nil {
-				return err
-			}
-		}
-		c.describe(p, p.formats)
+		c.describe(p.stmt.cols, p.formats)
 	case *pgproto3.Execute:
 		p, ok := c.portals[m.Portal]
 		if !ok {
@@ -378,6 +396,9 @@ func (c *conn) extended(msg pgproto3.FrontendMessage) error {
 }
 
 // runPortal runs p's statement once; its last result is the portal's.
+// Its rows are sent in the columns Describe gave (the statement's): a
+// result of other columns (a view replaced since Parse) is an error, as
+// PostgreSQL's "cached plan must not change result type".
 func (c *conn) runPortal(p *portal) error {
 	if p.ran {
 		return nil
@@ -386,7 +407,7 @@ func (c *conn) runPortal(p *portal) error {
 	if empty(p.stmt.sql) {
 		return nil
 	}
-	results, err := c.run(p.stmt.sql)
+	results, err := c.run(p.stmt.sql, p.params, p.stmt.types)
 	if err != nil {
 		return err
 	}
@@ -394,18 +415,56 @@ func (c *conn) runPortal(p *portal) error {
 		p.res = &results[len(results)-1]
 		if p.res.Columns != nil {
 			p.cols = resultColumns(p.res)
+			if !slices.Equal(p.cols, p.stmt.cols) {
+				return &pgError{code: "0A000", msg: fmt.Sprintf("cached plan must not change result type: the statement was prepared with columns %s and now has %s; prepare it again", columnList(p.stmt.cols), columnList(p.cols))}
+			}
 		}
 	}
 	return nil
 }
 
-// describe sends p's RowDescription, or NoData.
-func (c *conn) describe(p *portal, formats []int16) {
-	if p.res == nil || p.res.Columns == nil {
+// columnList names cols with their types, for messages.
+func columnList(cols []column) string {
+	if cols == nil {
+		return "none"
+	}
+	parts := make([]string, len(cols))
+	for i, col := range cols {
+		parts[i] = col.name + " " + col.typ.String()
+	}
+	return "(" + strings.Join(parts, ", ") + ")"
+}
+
+// describe sends the RowDescription of cols in formats, or NoData.
+func (c *conn) describe(cols []column, formats []int16) {
+	if cols == nil {
 		c.be.Send(&pgproto3.NoData{})
 		return
 	}
-	c.be.Send(rowDescription(p.cols, formats))
+	c.be.Send(rowDescription(cols, formats))
+}
+
+// bindParams decodes Bind m's parameters of statement st by their types
+// (st.oids) and formats.
+func bindParams(st *prepared, m *pgproto3.Bind) ([]plan.Value, error) {
+	if len(m.Parameters) != len(st.oids) {
+		return nil, &pgError{code: "08P01", msg: fmt.Sprintf("bind message supplies %d parameters, but prepared statement requires %d", len(m.Parameters), len(st.oids))}
+	}
+	if n := len(m.ParameterFormatCodes); n > 1 && n != len(m.Parameters) {
+		return nil, &pgError{code: "08P01", msg: fmt.Sprintf("bind message has %d parameter formats but %d parameters", n, len(m.Parameters))}
+	}
+	if len(m.Parameters) == 0 {
+		return nil, nil
+	}
+	params := make([]plan.Value, len(m.Parameters))
+	for i, data := range m.Parameters {
+		v, err := decodeParam(i+1, st.oids[i], formatOf(m.ParameterFormatCodes, i), data)
+		if err != nil {
+			return nil, err
+		}
+		params[i] = v
+	}
+	return params, nil
 }
 
 // reportParam sends a changed parameter's ParameterStatus.

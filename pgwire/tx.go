@@ -44,7 +44,7 @@ func (c *conn) transaction(n string) (res queries.Result, ok bool, err error) {
 		c.endBlock()
 		return queries.Result{Kind: "rollback"}, true, nil
 	case c.tx == 'E':
-		return res, true, &pgError{code: "25P02", msg: "current transaction is aborted, commands ignored until end of transaction block"}
+		return res, true, errAborted
 	case savepointRE.MatchString(n):
 		return res, true, &pgError{code: "0A000", msg: "savepoints are not supported: the statements of a transaction block run at once and are not rolled back (docs/pgwire.md)"}
 	}
@@ -81,4 +81,17 @@ func (c *conn) sendError(err error, sql string) {
 	if c.tx == 'T' {
 		c.tx = 'E'
 	}
+}
+
+// errAborted answers a statement in a failed block.
+var errAborted = &pgError{code: "25P02", msg: "current transaction is aborted, commands ignored until end of transaction block"}
+
+// endsBlock reports whether n (normalized) is COMMIT or ROLLBACK, which a
+// failed block takes.
+func endsBlock(n string) bool { return commitRE.MatchString(n) || rollbackRE.MatchString(n) }
+
+// txStatement reports whether n (normalized) is a statement of
+// transaction: one transaction answers.
+func txStatement(n string) bool {
+	return beginRE.MatchString(n) || endsBlock(n) || savepointRE.MatchString(n)
 }

@@ -147,7 +147,7 @@ func TestTransactionExtended(t *testing.T) {
 		{[]pgproto3.FrontendMessage{&pgproto3.Execute{Portal: "p"}, &pgproto3.Sync{}},
 			"DataRow CommandComplete(SELECT 1) ReadyForQuery(T)"},
 		{[]pgproto3.FrontendMessage{&pgproto3.Parse{Query: "SELECT nosuch FROM v"}, &pgproto3.Bind{}, &pgproto3.Execute{}, &pgproto3.Sync{}},
-			"ParseComplete BindComplete ErrorResponse(42703) ReadyForQuery(E)"}, // the statement runs (and fails) at Execute
+			"ErrorResponse(42703) ReadyForQuery(E)"}, // the statement is planned (and fails) at Parse
 		{[]pgproto3.FrontendMessage{&pgproto3.Bind{DestinationPortal: "q", PreparedStatement: "s"}, &pgproto3.Execute{Portal: "q"}, &pgproto3.Sync{}},
 			"BindComplete ErrorResponse(25P02) ReadyForQuery(E)"},
 		{[]pgproto3.FrontendMessage{&pgproto3.Parse{Query: "COMMIT"}, &pgproto3.Bind{}, &pgproto3.Execute{}, &pgproto3.Sync{}},

@@ -30,6 +30,9 @@ type scope struct {
 	// memo, when set, keeps what each expression node bound to, so binding
 	// a node again (and its subtree) is a lookup.
 	memo map[parser.Expr]bound
+	// params are the statement's parameters ($1: params.go); nil: it has
+	// none, and $n is an error.
+	params *Params
 }
 
 // bound is one memoized result of scope.bind.
@@ -69,6 +72,8 @@ func (s *scope) bindNode(e parser.Expr) (plan.Expr, error) {
 		return &plan.ColRef{Index: i, Name: s.cols[i].Name, T: s.cols[i].Type}, nil
 	case *parser.Literal:
 		return &plan.Const{V: literal(e)}, nil
+	case *parser.Param:
+		return s.params.bind(e)
 	case *parser.Binary:
 		l, err := s.bind(e.L)
 		if err != nil {
@@ -78,6 +83,7 @@ func (s *scope) bindNode(e parser.Expr) (plan.Expr, error) {
 		if err != nil {
 			return nil, err
 		}
+		s.params.inferPair(strings.ToLower(e.Op), l, r)
 		return binary(strings.ToLower(e.Op), l, r)
 	case *parser.Unary:
 		x, err := s.bind(e.X)
@@ -85,6 +91,7 @@ func (s *scope) bindNode(e parser.Expr) (plan.Expr, error) {
 			return nil, err
 		}
 		if e.Op == "-" {
+			s.params.infer(x, plan.TypeDouble)
 			if !x.Type().Numeric() && x.Type() != plan.TypeNull {
 				return nil, errf("", "cannot negate %s", x.Type())
 			}
@@ -94,6 +101,7 @@ func (s *scope) bindNode(e parser.Expr) (plan.Expr, error) {
 			}
 			return &plan.Call{Fn: "neg", Args: []plan.Expr{x}, T: t}, nil
 		}
+		s.params.infer(x, plan.TypeBoolean)
 		return &plan.Call{Fn: "not", Args: []plan.Expr{x}, T: plan.TypeBoolean}, nil
 	case *parser.Func:
 		if isAggregate(e.Name) {
@@ -142,6 +150,7 @@ func (s *scope) bindNode(e parser.Expr) (plan.Expr, error) {
 				return nil, err
 			}
 			if operand != nil {
+				s.params.inferPair("=", operand, c)
 				if c, err = binary("=", operand, c); err != nil {
 					return nil, err
 				}
@@ -177,6 +186,7 @@ func (s *scope) bindNode(e parser.Expr) (plan.Expr, error) {
 			if err != nil {
 				return nil, err
 			}
+			s.params.inferPair("=", x, v)
 			if _, err := binary("=", x, v); err != nil {
 				return nil, err
 			}
@@ -204,6 +214,8 @@ func (s *scope) bindNode(e parser.Expr) (plan.Expr, error) {
 		if err != nil {
 			return nil, err
 		}
+		s.params.inferPair(">=", x, lo)
+		s.params.inferPair("<=", x, hi)
 		a, err := binary(">=", x, lo)
 		if err != nil {
 			return nil, err
@@ -251,6 +263,7 @@ func (s *scope) bindNode(e parser.Expr) (plan.Expr, error) {
 			return funcs.CastCall(e.Type, x, e.Prec, e.Scale), nil
 		}
 		t := columnTypes[e.Type]
+		s.params.infer(x, t)
 		return &plan.Call{Fn: "cast", Args: []plan.Expr{x}, T: t}, nil
 	case *parser.Interval:
 		return nil, errf("INTERVAL", "INTERVAL is only allowed in time arithmetic such as ts + INTERVAL 10 SECOND")
@@ -274,7 +287,7 @@ func newScope(qual string, cols plan.Schema) *scope {
 // plain is a scope of the same columns without s's rewrite and
 // restrictions, sharing its name index.
 func (s *scope) plain() *scope {
-	return &scope{cols: s.cols, quals: s.quals, names: s.index()}
+	return &scope{cols: s.cols, quals: s.quals, names: s.index(), params: s.params}
 }
 
 // nameIndex finds a scope's columns by name.

@@ -8,7 +8,13 @@ import "fmt"
 type Error struct {
 	Status int
 	Name   string
+	// Offset, when not 0, is the 1-based byte offset in the statement's
+	// text of what the error is about (a parameter: parser.Param.Offset),
+	// which positions it rather than the first occurrence of Name.
+	Offset int
 	Msg    string
+	// param is the n of a $n that no parameter binds (params.go), else 0.
+	param int
 }
 
 func (e *Error) Error() string { return e.Msg }

@@ -10,10 +10,13 @@ import (
 // Explain renders the plan an EXPLAIN statement asks for: of CREATE VIEW,
 // the plan the view would get; of INSERT INTO t SELECT, the plan of the
 // sink query; of SELECT, the pull query POST /v1/sql would run when it is
-// one (it reads one view), else the plan a view of it would get. EXPLAIN name (ex.Name) shows the plan a running query holds,
-// which the caller has: it is not planned here. opts are the defaults with
-// SET applied; hints in the statement override them.
-func Explain(ex *parser.Explain, cat Catalog, opts plan.Options) (string, error) {
+// one (it reads one view), else the plan a view of it would get. EXPLAIN
+// name (ex.Name) shows the plan a running query holds, which the caller
+// has: it is not planned here. opts are the defaults with
+// SET applied; hints in the statement override them. params are the
+// statement's parameters (nil: none), which a pull query binds; a
+// continuous query takes none.
+func Explain(ex *parser.Explain, cat Catalog, opts plan.Options, params *Params) (string, error) {
 	switch {
 	case ex.View != nil:
 		if err := CheckName("view", ex.View.Name); err != nil {
@@ -47,7 +50,7 @@ func Explain(ex *parser.Explain, cat Catalog, opts plan.Options) (string, error)
 				if v == nil {
 					return "", &Error{Status: 409, Name: sel.From.Name, Msg: fmt.Sprintf("view %s is not running", sel.From.Name)}
 				}
-				q, err := Pull(sel, v, opts)
+				q, err := Pull(sel, v, opts, params)
 				if err != nil {
 					return "", err
 				}
@@ -59,7 +62,7 @@ func Explain(ex *parser.Explain, cat Catalog, opts plan.Options) (string, error)
 		}
 		g, err := Query(sel, cat, opts, "explain", plan.SinkResults)
 		if err != nil {
-			return "", err
+			return "", continuousParamError(err, "EXPLAIN of a continuous query")
 		}
 		return g.Explain(), nil
 	}

@@ -107,7 +107,7 @@ func TestExplainGolden(t *testing.T) {
 				case *parser.Insert:
 					g, err = Insert(s.Select, cat[s.Table], cat, opts)
 				case *parser.Explain:
-					text, err := Explain(s, cat, opts)
+					text, err := Explain(s, cat, opts, nil)
 					if err != nil {
 						got.WriteString("error: " + err.Error() + "\n")
 						continue

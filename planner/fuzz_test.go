@@ -170,7 +170,7 @@ func (c *fuzzCatalog) planStatement(st *sqlparser.Statement, set *[]sqlparser.Se
 		if err != nil {
 			return fuzzOutcome{err: err}
 		}
-		text, err := Explain(s, c, o)
+		text, err := Explain(s, c, o, nil)
 		if err != nil {
 			return fuzzOutcome{err: err}
 		}
@@ -210,7 +210,7 @@ func (c *fuzzCatalog) planSelect(s *sqlparser.Select, opts func() (plan.Options,
 	}
 	if s.From != nil {
 		if v, ok := c.views[s.From.Name]; ok {
-			q, err := Pull(s, &plan.ViewDef{Name: s.From.Name, Out: v.out}, o)
+			q, err := Pull(s, &plan.ViewDef{Name: s.From.Name, Out: v.out}, o, nil)
 			if err != nil {
 				return fuzzOutcome{err: err}
 			}

@@ -14,7 +14,17 @@ import (
 // (bindGrouped: the same functions, types and errors) and runs as a
 // running aggregation over the rows (plan.PullGroup). opts are the
 // defaults with SET applied; sel's SET_VAR hints may set consistency only.
-func Pull(sel *parser.Select, view *plan.ViewDef, opts plan.Options) (*plan.PullQuery, error) {
+// params are the statement's parameters (nil: it has none).
+func Pull(sel *parser.Select, view *plan.ViewDef, opts plan.Options, params *Params) (*plan.PullQuery, error) {
+	q, err := pull(sel, view, opts, params)
+	if err == nil && params.Settle() {
+		// A parameter's type was learnt: the plan with it (params.go).
+		q, err = pull(sel, view, opts, params)
+	}
+	return q, err
+}
+
+func pull(sel *parser.Select, view *plan.ViewDef, opts plan.Options, params *Params) (*plan.PullQuery, error) {
 	for _, h := range sel.Hints {
 		if h.Name != "consistency" {
 			return nil, errf(h.Name, "SET_VAR(%s) is an option of views; a pull query (SELECT ... FROM view) takes SET_VAR(consistency='committed' or 'latest')", h.Name)
@@ -31,6 +41,7 @@ func Pull(sel *parser.Select, view *plan.ViewDef, opts plan.Options) (*plan.Pull
 		q.Consistency = plan.ConsistencyCommitted
 	}
 	sc := newScope(sel.From.Qualifier(), view.Out)
+	sc.params = params
 	if sel.Where != nil {
 		if containsAggregate(sel.Where) {
 			return nil, errf("WHERE", "aggregates are not allowed in WHERE; use HAVING")

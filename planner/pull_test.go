@@ -14,20 +14,20 @@ var pullView = &plan.ViewDef{Name: "v", Out: plan.Schema{
 	{Name: "bids", Type: plan.TypeBigint, NotNull: true}, {Name: "price", Type: plan.TypeDouble},
 }}
 
-func pull(t *testing.T, sql string, opts plan.Options) (*plan.PullQuery, error) {
+func pullSQL(t *testing.T, sql string, opts plan.Options) (*plan.PullQuery, error) {
 	t.Helper()
 	stmts, err := parser.Parse(sql)
 	if err != nil {
 		t.Fatalf("%s: %v", sql, err)
 	}
-	return Pull(stmts[0].Stmt.(*parser.Select), pullView, opts)
+	return Pull(stmts[0].Stmt.(*parser.Select), pullView, opts, nil)
 }
 
 // TestPullTypesAndConsistency: a pull query's result types are a view's
 // (SUM of BIGINT BIGINT, of DOUBLE DOUBLE, AVG DOUBLE, COUNT BIGINT), and
 // its consistency is committed unless SET or SET_VAR choose latest.
 func TestPullTypesAndConsistency(t *testing.T) {
-	q, err := pull(t, "SELECT channel, SUM(bids), SUM(price), AVG(bids), COUNT(DISTINCT channel), MIN(window_start) FROM v GROUP BY channel", plan.Options{})
+	q, err := pullSQL(t, "SELECT channel, SUM(bids), SUM(price), AVG(bids), COUNT(DISTINCT channel), MIN(window_start) FROM v GROUP BY channel", plan.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,10 +40,10 @@ func TestPullTypesAndConsistency(t *testing.T) {
 	if q.Consistency != plan.ConsistencyCommitted || q.Group == nil || len(q.Group.Agg.Keys) != 1 {
 		t.Errorf("consistency %q, group %+v; want committed, grouped by one key", q.Consistency, q.Group)
 	}
-	if q, _ := pull(t, "SELECT * FROM v", plan.Options{Consistency: plan.ConsistencyLatest}); q.Consistency != plan.ConsistencyLatest || q.Group != nil {
+	if q, _ := pullSQL(t, "SELECT * FROM v", plan.Options{Consistency: plan.ConsistencyLatest}); q.Consistency != plan.ConsistencyLatest || q.Group != nil {
 		t.Errorf("SET consistency latest: %q (group %v)", q.Consistency, q.Group)
 	}
-	if q, _ := pull(t, "SELECT /*+ SET_VAR(consistency='committed') */ * FROM v", plan.Options{Consistency: plan.ConsistencyLatest}); q.Consistency != plan.ConsistencyCommitted {
+	if q, _ := pullSQL(t, "SELECT /*+ SET_VAR(consistency='committed') */ * FROM v", plan.Options{Consistency: plan.ConsistencyLatest}); q.Consistency != plan.ConsistencyCommitted {
 		t.Errorf("the hint over SET: %q, want committed", q.Consistency)
 	}
 }
@@ -64,7 +64,7 @@ func TestPullErrorNames(t *testing.T) {
 		{"SELECT DISTINCT channel FROM v ORDER BY bids", "bids", 422},
 		{"SELECT channel FROM v UNION ALL SELECT channel FROM v", "UNION", 422},
 	} {
-		_, err := pull(t, c.sql, plan.Options{})
+		_, err := pullSQL(t, c.sql, plan.Options{})
 		var pe *Error
 		if !errors.As(err, &pe) || pe.Name != c.name || pe.Status != c.status {
 			t.Errorf("%s: %v, want an error about %q (%d)", c.sql, err, c.name, c.status)

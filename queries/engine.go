@@ -116,7 +116,14 @@ type Engine struct {
 	lock *dirLock
 	// space guards the data directory's free space (nil for OpenWith).
 	space *state.Space
+	// pulls counts the pull queries run (PullsRun).
+	pulls atomic.Int64
 }
+
+// PullsRun is the number of pull queries (SELECT over a view's results)
+// this engine has run: what a client that only prepares a statement
+// (Prepare) must not add to.
+func (e *Engine) PullsRun() int64 { return e.pulls.Load() }
 
 // View is a continuous query whose results live in the results table.
 type View struct {
@@ -483,10 +490,11 @@ type Result struct {
 	Name      string
 	Columns   []string
 	Rows      []Object
-	// Types and Values are a SELECT's column types and rows as values
-	// (a view's results), for clients that type their columns and encode
-	// values themselves (pgwire); nil for the other results, whose Rows
-	// hold text, numbers and booleans. Not in JSON.
+	// Types are the column types (a SELECT's, and the fixed ones of SHOW,
+	// DESCRIBE and EXPLAIN: prepare.go) and Values a SELECT's rows as
+	// values (a view's results), for clients that type their columns and
+	// encode values themselves (pgwire); Values is nil for the other
+	// results, whose Rows hold text and booleans. Not in JSON.
 	Types  []plan.Type
 	Values []plan.Row
 }
@@ -515,8 +523,12 @@ func (r Result) MarshalJSON() ([]byte, error) {
 // ExecOptions are the settings of one ExecWith call beyond its text.
 type ExecOptions struct {
 	// Params are the values of PostgreSQL's placeholders $1, $2, ...
-	// (pgwire's Bind); nil: the statements have none.
+	// (pgwire's Bind); nil: the statements have none, and $1 is an error.
+	// The planner binds them as constants (planner/params.go).
 	Params []plan.Value
+	// ParamTypes are the parameters' types as Prepare described them, so
+	// that a NULL is a NULL of its type; nil: the values' kinds.
+	ParamTypes []plan.Type
 	// Set are session settings (pgwire's SET), applied before the
 	// statements as a SET at the start of sql would be.
 	Set []parser.SetVar
@@ -542,9 +554,13 @@ func (e *Engine) ExecWith(ctx context.Context, sql string, o ExecOptions) ([]Res
 	stmts, perr := parser.Parse(sql)
 	var results []Result
 	set := append([]parser.SetVar(nil), o.Set...)
+	var params *planner.Params
+	if o.Params != nil {
+		params = planner.ExecParams(o.Params, o.ParamTypes)
+	}
 	for i := range stmts {
 		st := &stmts[i]
-		r, err := e.exec(ctx, st, &set)
+		r, err := e.exec(ctx, st, &set, params)
 		if err != nil {
 			return results, e.wrap(st, err)
 		}
@@ -552,14 +568,20 @@ func (e *Engine) ExecWith(ctx context.Context, sql string, o ExecOptions) ([]Res
 		results = append(results, r)
 	}
 	if perr != nil {
-		var pe *parser.Error
-		if errors.As(perr, &pe) {
-			status := pe.Kind.Status()
-			return results, &Error{Status: status, Title: statusTitle(status), Detail: pe.Msg, Statement: pe.Statement, Line: pe.Line, Column: pe.Column}
-		}
-		return results, &Error{Status: 400, Title: statusTitle(400), Detail: perr.Error(), Statement: len(stmts)}
+		return results, parseError(perr, len(stmts))
 	}
 	return results, nil
+}
+
+// parseError is the API error of parser.Parse's error; n statements
+// parsed before it.
+func parseError(err error, n int) *Error {
+	var pe *parser.Error
+	if errors.As(err, &pe) {
+		status := pe.Kind.Status()
+		return &Error{Status: status, Title: statusTitle(status), Detail: pe.Msg, Statement: pe.Statement, Line: pe.Line, Column: pe.Column}
+	}
+	return &Error{Status: 400, Title: statusTitle(400), Detail: err.Error(), Statement: n}
 }
 
 // wrap turns a planner or engine error into an *Error positioned at the
@@ -572,8 +594,12 @@ func (e *Engine) wrap(st *parser.Statement, err error) error {
 	var pe *planner.Error
 	if errors.As(err, &pe) {
 		out := stmtErr(pe.Status, st, "%s", pe.Msg)
-		if pe.Name != "" {
-			if l, c := parser.LineColAt(st.Text, pe.Name); l > 0 {
+		if pe.Offset > 0 || pe.Name != "" {
+			l, c := parser.LineColAt(st.Text, pe.Name)
+			if pe.Offset > 0 {
+				l, c = parser.LineCol(st.Text, pe.Offset-1)
+			}
+			if l > 0 {
 				out.Line = st.Pos.Line + l - 1
 				if l == 1 {
 					out.Column = st.Pos.Column + c - 1
@@ -598,7 +624,10 @@ func (e *Engine) wrap(st *parser.Statement, err error) error {
 	return stmtErr(500, st, "%v", err)
 }
 
-func (e *Engine) exec(ctx context.Context, st *parser.Statement, set *[]parser.SetVar) (Result, error) {
+func (e *Engine) exec(ctx context.Context, st *parser.Statement, set *[]parser.SetVar, params *planner.Params) (Result, error) {
+	if err := noStoredParams(st); err != nil {
+		return Result{}, err
+	}
 	switch s := st.Stmt.(type) {
 	case *parser.CreateTable:
 		return e.createTable(s, st)
@@ -620,11 +649,41 @@ func (e *Engine) exec(ctx context.Context, st *parser.Statement, set *[]parser.S
 	case *parser.Describe:
 		return e.describe(s, st)
 	case *parser.Explain:
-		return e.explain(s, st, *set)
+		return e.explain(s, st, *set, params)
 	case *parser.Select:
-		return e.pull(s, st, *set)
+		return e.pull(s, st, *set, params)
 	}
 	return Result{}, stmtErr(422, st, "unsupported statement")
+}
+
+// noStoredParams refuses parameters in a statement whose query is stored
+// as text and runs continuously (CREATE VIEW, INSERT INTO ... SELECT, and
+// EXPLAIN of them): the text must plan again after a restart, when there
+// are no parameters; binding them into it would be rewriting it.
+func noStoredParams(st *parser.Statement) error {
+	if len(st.Params) == 0 {
+		return nil
+	}
+	var what, query string
+	switch s := st.Stmt.(type) {
+	case *parser.CreateView:
+		what, query = "CREATE VIEW", "the view's query"
+	case *parser.Insert:
+		what, query = "INSERT INTO ... SELECT", "the query"
+	case *parser.Explain:
+		switch {
+		case s.View != nil:
+			what, query = "EXPLAIN CREATE VIEW", "the view's query"
+		case s.Insert != nil:
+			what, query = "EXPLAIN INSERT INTO ... SELECT", "the query"
+		}
+	}
+	if what == "" {
+		return nil
+	}
+	p := st.Params[0]
+	return &planner.Error{Status: 422, Name: fmt.Sprintf("$%d", p.N), Offset: p.Offset + 1,
+		Msg: fmt.Sprintf("parameters ($%d) are not allowed in %s: %s is stored and runs continuously; write the value into the statement", p.N, what, query)}
 }
 
 func (e *Engine) createTable(s *parser.CreateTable, st *parser.Statement) (Result, error) {
@@ -1045,7 +1104,8 @@ func (e *Engine) show(s *parser.Show, st *parser.Statement) (Result, error) {
 	defer e.mu.RUnlock()
 	switch s.Kind {
 	case parser.ShowTables:
-		cols := []string{"name", "type", "engine"}
+		schema := showTablesColumns()
+		cols := ColumnNames(schema)
 		var rows []Object
 		for n, t := range e.tables {
 			rows = append(rows, Object{cols, []any{n, "table", t.Engine}})
@@ -1056,7 +1116,7 @@ func (e *Engine) show(s *parser.Show, st *parser.Statement) (Result, error) {
 			}
 		}
 		sort.Slice(rows, func(i, j int) bool { return rows[i].Vals[0].(string) < rows[j].Vals[0].(string) })
-		return Result{Kind: "show", Columns: cols, Rows: rows}, nil
+		return Result{Kind: "show", Columns: cols, Types: ColumnTypes(schema), Rows: rows}, nil
 	case parser.ShowCreateTable:
 		t, ok := e.tables[s.Name]
 		if !ok {
@@ -1073,8 +1133,9 @@ func (e *Engine) show(s *parser.Show, st *parser.Statement) (Result, error) {
 }
 
 func showCreate(name, sql string) Result {
-	cols := []string{"name", "sql"}
-	return Result{Kind: "show", Name: name, Columns: cols, Rows: []Object{{cols, []any{name, sql}}}}
+	schema := showCreateColumns()
+	cols := ColumnNames(schema)
+	return Result{Kind: "show", Name: name, Columns: cols, Types: ColumnTypes(schema), Rows: []Object{{cols, []any{name, sql}}}}
 }
 
 // describe answers DESCRIBE (DESC, SHOW COLUMNS): the columns of a table
@@ -1107,7 +1168,8 @@ func (e *Engine) describe(s *parser.Describe, st *parser.Statement) (Result, err
 	} else {
 		return Result{}, stmtErr(404, st, "unknown table or view %s", s.Name)
 	}
-	names := []string{"name", "type", "nullable", "key"}
+	schema := describeColumns()
+	names := ColumnNames(schema)
 	rows := make([]Object, len(cols))
 	for i, c := range cols {
 		k := ""
@@ -1116,13 +1178,13 @@ func (e *Engine) describe(s *parser.Describe, st *parser.Statement) (Result, err
 		}
 		rows[i] = Object{names, []any{c.Name, c.Type.String(), !c.NotNull, k}}
 	}
-	return Result{Kind: "describe", Name: s.Name, Columns: names, Rows: rows}, nil
+	return Result{Kind: "describe", Name: s.Name, Columns: names, Types: ColumnTypes(schema), Rows: rows}, nil
 }
 
 // explain answers EXPLAIN: of a query by name, the plan it runs (a table
 // without one is described, as MySQL's EXPLAIN t is DESCRIBE t); of a
 // statement, the plan planner.Explain gives it.
-func (e *Engine) explain(s *parser.Explain, st *parser.Statement, set []parser.SetVar) (Result, error) {
+func (e *Engine) explain(s *parser.Explain, st *parser.Statement, set []parser.SetVar, params *planner.Params) (Result, error) {
 	var text string
 	if s.Name != "" {
 		e.mu.RLock()
@@ -1145,12 +1207,12 @@ func (e *Engine) explain(s *parser.Explain, st *parser.Statement, set []parser.S
 			return Result{}, err
 		}
 		var err error
-		if text, err = planner.Explain(s, e.planCatalog(), opts); err != nil {
+		if text, err = planner.Explain(s, e.planCatalog(), opts, params); err != nil {
 			return Result{}, err
 		}
 	}
-	cols := []string{"plan"}
-	return Result{Kind: "explain", Name: s.Name, Columns: cols, Rows: []Object{{cols, []any{text}}}}, nil
+	cols := explainColumns()
+	return Result{Kind: "explain", Name: s.Name, Columns: ColumnNames(cols), Types: ColumnTypes(cols), Rows: []Object{{ColumnNames(cols), []any{text}}}}, nil
 }
 
 // orNoReason is why query v has no plan.
@@ -1166,9 +1228,30 @@ func orNoReason(v *View) string {
 // without checkpoints has no committed rows: committed reads its latest
 // ones, the only rows it has (GET .../results?consistency=committed
 // answers none; docs/sql.md).
-func (e *Engine) pull(s *parser.Select, st *parser.Statement, set []parser.SetVar) (Result, error) {
+func (e *Engine) pull(s *parser.Select, st *parser.Statement, set []parser.SetVar, params *planner.Params) (Result, error) {
+	q, v, err := e.pullPlan(s, st, set, params)
+	if err != nil {
+		return Result{}, err
+	}
+	name := q.View
+	e.pulls.Add(1)
+	committed := q.Consistency == plan.ConsistencyCommitted && v.Graph.Options.CheckpointInterval > 0
+	rows, err := v.Results.Rows(committed)
+	if err != nil {
+		return Result{}, fmt.Errorf("pull query over view %s: read its %s results: %w", name, q.Consistency, err)
+	}
+	out, err := runPull(q, rows)
+	if err != nil {
+		return Result{}, stmtErr(422, st, "pull query over view %s: %v", name, err)
+	}
+	return Result{Kind: "select", Name: name, Columns: ColumnNames(q.Out), Rows: Objects(q.Out, out), Types: ColumnTypes(q.Out), Values: out}, nil
+}
+
+// pullPlan plans SELECT over a view's results, for pull to run or
+// Prepare to describe, and finds the view.
+func (e *Engine) pullPlan(s *parser.Select, st *parser.Statement, set []parser.SetVar, params *planner.Params) (*plan.PullQuery, *View, error) {
 	if s.From == nil || s.From.Name == "" {
-		return Result{}, stmtErr(422, st, "a SELECT over a join or a subquery runs continuously: CREATE VIEW name AS SELECT ... and read its results; pull queries read one view")
+		return nil, nil, stmtErr(422, st, "a SELECT over a join or a subquery runs continuously: CREATE VIEW name AS SELECT ... and read its results; pull queries read one view")
 	}
 	e.mu.RLock()
 	name := ""
@@ -1180,33 +1263,24 @@ func (e *Engine) pull(s *parser.Select, st *parser.Statement, set []parser.SetVa
 	e.mu.RUnlock()
 	switch {
 	case isTable && e.tableDef(name).IsSink():
-		return Result{}, stmtErr(422, st, "%s is a sink table (ENGINE=%s): its rows are in the external system", name, e.tableDef(name).Engine)
+		return nil, nil, stmtErr(422, st, "%s is a sink table (ENGINE=%s): its rows are in the external system", name, e.tableDef(name).Engine)
 	case isTable && len(e.tableDef(name).PrimaryKey) > 0:
-		return Result{}, stmtErr(422, st, "%s is a PRIMARY KEY table (an upsert stream): read it through a join, FROM stream JOIN %s [AS OF TIMESTAMP stream.ts] ON ..., in a view", name, name)
+		return nil, nil, stmtErr(422, st, "%s is a PRIMARY KEY table (an upsert stream): read it through a join, FROM stream JOIN %s [AS OF TIMESTAMP stream.ts] ON ..., in a view", name, name)
 	case isTable:
-		return Result{}, stmtErr(422, st, "%s is a table: a SELECT over a stream runs continuously; CREATE VIEW name AS SELECT ... and read its results", name)
+		return nil, nil, stmtErr(422, st, "%s is a table: a SELECT over a stream runs continuously; CREATE VIEW name AS SELECT ... and read its results", name)
 	case !isView:
 		// Positioned at the name (wrap).
-		return Result{}, &planner.Error{Status: 404, Name: name, Msg: fmt.Sprintf("unknown view %s", name)}
+		return nil, nil, &planner.Error{Status: 404, Name: name, Msg: fmt.Sprintf("unknown view %s", name)}
 	case v.Graph == nil:
-		return Result{}, stmtErr(409, st, "view %s is not running: %s", name, orNoReason(v))
+		return nil, nil, stmtErr(409, st, "view %s is not running: %s", name, orNoReason(v))
 	}
 	opts := e.defaults()
 	if err := planner.ApplyOptions(&opts, set, "SET"); err != nil {
-		return Result{}, err
+		return nil, nil, err
 	}
-	q, err := planner.Pull(s, &plan.ViewDef{Name: name, Out: v.Graph.Out}, opts)
+	q, err := planner.Pull(s, &plan.ViewDef{Name: name, Out: v.Graph.Out}, opts, params)
 	if err != nil {
-		return Result{}, err
+		return nil, nil, err
 	}
-	committed := q.Consistency == plan.ConsistencyCommitted && v.Graph.Options.CheckpointInterval > 0
-	rows, err := v.Results.Rows(committed)
-	if err != nil {
-		return Result{}, fmt.Errorf("pull query over view %s: read its %s results: %w", name, q.Consistency, err)
-	}
-	out, err := runPull(q, rows)
-	if err != nil {
-		return Result{}, stmtErr(422, st, "pull query over view %s: %v", name, err)
-	}
-	return Result{Kind: "select", Name: name, Columns: ColumnNames(q.Out), Rows: Objects(q.Out, out), Types: ColumnTypes(q.Out), Values: out}, nil
+	return q, v, nil
 }
