@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgproto3"
+	"github.com/streamsql/streamsql/parser"
 	"github.com/streamsql/streamsql/queries"
 )
 
@@ -106,7 +107,7 @@ func (c *conn) run(sql string) ([]queries.Result, error) {
 	defer cancel()
 	stop := c.watch(cancel)
 	defer stop()
-	results, err := c.s.eng.ExecWith(ctx, sql, queries.ExecOptions{Set: c.sessionSet()})
+	results, err := c.s.eng.ExecWith(ctx, sql, queries.ExecOptions{Set: c.sessionSet(), Dialect: parser.PostgreSQL})
 	if err != nil && c.canceled() != nil {
 		return nil, errCanceled
 	}
