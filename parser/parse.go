@@ -8,6 +8,7 @@ import (
 
 	tidb "github.com/pingcap/tidb/pkg/parser"
 	"github.com/pingcap/tidb/pkg/parser/ast"
+	"github.com/pingcap/tidb/pkg/parser/mysql"
 	_ "github.com/pingcap/tidb/pkg/parser/test_driver" // value expressions
 )
 
@@ -19,7 +20,38 @@ type Statement struct {
 	// Params are the statement's parameters ($1, $2, ...) in the order
 	// they are written; nil when it has none.
 	Params []Param
+	// Dialect is how Text reads (Dialect.Parse): a statement kept as text
+	// (a view's) is read again in it.
+	Dialect Dialect
 }
+
+// Dialect is how a statement's text reads: its string literals and its
+// double quotes. The grammar is the same in both.
+type Dialect string
+
+const (
+	// MySQL is streamsql's own dialect (POST /v1/sql, files): MySQL's
+	// lexical rules, where a backslash in '...' escapes the next
+	// character and "..." is a string. The zero value.
+	MySQL Dialect = ""
+	// PostgreSQL is the dialect of the PostgreSQL wire protocol: standard
+	// strings ('...' where only '' escapes a quote and a backslash is a
+	// character, as standard_conforming_strings = on promises clients
+	// that quote values themselves) and "..." a quoted identifier.
+	PostgreSQL Dialect = "postgresql"
+)
+
+// mode is the TiDB parser's SQL mode of d.
+func (d Dialect) mode() mysql.SQLMode {
+	if d == PostgreSQL {
+		return mysql.ModeNoBackslashEscapes | mysql.ModeANSIQuotes
+	}
+	return mysql.ModeNone
+}
+
+// Valid reports whether d is a dialect (a stored one may come from a
+// newer version).
+func (d Dialect) Valid() bool { return d == MySQL || d == PostgreSQL }
 
 // ErrorKind tells a syntax error (the text is not SQL) from SQL that parses
 // but that streamsql does not run.
@@ -67,10 +99,14 @@ var posRE = regexp.MustCompile(`line (\d+) column (\d+)`)
 // Parse parses every statement of sql. On error it returns the statements
 // before the failing one (they are valid and may be executed, as docs/http-api.md says:
 // earlier statements stay applied) and an *Error naming the failing index.
-func Parse(sql string) ([]Statement, error) {
+// It reads sql in streamsql's own dialect (MySQL).
+func Parse(sql string) ([]Statement, error) { return MySQL.Parse(sql) }
+
+// Parse is the package's Parse reading sql in dialect d.
+func (d Dialect) Parse(sql string) ([]Statement, error) {
 	if off, err := checkSizes(sql); err != nil {
 		// Nothing of the long statement is parsed; those before it are.
-		before, perr := Parse(sql[:off])
+		before, perr := d.Parse(sql[:off])
 		if perr != nil {
 			return before, perr
 		}
@@ -81,7 +117,7 @@ func Parse(sql string) ([]Statement, error) {
 	// length, so every position in it is a position in sql.
 	text := sql
 	var explains []int
-	nodes, warns, err := parseSQL(text)
+	nodes, warns, err := d.parseSQL(text)
 	for err != nil && len(explains) < MaxExplainCreate {
 		m := posRE.FindStringSubmatch(err.Error())
 		if m == nil {
@@ -95,7 +131,7 @@ func Parse(sql string) ([]Statement, error) {
 		}
 		text = text[:at] + strings.Repeat(" ", len("EXPLAIN")) + text[at+len("EXPLAIN"):]
 		explains = append(explains, at)
-		nodes, warns, err = parseSQL(text)
+		nodes, warns, err = d.parseSQL(text)
 	}
 	if err != nil {
 		perr := &Error{Kind: Syntax, Msg: "syntax error: " + cleanMsg(err.Error())}
@@ -109,7 +145,7 @@ func Parse(sql string) ([]Statement, error) {
 		}
 		// Find how many statements precede the error: parse the text up to
 		// the last statement boundary before the error position.
-		before := parsePrefix(sql, text, explains, offsetOf(text, perr.Line, perr.Column))
+		before := d.parsePrefix(sql, text, explains, offsetOf(text, perr.Line, perr.Column))
 		perr.Statement = len(before)
 		return before, perr
 	}
@@ -117,11 +153,11 @@ func Parse(sql string) ([]Statement, error) {
 		// The TiDB parser reports unknown or misplaced hints as warnings
 		// (without a position) and drops them; streamsql treats every
 		// warning as an error, positioned by reading the statement's text.
-		idx := warningStatement(nodes)
-		out, _ := convertAll(sql, text, explains, nodes[:idx])
+		idx := d.warningStatement(nodes)
+		out, _ := d.convertAll(sql, text, explains, nodes[:idx])
 		return out, warningError(text, nodes, idx, warns)
 	}
-	return convertAll(sql, text, explains, nodes)
+	return d.convertAll(sql, text, explains, nodes)
 }
 
 // MaxExplainCreate is the most EXPLAIN CREATE VIEW statements one request
@@ -131,26 +167,28 @@ const MaxExplainCreate = 16
 // parseSQL runs the TiDB parser, turning its panics (its test driver panics
 // on some numeric literals, such as integers of more than 81 digits) into
 // syntax errors: bad SQL must never take the server down.
-func parseSQL(sql string) (nodes []ast.StmtNode, warns []error, err error) {
+func (d Dialect) parseSQL(sql string) (nodes []ast.StmtNode, warns []error, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			nodes, warns = nil, nil
 			err = fmt.Errorf("the SQL parser could not read this text (%v); check numeric literals", r)
 		}
 	}()
-	return tidb.New().ParseSQL(sql)
+	p := tidb.New()
+	p.SetSQLMode(d.mode())
+	return p.ParseSQL(sql)
 }
 
 // convertAll converts nodes, stopping at the first unsupported construct.
 // nodes were parsed from text, which is sql with the EXPLAIN keywords at
 // offsets explains blanked out.
-func convertAll(sql, text string, explains []int, nodes []ast.StmtNode) ([]Statement, error) {
+func (d Dialect) convertAll(sql, text string, explains []int, nodes []ast.StmtNode) ([]Statement, error) {
 	out := make([]Statement, 0, len(nodes))
 	lines := lineCounter{s: sql, line: 1, col: 1}
 	loc := locator{text: text, explains: explains}
 	for i, n := range nodes {
 		off, end, explained := loc.next(n)
-		st := Statement{Text: strings.TrimSpace(strings.TrimRight(sql[off:end], ";"))}
+		st := Statement{Text: strings.TrimSpace(strings.TrimRight(sql[off:end], ";")), Dialect: d}
 		line, col := lines.at(off)
 		st.Pos = Pos{Index: i, Offset: off, Line: line, Column: col}
 		if msg, at, word, ok := checkDepth(n); !ok {
@@ -221,14 +259,14 @@ func explainOf(s Stmt) (Stmt, error) {
 const explainTakes = "EXPLAIN takes SELECT ..., INSERT INTO t SELECT ..., CREATE VIEW v AS SELECT ... or the name of a view or sink query"
 
 // parsePrefix returns the statements wholly before byte offset off.
-func parsePrefix(sql, text string, explains []int, off int) []Statement {
+func (d Dialect) parsePrefix(sql, text string, explains []int, off int) []Statement {
 	if off > len(text) {
 		off = len(text)
 	}
 	for cut := strings.LastIndexByte(text[:off], ';'); cut >= 0; cut = strings.LastIndexByte(text[:cut], ';') {
-		nodes, warns, err := parseSQL(text[:cut+1])
+		nodes, warns, err := d.parseSQL(text[:cut+1])
 		if err == nil && len(warns) == 0 {
-			out, _ := convertAll(sql, text, explains, nodes)
+			out, _ := d.convertAll(sql, text, explains, nodes)
 			return out
 		}
 	}
@@ -236,9 +274,9 @@ func parsePrefix(sql, text string, explains []int, off int) []Statement {
 }
 
 // warningStatement finds the first statement that, parsed alone, warns.
-func warningStatement(nodes []ast.StmtNode) int {
+func (d Dialect) warningStatement(nodes []ast.StmtNode) int {
 	for i, n := range nodes {
-		if _, w, err := parseSQL(n.Text()); err == nil && len(w) > 0 {
+		if _, w, err := d.parseSQL(n.Text()); err == nil && len(w) > 0 {
 			return i
 		}
 	}

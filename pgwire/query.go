@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgproto3"
+	"github.com/streamsql/streamsql/parser"
 	"github.com/streamsql/streamsql/planner/plan"
 	"github.com/streamsql/streamsql/queries"
 )
@@ -116,7 +117,7 @@ func (c *conn) run(sql string, params []plan.Value, types []plan.Type) ([]querie
 	defer cancel()
 	stop := c.watch(cancel)
 	defer stop()
-	results, err := c.s.eng.ExecWith(ctx, sql, queries.ExecOptions{Params: params, ParamTypes: types, Set: c.sessionSet()})
+	results, err := c.s.eng.ExecWith(ctx, sql, queries.ExecOptions{Params: params, ParamTypes: types, Set: c.sessionSet(), Dialect: parser.PostgreSQL})
 	if err != nil && c.canceled() != nil {
 		return nil, errCanceled
 	}
@@ -173,7 +174,7 @@ func (c *conn) prepare(sql string, declared []uint32) (*prepared, error) {
 		st.cols, st.types, st.oids = resultColumns(&r), types, paramOIDs(declared, types)
 		return st, nil
 	}
-	p, err := c.s.eng.Prepare(sql, queries.ExecOptions{ParamTypes: types, Set: c.sessionSet()})
+	p, err := c.s.eng.Prepare(sql, queries.ExecOptions{ParamTypes: types, Set: c.sessionSet(), Dialect: parser.PostgreSQL})
 	if err != nil {
 		return nil, engineError(sql, err)
 	}

@@ -324,8 +324,12 @@ func lateRowsJSON(rows []op.LateRow) []any {
 
 // QueryInfo describes a continuous query for the API.
 type QueryInfo struct {
-	Name      string         `json:"name"`
-	SQL       string         `json:"sql"`
+	Name string `json:"name"`
+	SQL  string `json:"sql"`
+	// Dialect is how SQL reads when it is not streamsql's own:
+	// "postgresql" for a query created over the PostgreSQL wire protocol
+	// (standard strings, "quoted" identifiers).
+	Dialect   string         `json:"dialect,omitempty"`
 	State     string         `json:"state"`
 	Error     string         `json:"error,omitempty"`
 	Plan      string         `json:"plan,omitempty"`
@@ -508,7 +512,7 @@ func (e *Engine) Query(name string) (QueryInfo, error) {
 	if !ok {
 		return QueryInfo{}, notFound("query", name)
 	}
-	qi := QueryInfo{Name: name, SQL: v.Record.SQL, State: runtime.StateFailed, Created: v.Record.Created,
+	qi := QueryInfo{Name: name, SQL: v.Record.SQL, Dialect: string(v.Record.Dialect), State: runtime.StateFailed, Created: v.Record.Created,
 		Offsets: map[string]int64{}, Counters: map[string]int64{}, RecentLateRows: []any{}, Sinks: map[string]any{}, LostRows: loss}
 	if v.Graph != nil {
 		qi.Plan = v.Explain()

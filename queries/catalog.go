@@ -67,15 +67,15 @@ func (c *planCatalog) ViewSelect(name string) (*parser.Select, bool) {
 	c.e.mu.RLock()
 	c.read[name] = c.e.meaningOf(name)
 	v, ok := c.e.views[name]
-	sql := ""
+	sql, dialect := "", parser.MySQL
 	if ok && v.Record.Sink == "" {
-		sql = v.Record.SQL
+		sql, dialect = v.Record.SQL, v.Record.Dialect
 	}
 	c.e.mu.RUnlock()
-	if sql == "" {
+	if sql == "" || !dialect.Valid() {
 		return nil, false
 	}
-	stmts, err := parser.Parse(sql)
+	stmts, err := dialect.Parse(sql)
 	if err != nil || len(stmts) != 1 {
 		return nil, false
 	}

@@ -150,10 +150,13 @@ func (v *View) Explain() string {
 
 // viewRecord is a view as stored in the catalog: enough to plan it again.
 type viewRecord struct {
-	Name         string           `json:"name"`
-	ID           uint64           `json:"id"`
-	SQL          string           `json:"sql"`
-	Set          []parser.SetVar  `json:"set,omitempty"`
+	Name string          `json:"name"`
+	ID   uint64          `json:"id"`
+	SQL  string          `json:"sql"`
+	Set  []parser.SetVar `json:"set,omitempty"`
+	// Dialect is how SQL reads (the PostgreSQL wire protocol's standard
+	// strings and quoted identifiers); empty: streamsql's own.
+	Dialect      parser.Dialect   `json:"dialect,omitempty"`
 	StartOffsets map[string]int64 `json:"start_offsets,omitempty"`
 	Created      time.Time        `json:"created"`
 	// Stopped: POST /v1/queries/{name}/stop took a final checkpoint; the
@@ -387,7 +390,10 @@ func (e *Engine) planView(rec viewRecord) (*plan.Graph, error) {
 
 // planWith plans rec, reading the catalog through cat.
 func (e *Engine) planWith(rec viewRecord, cat *planCatalog) (*plan.Graph, error) {
-	stmts, err := parser.Parse(rec.SQL)
+	if !rec.Dialect.Valid() {
+		return nil, fmt.Errorf("query %s is written in SQL dialect %q, which this version of streamsql does not read", rec.Name, rec.Dialect)
+	}
+	stmts, err := rec.Dialect.Parse(rec.SQL)
 	if err != nil {
 		return nil, err
 	}
@@ -532,6 +538,10 @@ type ExecOptions struct {
 	// Set are session settings (pgwire's SET), applied before the
 	// statements as a SET at the start of sql would be.
 	Set []parser.SetVar
+	// Dialect is how sql reads: pgwire's statements are PostgreSQL's
+	// (standard strings, "quoted" identifiers); the zero value is
+	// streamsql's own. A view keeps the dialect it was written in.
+	Dialect parser.Dialect
 }
 
 // CheckSet checks session settings as SET checks them (ExecOptions.Set:
@@ -551,7 +561,7 @@ func (e *Engine) Exec(ctx context.Context, sql string) ([]Result, error) {
 
 // ExecWith is Exec with parameters and session settings.
 func (e *Engine) ExecWith(ctx context.Context, sql string, o ExecOptions) ([]Result, error) {
-	stmts, perr := parser.Parse(sql)
+	stmts, perr := o.Dialect.Parse(sql)
 	var results []Result
 	set := append([]parser.SetVar(nil), o.Set...)
 	var params *planner.Params
@@ -743,7 +753,7 @@ func (e *Engine) createView(s *parser.CreateView, st *parser.Statement, set []pa
 	if err := planner.CheckAliases(s.Select); err != nil {
 		return Result{}, err
 	}
-	rec := viewRecord{Name: s.Name, SQL: st.Text, Set: set, Created: time.Now().UTC(), StartOffsets: map[string]int64{}, Reads: fromNames(s.Select)}
+	rec := viewRecord{Name: s.Name, SQL: st.Text, Dialect: st.Dialect, Set: set, Created: time.Now().UTC(), StartOffsets: map[string]int64{}, Reads: fromNames(s.Select)}
 	check := func() error {
 		if _, ok := e.tables[s.Name]; ok {
 			return stmtErr(409, st, "%s is already a table", s.Name)

@@ -38,7 +38,7 @@ func (e *Engine) insert(ctx context.Context, s *parser.Insert, st *parser.Statem
 	if err != nil {
 		return Result{}, err
 	}
-	rec := viewRecord{Name: s.Table, Sink: s.Table, SQL: st.Text, Set: set, Created: time.Now().UTC(),
+	rec := viewRecord{Name: s.Table, Sink: s.Table, SQL: st.Text, Dialect: st.Dialect, Set: set, Created: time.Now().UTC(),
 		StartOffsets: map[string]int64{}, Reads: fromNames(s.Select)}
 	// A target that can never work (a table that does not match) is
 	// refused now; one that is only unreachable is not: the query starts

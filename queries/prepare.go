@@ -22,10 +22,10 @@ type Prepared struct {
 // infer it) and the columns of the last one's result. Nothing is created,
 // read or changed; a statement that cannot be planned is the error Exec
 // would give. SET applies to the statements after it, as in Exec. Of o,
-// the session settings and the parameter types are used (o.Params are
-// not: nothing runs).
+// the session settings, the parameter types and the dialect are used
+// (o.Params are not: nothing runs).
 func (e *Engine) Prepare(sql string, o ExecOptions) (Prepared, error) {
-	stmts, perr := parser.Parse(sql)
+	stmts, perr := o.Dialect.Parse(sql)
 	if perr != nil {
 		return Prepared{}, parseError(perr, len(stmts))
 	}
