@@ -214,6 +214,7 @@ func TestPgwireClients(t *testing.T) {
 		{"id": 3, "name": `say "hi" ü`, "score": 1e20, "ok": false, "ts": "1999-12-31T23:59:59.001Z"},
 		{"id": 4, "name": "", "score": -0.00001, "ok": true, "ts": "2000-01-01T00:00:00.000Z"},
 		{"id": 5, "name": "it's", "score": 0.1, "ok": false, "ts": "2024-01-02T03:04:05.678Z"},
+		{"id": 6, "name": `C:\dir\'x`, "score": 2, "ok": true, "ts": "2024-01-02T03:04:06.000Z"},
 	})
 	srv.checkpoint(t)
 
@@ -242,8 +243,8 @@ func TestPgwireClients(t *testing.T) {
 		want = append(want, r)
 	}
 	sortRows(want)
-	if len(want) != 5 {
-		t.Fatalf("GET results: %d rows, want 5:\n%s", len(want), rowsText(want))
+	if len(want) != 6 {
+		t.Fatalf("GET results: %d rows, want 6:\n%s", len(want), rowsText(want))
 	}
 
 	t.Run("psql", func(t *testing.T) {
@@ -265,6 +266,21 @@ func TestPgwireClients(t *testing.T) {
 		}
 		if rowsText(got) != rowsText(want) {
 			t.Errorf("psql:\n%s\nGET results:\n%s", rowsText(got), rowsText(want))
+		}
+		// The catalog: \d lists the table and the view, \dv the view,
+		// \d ev its columns.
+		out, err = runPsql("-c", `\d`, "-c", `\dv`, "-c", `\d ev`)
+		for _, w := range []string{
+			"List of relations", " public | e    | table | streamsql", " public | ev   | view  | streamsql",
+			`View "public.ev"`, " name   | text                        |           |          | ",
+			" ts     | timestamp without time zone |           |          | ",
+		} {
+			if err != nil || !strings.Contains(out, w) {
+				t.Errorf("psql \\d, \\dv, \\d ev: %v: no %q in\n%s", err, w, out)
+			}
+		}
+		if strings.Count(out, "List of relations") != 2 || strings.Count(out, "| table |") != 1 {
+			t.Errorf("psql \\d and \\dv: want the table in \\d only:\n%s", out)
 		}
 		// An error with its position: psql shows the line and a caret.
 		out, err = runPsql("-c", "SELECT id, nosuch FROM ev")
@@ -327,6 +343,7 @@ func TestPgwireClients(t *testing.T) {
 		for name, keep := range map[string]func(r pgRow) bool{
 			"quote":         func(r pgRow) bool { return r[1] != nil && *r[1] == "it's" },
 			"double quotes": func(r pgRow) bool { return r[1] != nil && *r[1] == `say "hi" ü` },
+			"backslash":     func(r pgRow) bool { return r[1] != nil && *r[1] == `C:\dir\'x` },
 			"float":         func(r pgRow) bool { return r[2] != nil && *r[2] == "0.1" },
 			"none":          func(r pgRow) bool { return r[1] == nil },
 			"timestamp":     func(r pgRow) bool { return r[4] != nil && *r[4] == "2024-01-02T03:04:05.678Z" },
@@ -344,6 +361,11 @@ func TestPgwireClients(t *testing.T) {
 			if strings.Join(gotIDs, ",") != strings.Join(wantIDs, ",") || len(wantIDs) == 0 {
 				t.Errorf("psycopg2 with a %s parameter: ids %v, want %v", name, gotIDs, wantIDs)
 			}
+		}
+		// A value that would end a MySQL-style literal at \' (psycopg2
+		// doubles quotes only, as standard_conforming_strings asks).
+		if ids := res.Params["injection"]; len(ids) != 0 {
+			t.Errorf("psycopg2 with a value holding \\' OR 1=1: ids %v, want none", ids)
 		}
 		// psycopg2's default mode opened a block (BEGIN) before the
 		// first statement; commit ended it; an error failed the next.
@@ -430,6 +452,8 @@ out["status"]["in_block"] = status()
 for name, where, arg in [
     ("quote", "name = %s", "it's"),
     ("double quotes", "name = %s", 'say "hi" \u00fc'),
+    ("backslash", "name = %s", "C:\\dir\\'x"),
+    ("injection", "name = %s", "x\\' OR 1=1 -- "),
     ("float", "score = %s", 0.1),
     ("none", "COALESCE(name, %s) IS NULL", None),
     # A datetime is rendered '...'::timestamp, a cast streamsql's
