@@ -501,9 +501,13 @@ func waitGoroutines(t *testing.T, n int) {
 func TestBadInput(t *testing.T) {
 	e := start(t, Options{MaxMessage: 1 << 20})
 	e.setup()
+	// A server with a token, for wrong passwords.
+	locked := start(t, Options{Token: testToken})
+	wrong := "postgres://x:wrong@" + locked.addr + "/streamsql?sslmode=disable"
 	// One connection first, so that lazily started goroutines are there.
 	e.connect(pgx.QueryExecModeSimpleProtocol).Close(ctxT(t))
 	base := runtime.NumGoroutine()
+	baseHeap := heapInUse()
 	t.Run("malformed startup", func(t *testing.T) {
 		f := e.dial()
 		f.nc.Write([]byte{0, 0, 0, 8, 0, 0, 0x12, 0x34})
@@ -551,10 +555,19 @@ func TestBadInput(t *testing.T) {
 		}
 	})
 	t.Run("many", func(t *testing.T) {
-		// 1,000 bad clients of every kind above, one after the other.
+		// 1,000 bad clients of every kind above, and wrong passwords,
+		// one after the other.
 		for i := range 1000 {
+			if i%5 == 4 {
+				_, err := pgx.Connect(ctxT(t), wrong)
+				var pe *pgconn.PgError
+				if !errors.As(err, &pe) || pe.Code != "28P01" {
+					t.Fatalf("a wrong password: %v, want 28P01", err)
+				}
+				continue
+			}
 			f := e.dial()
-			switch i % 4 {
+			switch i % 5 {
 			case 0:
 				f.nc.Write([]byte{0, 0, 0, 8, 0, 0, 0x12, 0x34})
 			case 1:
@@ -585,6 +598,21 @@ func TestBadInput(t *testing.T) {
 	}
 	c.Close(ctxT(t))
 	waitGoroutines(t, base)
+	// Nothing the bad clients made is kept: the heap is back to about
+	// where it was (a generous bound: the engine's own caches move too).
+	after := heapInUse()
+	t.Logf("heap in use: %.1f MiB before the bad clients, %.1f MiB after; goroutines %d", float64(baseHeap)/(1<<20), float64(after)/(1<<20), runtime.NumGoroutine())
+	if after > baseHeap+32<<20 {
+		t.Errorf("heap in use %d MiB after the bad clients, %d MiB before", after>>20, baseHeap>>20)
+	}
+}
+
+// heapInUse is the heap in use after a collection.
+func heapInUse() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse
 }
 
 func must(r pgx.Rows, err error) pgx.Rows {
