@@ -70,14 +70,8 @@ func pull(sel *parser.Select, view *plan.ViewDef, opts plan.Options, params *Par
 		if agg {
 			return nil, errf("DISTINCT", "SELECT DISTINCT with GROUP BY or aggregates: group by what should be distinct")
 		}
-		// The distinct rows are the groups of every selected column, as
-		// in a view.
-		d := *sel
-		d.GroupBy = make([]parser.Expr, len(fields))
-		for i := range fields {
-			d.GroupBy[i] = &parser.Position{N: i + 1}
-		}
-		return q, pullGroup(q, &d, fields, sc)
+		// As in a view.
+		return q, pullGroup(q, distinctGroups(sel, len(fields)), fields, sc)
 	}
 	if agg {
 		return q, pullGroup(q, sel, fields, sc)

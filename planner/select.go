@@ -133,15 +133,9 @@ func (b *builder) query(sel *parser.Select, sub bool) (*planned, error) {
 		if agg {
 			return nil, errf("DISTINCT", "SELECT DISTINCT with GROUP BY or aggregates: group by what should be distinct, or read the aggregation from a subquery")
 		}
-		// The distinct rows are the groups of every selected column: a
-		// running aggregate without aggregates (a row's group is deleted
-		// when its last row is taken back).
-		d := *sel
-		d.GroupBy = make([]parser.Expr, len(fields))
-		for i := range fields {
-			d.GroupBy[i] = &parser.Position{N: i + 1}
-		}
-		return b.aggregation(&d, s, filter, fields, sub)
+		// A running aggregate without aggregates (a row's group is
+		// deleted when its last row is taken back).
+		return b.aggregation(distinctGroups(sel, len(fields)), s, filter, fields, sub)
 	}
 	if !agg {
 		return b.appendOnly(s, filter, fields, sub)
@@ -881,6 +875,17 @@ func bindAgg(f *parser.Func, base *scope, ekeys *exprKeys) (plan.Agg, aggKey, []
 		a.Fn = plan.AggCountDistinct
 	}
 	return a, aggKey{fn: a.Fn, arg: ekeys.id(arg)}, []plan.Expr{arg}, nil
+}
+
+// distinctGroups is SELECT DISTINCT of n selected columns as what it is:
+// the groups of every selected column (GROUP BY 1, ..., n).
+func distinctGroups(sel *parser.Select, n int) *parser.Select {
+	d := *sel
+	d.GroupBy = make([]parser.Expr, n)
+	for i := range n {
+		d.GroupBy[i] = &parser.Position{N: i + 1}
+	}
+	return &d
 }
 
 // exprName names an intermediate column: a column keeps its name.

@@ -67,17 +67,7 @@ func runPull(q *plan.PullQuery, rows []plan.Row) ([]plan.Row, error) {
 	if len(keys) > 0 {
 		sort.SliceStable(kept, func(a, b int) bool {
 			for i, k := range keys {
-				x, y := k(kept[a]), k(kept[b])
-				c := 0
-				switch {
-				case x.IsNull() && y.IsNull():
-				case x.IsNull():
-					c = -1 // NULLs first, as MySQL
-				case y.IsNull():
-					c = 1
-				default:
-					c = value.Compare(x, y)
-				}
+				c := value.CompareNullsFirst(k(kept[a]), k(kept[b]))
 				if q.Order[i].Desc {
 					c = -c
 				}

@@ -354,6 +354,20 @@ func Compare(x, y plan.Value) int {
 	return 0
 }
 
+// CompareNullsFirst orders two values as ORDER BY ascending does: NULL
+// first (as MySQL), then Compare.
+func CompareNullsFirst(x, y plan.Value) int {
+	switch {
+	case x.IsNull() && y.IsNull():
+		return 0
+	case x.IsNull():
+		return -1
+	case y.IsNull():
+		return 1
+	}
+	return Compare(x, y)
+}
+
 // Float is v as a DOUBLE in numeric context: a DOUBLE itself, an integer
 // kind widened, a string parsed as a number (0 when it is not one), as
 // MySQL reads a string compared with a number.

@@ -544,7 +544,7 @@ func decodeShared(b []byte) (plan.Value, []byte, error) {
 func sortEntries(c *plan.Concat, es []entry) {
 	slices.SortFunc(es, func(x, y entry) int {
 		for i, o := range c.Order {
-			r := compareNullsFirst(x.vals[i], y.vals[i])
+			r := value.CompareNullsFirst(x.vals[i], y.vals[i])
 			if o.Desc {
 				r = -r
 			}
@@ -555,21 +555,6 @@ func sortEntries(c *plan.Concat, es []entry) {
 		n := len(c.Order)
 		return strings.Compare(x.vals[n].S, y.vals[n].S)
 	})
-}
-
-func compareNullsFirst(x, y plan.Value) int {
-	switch {
-	case x.IsNull() || y.IsNull():
-		return cmp.Compare(b2i(!x.IsNull()), b2i(!y.IsNull()))
-	}
-	return value.Compare(x, y)
-}
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // concatResult joins the entries of s or bg, sorted, cut at

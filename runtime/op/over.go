@@ -180,23 +180,10 @@ func newOver(spec *plan.Over, env *Env, c *Counters) (*overOp, error) {
 	return o, nil
 }
 
-// compareOrd orders ORDER BY values, NULL first.
-func compareOrd(x, y plan.Value) int {
-	switch {
-	case x.IsNull() && y.IsNull():
-		return 0
-	case x.IsNull():
-		return -1
-	case y.IsNull():
-		return 1
-	}
-	return value.Compare(x, y)
-}
-
 // compareRows is the order of a partition's rows: ORDER BY value, then
 // identity.
 func compareRows(a, b *overRow) int {
-	if c := compareOrd(a.ord, b.ord); c != 0 {
+	if c := value.CompareNullsFirst(a.ord, b.ord); c != 0 {
 		return c
 	}
 	if c := cmp.Compare(a.id, b.id); c != 0 {
@@ -777,11 +764,11 @@ func (o *overOp) refresh(p *overPart, res *Batch) error {
 	fr := o.spec.Frame
 	rows := p.rows
 	byOrd := func(v plan.Value) int { // the first row ordered at or after v
-		i, _ := slices.BinarySearchFunc(rows, v, func(r *overRow, v plan.Value) int { return compareOrd(r.ord, v) })
+		i, _ := slices.BinarySearchFunc(rows, v, func(r *overRow, v plan.Value) int { return value.CompareNullsFirst(r.ord, v) })
 		return i
 	}
 	afterOrd := func(v plan.Value) int { // the first row ordered after v
-		return firstAfter(rows, func(r *overRow) bool { return compareOrd(r.ord, v) > 0 })
+		return firstAfter(rows, func(r *overRow) bool { return value.CompareNullsFirst(r.ord, v) > 0 })
 	}
 	var from, end, start int // rows[from:end] are recomputed, fed from rows[start]
 	switch {
@@ -813,7 +800,7 @@ func (o *overOp) refresh(p *overPart, res *Batch) error {
 	for i := start; i < end; {
 		j := i + 1
 		if fr.Unit == plan.FrameRange {
-			for j < end && compareOrd(rows[j].ord, rows[i].ord) == 0 {
+			for j < end && value.CompareNullsFirst(rows[j].ord, rows[i].ord) == 0 {
 				j++
 			}
 		}

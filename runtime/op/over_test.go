@@ -71,7 +71,7 @@ func naiveFrame(fr plan.OverFrame, rows []plan.Row, i int) []plan.Row {
 		in := false
 		switch {
 		case fr.Unbounded:
-			in = compareOrd(u, t) <= 0
+			in = value.CompareNullsFirst(u, t) <= 0
 		case t.IsNull() || u.IsNull():
 			in = t.IsNull() && u.IsNull()
 		default:
@@ -347,7 +347,7 @@ func TestOverMatchesNaive(t *testing.T) {
 			}
 			var want []string
 			for _, rows := range byKey {
-				slices.SortStableFunc(rows, func(a, b plan.Row) int { return compareOrd(a[3], b[3]) })
+				slices.SortStableFunc(rows, func(a, b plan.Row) int { return value.CompareNullsFirst(a[3], b[3]) })
 				for i, r := range rows {
 					want = append(want, fmtOverRow(append(slices.Clone(r), naiveCalls(naiveFrame(fr, rows, i))...)))
 				}
@@ -477,7 +477,7 @@ func TestOverChangesMatchNaive(t *testing.T) {
 			want := map[string]string{}
 			for _, hs := range byKey {
 				slices.SortFunc(hs, func(a, b held) int {
-					if c := compareOrd(a.row[3], b.row[3]); c != 0 {
+					if c := value.CompareNullsFirst(a.row[3], b.row[3]); c != 0 {
 						return c
 					}
 					return strings.Compare(a.id, b.id)
