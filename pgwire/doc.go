@@ -47,6 +47,7 @@
 // in the past) and waited for before the connection is read or written
 // again, and a byte it read goes to the next message. A connection's
 // context is cancelled when its goroutine returns and when the server
-// closes; Close closes the listeners and every connection and waits for
+// closes; a panic on a connection's goroutine ends that connection only
+// (recovered and logged in serveConn); Close closes the listeners and every connection and waits for
 // their goroutines.
 package pgwire

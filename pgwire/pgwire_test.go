@@ -872,3 +872,33 @@ func TestSetConsistency(t *testing.T) {
 		}
 	}
 }
+
+// TestPanicEndsOneConnection: a panic while a connection's statement runs
+// ends that connection with a FATAL XX000; the server keeps serving the
+// others, and nothing is left behind.
+func TestPanicEndsOneConnection(t *testing.T) {
+	e := start(t, Options{beforeStatement: func(sql string) {
+		if strings.Contains(sql, "boom") {
+			panic("a broken invariant")
+		}
+	}})
+	e.setup()
+	other := e.connect(pgx.QueryExecModeCacheStatement)
+	e.connect(pgx.QueryExecModeSimpleProtocol).Close(ctxT(t))
+	base := runtime.NumGoroutine()
+	for _, mode := range []pgx.QueryExecMode{pgx.QueryExecModeSimpleProtocol, pgx.QueryExecModeExec} {
+		c := e.connect(mode)
+		_, err := c.Exec(ctxT(t), "SELECT id AS boom FROM v")
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != "XX000" || pe.Severity != "FATAL" || !strings.Contains(pe.Message, "a broken invariant") {
+			t.Errorf("%v: %v, want a FATAL XX000", mode, err)
+		}
+		if !c.IsClosed() && c.Ping(ctxT(t)) == nil {
+			t.Errorf("%v: the connection still answers after the panic", mode)
+		}
+	}
+	if got := readAll(t, must(other.Query(ctxT(t), "SELECT id, d, s, b, ts FROM v ORDER BY id"))); !same(got, e.want()) {
+		t.Errorf("another connection after the panics: %v", got)
+	}
+	waitGoroutines(t, base)
+}

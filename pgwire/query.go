@@ -111,6 +111,9 @@ func (c *conn) run(sql string, params []plan.Value, types []plan.Type) ([]querie
 		}
 		return []queries.Result{r}, nil
 	}
+	if f := c.s.opts.beforeStatement; f != nil {
+		f(sql)
+	}
 	// The statement's context ends when the client leaves (watch) and
 	// at a CancelRequest (c.stmt).
 	ctx, cancel := context.WithCancel(c.stmt)

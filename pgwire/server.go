@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime/debug"
 	"net"
 	"sort"
 	"strings"
@@ -53,6 +54,10 @@ type Options struct {
 	// DefaultMaxMessage.
 	MaxMessage int
 	Logger     *slog.Logger
+
+	// beforeStatement, when set, is called with each statement's text
+	// before it runs: a fault point for tests (a panic).
+	beforeStatement func(sql string)
 }
 
 // Server serves one engine to PostgreSQL clients.
@@ -219,6 +224,17 @@ func (s *Server) serveConn(nc net.Conn) {
 	c := &conn{s: s, nc: nc, ctx: ctx, stmt: ctx, tx: 'I', stmts: map[string]*prepared{}, portals: map[string]*portal{}}
 	defer s.forgetKey(c)
 	c.setBackend(nc)
+	defer func() {
+		// As net/http does for a handler: a broken invariant met while
+		// serving one connection ends that connection, logged with its
+		// stack; the server and its other connections go on.
+		if r := recover(); r != nil {
+			s.log.Error("pgwire: panic serving a connection", "remote", nc.RemoteAddr().String(), "panic", r, "stack", string(debug.Stack()))
+			c.be.Send(&pgproto3.ErrorResponse{Severity: "FATAL", SeverityUnlocalized: "FATAL", Code: "XX000",
+				Message: fmt.Sprintf("internal error: %v (the server logged it and closes this connection; others go on)", r)})
+			c.be.Flush()
+		}
+	}()
 	nc.SetDeadline(time.Now().Add(startupTimeout))
 	if err := c.startup(); err != nil {
 		s.log.Debug("pgwire: startup failed", "remote", nc.RemoteAddr().String(), "err", err)
