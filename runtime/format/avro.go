@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"strings"
 
 	"github.com/hamba/avro/v2"
@@ -49,15 +48,6 @@ func (t Table) Subject() string {
 // Uses reports whether table attributes attrs name a format of this
 // package (a Decoder from NewDecoder; else value.RecordDecoder's JSON).
 func Uses(attrs map[string]string) bool { return attrs["format"] == "avro" }
-
-// CheckURL checks a schema_registry URL's shape (no I/O).
-func CheckURL(s string) error {
-	u, err := url.Parse(s)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("schema_registry must be an http:// or https:// URL with a host, not %q", s)
-	}
-	return nil
-}
 
 // NewDecoder is t's Decoder (no I/O: a registry is asked on the first
 // record of each schema id).
