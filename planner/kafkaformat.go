@@ -38,6 +38,10 @@ func checkKafkaFormat(def *plan.TableDef) error {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return badf("schema_registry", "ENGINE_ATTRIBUTE schema_registry must be an http:// or https:// URL with a host, not %q", reg)
 		}
+		if u.User != nil {
+			// The attributes show in SHOW CREATE TABLE and in messages.
+			return badf("schema_registry", "ENGINE_ATTRIBUTE schema_registry of %s holds credentials (user@): registry credentials are not supported yet", def.Name)
+		}
 	}
 	if inline != "" && !json.Valid([]byte(inline)) {
 		return badf("avro_schema", "ENGINE_ATTRIBUTE avro_schema of %s must be an Avro schema in JSON (a string holding it), and is not valid JSON", def.Name)

@@ -16,6 +16,7 @@ func TestKafkaFormatAttrs(t *testing.T) {
 		{`'{"topic": "t", "format": "avro"}'`, `give it a "schema_registry"`},
 		{`'{"topic": "t", "format": "avro", "schema_registry": "ftp://r:1"}'`, `schema_registry must be an http:// or https:// URL with a host, not "ftp://r:1"`},
 		{`'{"topic": "t", "format": "avro", "schema_registry": "http://"}'`, `schema_registry must be an http:// or https:// URL`},
+		{`'{"topic": "t", "format": "avro", "schema_registry": "http://u:secret@r:1"}'`, `holds credentials (user@): registry credentials are not supported yet`},
 		{`'{"topic": "t", "format": "avro", "schema_registry": "http://r:1", "avro_schema": "\\"long\\""}'`, `gives both a schema_registry and an avro_schema`},
 		{`'{"topic": "t", "format": "avro", "avro_schema": "{", "subject": "s"}'`, `subject of Kafka table t names a registry subject: it needs a schema_registry`},
 		{`'{"topic": "t", "format": "avro", "avro_schema": "{"}'`, `avro_schema of t must be an Avro schema in JSON`},

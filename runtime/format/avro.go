@@ -316,8 +316,8 @@ func (d *avroDecoder) Decode(v []byte) (plan.Row, error) {
 			case IsRetryable(err):
 				return nil, err
 			case err != nil:
-				if strings.Contains(err.Error(), "is not in the schema registry") {
-					return nil, err // the registry may learn it: not cached here
+				if isUnknownID(err) {
+					return nil, err // the registry may learn it: remembered only for unknownTTL
 				}
 				p = &readPlan{err: err}
 			default:

@@ -86,14 +86,33 @@ func notFound(err error) bool {
 	return errors.As(err, &re) && re.StatusCode == http.StatusNotFound
 }
 
-// classify turns a registry error into a bad-schema error (the answer)
-// or an *Unavailable (no answer, or the registry's own failure).
-func (r *Registry) classify(err error, what string) error {
+// unavailable is a registry error other than not found: no answer, the
+// registry's own failure, or a refusal (401, 403, 429) that a change on
+// its side can lift. None of them says anything about the record, so none
+// makes it a bad record.
+func (r *Registry) unavailable(err error, what string) error {
 	var re *sr.ResponseError
-	if errors.As(err, &re) && re.StatusCode < 500 && re.StatusCode != http.StatusTooManyRequests {
-		return fmt.Errorf("schema registry %s: %s: %s (HTTP %d)", r.url, what, re.Error(), re.StatusCode)
+	if errors.As(err, &re) {
+		err = fmt.Errorf("%s (HTTP %d)", re.Error(), re.StatusCode)
 	}
 	return &Unavailable{URL: r.url, Err: fmt.Errorf("%s: %w", what, err)}
+}
+
+// unknownID is the registry's answer that it has no schema of an id.
+type unknownID struct {
+	id  int
+	url string
+}
+
+func (e *unknownID) Error() string {
+	return fmt.Sprintf("schema id %d is not in the schema registry %s", e.id, e.url)
+}
+
+// isUnknownID reports whether err is the registry's answer that it has no
+// schema of the id asked for.
+func isUnknownID(err error) bool {
+	var u *unknownID
+	return errors.As(err, &u)
 }
 
 // Schema is the Avro schema of id, fetched once.
@@ -106,7 +125,7 @@ func (r *Registry) Schema(ctx context.Context, id int) (avro.Schema, error) {
 		return s, nil
 	}
 	if unknown && time.Since(at) < unknownTTL {
-		return nil, fmt.Errorf("schema id %d is not in the schema registry %s", id, r.url)
+		return nil, &unknownID{id, r.url}
 	}
 	ss, err := r.cl.SchemaByID(ctx, id)
 	if err != nil {
@@ -114,9 +133,9 @@ func (r *Registry) Schema(ctx context.Context, id int) (avro.Schema, error) {
 			r.mu.Lock()
 			r.unknown[id] = time.Now()
 			r.mu.Unlock()
-			return nil, fmt.Errorf("schema id %d is not in the schema registry %s", id, r.url)
+			return nil, &unknownID{id, r.url}
 		}
-		return nil, r.classify(err, fmt.Sprintf("schema id %d", id))
+		return nil, r.unavailable(err, fmt.Sprintf("schema id %d", id))
 	}
 	s, err = parseAvro(ss)
 	if err != nil {
@@ -136,7 +155,7 @@ func (r *Registry) Latest(ctx context.Context, subject string) (int, avro.Schema
 		if notFound(err) {
 			return 0, nil, fmt.Errorf("subject %s is not in the schema registry %s", subject, r.url)
 		}
-		return 0, nil, r.classify(err, "subject "+subject)
+		return 0, nil, r.unavailable(err, "subject "+subject)
 	}
 	s, err := parseAvro(ss.Schema)
 	if err != nil {
