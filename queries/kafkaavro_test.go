@@ -133,10 +133,11 @@ func TestKafkaAvroSource(t *testing.T) {
 			t.Errorf("CREATE TABLE bids (%s): %v, want %q", c.cols, err, c.want)
 		}
 	}
-	if err := create("auction BIGINT NOT NULL, price DOUBLE, ts TIMESTAMP(3) NOT NULL, bidder VARCHAR(16), _partition BIGINT", attrs); err != nil {
+	if err := create("auction BIGINT NOT NULL, price DOUBLE, ts TIMESTAMP(3) NOT NULL, bidder VARCHAR(16), _partition BIGINT, _key VARCHAR(16)", attrs); err != nil {
 		t.Fatal(err)
 	}
-	exec(t, e, `CREATE VIEW v AS SELECT window_start, auction, COUNT(*) AS n, SUM(price) AS s, COUNT(bidder) AS nb FROM bids GROUP BY TUMBLE(ts, '10s'), auction`)
+	exec(t, e, `CREATE VIEW v AS SELECT window_start, auction, COUNT(*) AS n, SUM(price) AS s, COUNT(bidder) AS nb FROM bids GROUP BY TUMBLE(ts, '10s'), auction;
+		CREATE VIEW meta AS SELECT _partition, COUNT(*) AS n, COUNT(_key) AS nk FROM bids GROUP BY _partition`)
 
 	// Plain Avro with an inline schema.
 	plainSchema := `{"type":"record","name":"P","fields":[{"name":"k","type":"string"},{"name":"x","type":"int"}]}`
@@ -189,6 +190,22 @@ func TestKafkaAvroSource(t *testing.T) {
 	}
 	if dlq := readCommitted(t, addr, "bids.dlq"); len(dlq) != 3 {
 		t.Fatalf("dead-letter topic: %d records", len(dlq))
+	}
+	// The metadata columns are the records': every record has a key
+	// (produce's), and the three partitions hold the 400 records.
+	_, rows, err = e.Results("meta", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	for _, r := range rows {
+		if r[0].I < 0 || r[0].I > 2 || r[1].I != r[2].I {
+			t.Fatalf("metadata columns: %v", rows)
+		}
+		total += r[1].I
+	}
+	if len(rows) != 3 || total != int64(len(values)) {
+		t.Fatalf("metadata columns: %v", rows)
 	}
 	_, rows, err = e.Results("pv", true)
 	if err != nil {

@@ -97,8 +97,9 @@ var _ Reader = (*kafkaReader)(nil)
 
 // OpenKafkaReader reads src, a Kafka table, at at (each partition's
 // checkpointed offset): a consumer of its topic, its records decoded as
-// one JSON object each (as HTTP ingest takes a row), and the producer of
-// its dead_letter_topic when it names one.
+// one JSON object each (as HTTP ingest takes a row) or by another format
+// (recordDecoder, kafkaformat.go), and the producer of its
+// dead_letter_topic when it names one.
 func OpenKafkaReader(src *plan.Source, at SourcePosition) (Reader, error) {
 	dec, err := recordDecoder(src)
 	if err != nil {
