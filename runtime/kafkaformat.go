@@ -17,7 +17,9 @@ import (
 // consumer, shows the error as its Problem (the query is retrying) and
 // decodes the held records again at most once a second. Its position per
 // partition is then the first held record's offset, so a checkpoint taken
-// meanwhile resumes at the records not yet read.
+// meanwhile resumes at the records not yet read, and a partition with
+// held records is not idle. (The source task as a whole still counts as
+// idle after idle_timeout without rows, as during a broker outage.)
 
 // heldRetry is how long the reader waits before decoding a held record
 // again.
@@ -45,6 +47,9 @@ func (r *kafkaReader) holding(now int64, rec *kafkasrc.Record, err error) bool {
 		return false
 	}
 	r.held = append(r.held, *rec)
+	if kp := r.parts[rec.Partition]; kp != nil {
+		kp.lastRow = now // a partition with records waiting is not idle
+	}
 	return true
 }
 
@@ -60,6 +65,11 @@ func (r *kafkaReader) retryHeld(now int64, b *op.Batch) (int, bool) {
 		took, err := r.take(now, &r.held[0], b)
 		if err != nil {
 			r.heldErr, r.heldNext = err, now+heldRetry
+			for i := range r.held {
+				if kp := r.parts[r.held[i].Partition]; kp != nil {
+					kp.lastRow = now // records waiting: not idle
+				}
+			}
 			return n, false
 		}
 		if took {
