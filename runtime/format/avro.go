@@ -337,10 +337,11 @@ func (d *avroDecoder) read(p *readPlan, payload []byte) (plan.Row, error) {
 	r := d.r.Reset(payload)
 	r.Error = nil
 	row := make(plan.Row, len(d.t.Columns))
+	budget := maxSkipItems
 	for k := range p.steps {
 		st := &p.steps[k]
 		if st.col < 0 {
-			skip(r, st.sch, 0)
+			skip(r, st.sch, 0, &budget)
 			if r.Error != nil {
 				break
 			}
@@ -431,18 +432,24 @@ func floorDiv(a, b int64) int64 {
 }
 
 // maxSkipDepth bounds the nesting of a skipped value's schema walk (a
-// recursive record type recurses only as deep as its data).
-const maxSkipDepth = 64
+// recursive record type recurses only as deep as its data), and
+// maxSkipItems the array and map items skipped in one record: an item of
+// nulls takes no bytes, so a block's count alone could spin for 2^63.
+const (
+	maxSkipDepth = 64
+	maxSkipItems = 1 << 20
+)
 
-// skip reads past one value of schema s.
-func skip(r *avro.Reader, s avro.Schema, depth int) {
+// skip reads past one value of schema s; budget is the items it may still
+// skip.
+func skip(r *avro.Reader, s avro.Schema, depth int, budget *int) {
 	if depth > maxSkipDepth {
 		r.ReportError("skip", "value nested too deep")
 		return
 	}
 	switch s := s.(type) {
 	case *avro.RefSchema:
-		skip(r, s.Schema(), depth+1)
+		skip(r, s.Schema(), depth+1, budget)
 	case *avro.NullSchema:
 	case *avro.PrimitiveSchema:
 		switch s.Type() {
@@ -467,7 +474,7 @@ func skip(r *avro.Reader, s avro.Schema, depth int) {
 		r.SkipNBytes(s.Size())
 	case *avro.RecordSchema:
 		for _, f := range s.Fields() {
-			if skip(r, f.Type(), depth+1); r.Error != nil {
+			if skip(r, f.Type(), depth+1, budget); r.Error != nil {
 				return
 			}
 		}
@@ -480,27 +487,36 @@ func skip(r *avro.Reader, s avro.Schema, depth int) {
 			r.ReportError("skip", fmt.Sprintf("union branch %d of %d", b, len(s.Types())))
 			return
 		}
-		skip(r, s.Types()[b], depth+1)
+		skip(r, s.Types()[b], depth+1, budget)
 	case *avro.ArraySchema:
-		skipBlocks(r, func() { skip(r, s.Items(), depth+1) })
+		skipBlocks(r, budget, func() { skip(r, s.Items(), depth+1, budget) })
 	case *avro.MapSchema:
-		skipBlocks(r, func() { r.SkipString(); skip(r, s.Values(), depth+1) })
+		skipBlocks(r, budget, func() { r.SkipString(); skip(r, s.Values(), depth+1, budget) })
 	default:
 		r.ReportError("skip", "unsupported schema "+string(s.Type()))
 	}
 }
 
 // skipBlocks reads past the blocks of an array or map, each item by item.
-func skipBlocks(r *avro.Reader, item func()) {
+func skipBlocks(r *avro.Reader, budget *int, item func()) {
 	for r.Error == nil {
 		n, size := r.ReadBlockHeader()
 		if r.Error != nil || n == 0 {
+			return
+		}
+		if n < 0 || size < 0 {
+			r.ReportError("skip", "invalid block header")
 			return
 		}
 		if size > 0 {
 			r.SkipNBytes(int(size))
 			continue
 		}
+		if n > int64(*budget) {
+			r.ReportError("skip", fmt.Sprintf("more than %d array or map items in one record", maxSkipItems))
+			return
+		}
+		*budget -= int(n)
 		for ; n > 0 && r.Error == nil; n-- {
 			item()
 		}

@@ -412,3 +412,35 @@ func BenchmarkAvroDecode(b *testing.B) {
 		}
 	}
 }
+
+// FuzzAvroDecode: any bytes are a row or an error, never a panic or a
+// spin, also through skipped arrays of nulls, maps, recursive records
+// and unions.
+func FuzzAvroDecode(f *testing.F) {
+	schema := `{"type":"record","name":"N","fields":[
+		{"name":"a","type":"long"},
+		{"name":"nulls","type":{"type":"array","items":"null"}},
+		{"name":"m","type":{"type":"map","values":["null","string",{"type":"array","items":"N"}]}},
+		{"name":"next","type":["null","N"]},
+		{"name":"e","type":{"type":"enum","name":"E","symbols":["X"]}},
+		{"name":"ts","type":["null",{"type":"long","logicalType":"timestamp-micros"}]},
+		{"name":"s","type":"string"}]}`
+	cols := plan.Schema{{Name: "a", Type: plan.TypeBigint, NotNull: true}, {Name: "e", Type: plan.TypeVarchar}, {Name: "ts", Type: plan.TypeTimestamp}, {Name: "s", Type: plan.TypeVarchar}}
+	d, err := NewDecoder(Table{Name: "t", Columns: cols, EventTime: -1, Attrs: map[string]string{"format": "avro", "avro_schema": schema}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	seed, err := avro.Marshal(avro.MustParse(schema), map[string]any{"a": int64(1), "nulls": []any{nil, nil}, "m": map[string]any{"k": map[string]any{"string": "v"}},
+		"next": nil, "e": "X", "ts": map[string]any{"long.timestamp-micros": int64(5)}, "s": "x"})
+	if err == nil {
+		f.Add(seed)
+	}
+	f.Add([]byte{2, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f, 0})
+	f.Add([]byte{2, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f})
+	f.Fuzz(func(t *testing.T, v []byte) {
+		row, err := d.Decode(v)
+		if err == nil && len(row) != len(cols) {
+			t.Fatalf("row %v", row)
+		}
+	})
+}
