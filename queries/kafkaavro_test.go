@@ -5,7 +5,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand"
+	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/sr"
 	"github.com/twmb/franz-go/pkg/sr/srfake"
+
+	"github.com/streamsql/streamsql/runtime"
 )
 
 // Two versions of the Avro bids: v2 adds an optional bidder.
@@ -217,5 +221,89 @@ func TestKafkaAvroSource(t *testing.T) {
 	}
 	if fmt.Sprint(gotX) != fmt.Sprint(wantX) {
 		t.Fatalf("inline Avro: %v, want %v", gotX, wantX)
+	}
+}
+
+// TestKafkaAvroRegistryOutage: while the registry answers 503 the query
+// is retrying and no record is lost or counted bad; once it answers,
+// every record is read once.
+func TestKafkaAvroRegistryOutage(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.DefaultNumPartitions(2), kfake.AllowAutoTopicCreation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	addr := c.ListenAddrs()[0]
+	reg := srfake.New()
+	defer reg.Close()
+	var down atomic.Bool
+	down.Store(true)
+	reg.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
+		if down.Load() && strings.HasPrefix(r.URL.Path, "/schemas/ids/") {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return true
+		}
+		return false
+	})
+	id, _, err := reg.RegisterSchema("bids-value", sr.Schema{Schema: avroBidV2, Type: sr.TypeAvro})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int64]int64{}
+	var values [][]byte
+	for i := range 100 {
+		b := avroBid{Auction: int64(i % 7), Price: 1, TS: 1_700_000_000_000 + int64(i)}
+		v, err := avro.Marshal(avro.MustParse(avroBidV2), b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		values = append(values, append(binary.BigEndian.AppendUint32([]byte{0}, uint32(id)), v...))
+		want[b.Auction]++
+	}
+	produce(t, addr, "bids", "", true, values...)
+	ctx := context.Background()
+	e, err := Open(Config{DataDir: t.TempDir(), CheckpointInterval: time.Hour, EmitInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(ctx)
+	exec(t, e, fmt.Sprintf(`CREATE TABLE bids (auction BIGINT NOT NULL, ts TIMESTAMP(3) NOT NULL) ENGINE=kafka CONNECTION='%s'
+		ENGINE_ATTRIBUTE='{"topic": "bids", "format": "avro", "schema_registry": %q}';
+		CREATE VIEW v AS SELECT auction, COUNT(*) AS n FROM bids GROUP BY auction`, addr, reg.URL()))
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		q, err := e.Query("v")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if q.State == runtime.StateRetrying && strings.Contains(q.Error, "is unavailable") {
+			if q.Counters["bad_records"] != 0 {
+				t.Fatalf("bad records while the registry is down: %d %v", q.Counters["bad_records"], q.RecentBadRecords)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("never retrying: state %q error %q", q.State, q.Error)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	down.Store(false)
+	if _, err := e.Checkpoint(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	_, rows, err := e.Results("v", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[int64]int64{}
+	for _, r := range rows {
+		got[r[0].I] = r[1].I
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("after the outage %v, want %v", got, want)
+	}
+	q, _ := e.Query("v")
+	if q.Counters["bad_records"] != 0 || q.State != runtime.StateRunning {
+		t.Fatalf("after the outage: state %q, %d bad records", q.State, q.Counters["bad_records"])
 	}
 }
