@@ -38,7 +38,7 @@ var engineAttrs = map[string]map[string]bool{
 }
 
 var (
-	kafkaSourceAttrs = map[string]bool{"format": true, "dead_letter_topic": true}
+	kafkaSourceAttrs = map[string]bool{"format": true, "dead_letter_topic": true, "schema_registry": true, "avro_schema": true, "subject": true}
 	kafkaSinkAttrs   = map[string]bool{"delivery": true, "progress_topic": true, "partitions": true, "transaction_timeout": true}
 )
 
@@ -213,7 +213,10 @@ func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 			}
 			def.Attrs[k] = s
 		case "format":
-			if def.Engine != "file" && s != "json" {
+			if def.Engine == "kafka" && s != "json" && s != "avro" {
+				return nil, badf(k, "ENGINE_ATTRIBUTE format of a Kafka source must be json or avro, not %q", s)
+			}
+			if def.Engine != "file" && def.Engine != "kafka" && s != "json" {
 				return nil, badf(k, "ENGINE_ATTRIBUTE format must be json, not %q", s)
 			}
 			def.Attrs[k] = s
@@ -283,6 +286,11 @@ func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 	}
 	if def.Engine == "kafka" && def.Attrs["format"] == "" {
 		def.Attrs["format"] = "json"
+	}
+	if def.Engine == "kafka" {
+		if err := checkKafkaFormat(def); err != nil {
+			return nil, err
+		}
 	}
 	if def.Engine == "nexmark" {
 		if def.Attrs["kind"] == "" {

@@ -710,6 +710,9 @@ func (e *Engine) createTable(s *parser.CreateTable, st *parser.Statement) (Resul
 			return Result{}, &planner.Error{Status: 422, Msg: err.Error()}
 		}
 	}
+	if err := checkKafkaFormat(def); err != nil {
+		return Result{}, stmtErr(422, st, "CREATE TABLE %s: %v", def.Name, err)
+	}
 	var side *sideVersion
 	if def.Engine == "file" && !def.IsSink() {
 		// The first version, valid since always (filetables.go).

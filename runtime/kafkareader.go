@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/runtime/format"
 	"github.com/streamsql/streamsql/runtime/op"
 	kafkasrc "github.com/streamsql/streamsql/runtime/source/kafka"
-	"github.com/streamsql/streamsql/value"
 	"github.com/streamsql/streamsql/window"
 )
 
@@ -86,16 +86,22 @@ type kafkaReader struct {
 	// dlq, when the table names a dead_letter_topic, gets the records
 	// that could not be decoded.
 	dlq *kafkasrc.DeadLetter
+	// held are records taken from the consumer but not yet decoded, the
+	// first because its schema registry was unavailable (kafkaformat.go).
+	held     []kafkasrc.Record
+	heldErr  error
+	heldNext int64 // wall ms of the next try
 }
 
 var _ Reader = (*kafkaReader)(nil)
 
 // OpenKafkaReader reads src, a Kafka table, at at (each partition's
 // checkpointed offset): a consumer of its topic, its records decoded as
-// one JSON object each (as HTTP ingest takes a row), and the producer of
-// its dead_letter_topic when it names one.
+// one JSON object each (as HTTP ingest takes a row) or by another format
+// (recordDecoder, kafkaformat.go), and the producer of its
+// dead_letter_topic when it names one.
 func OpenKafkaReader(src *plan.Source, at SourcePosition) (Reader, error) {
-	dec, err := value.RecordDecoder(src)
+	dec, err := recordDecoder(src)
 	if err != nil {
 		return nil, err
 	}
@@ -184,34 +190,55 @@ func (r *kafkaReader) Poll(now int64, max int, b *op.Batch) (int, error) {
 			return 0, nil
 		}
 	}
-	n := 0
-	et := r.src.EventTime
+	n, ok := r.retryHeld(now, b)
+	if !ok {
+		return n, nil
+	}
 	r.cons.Poll(max, func(rec *kafkasrc.Record) {
-		kp := r.parts[rec.Partition]
-		if kp == nil {
-			return // not a partition it started (cannot happen)
-		}
-		kp.lastRow = now
-		row, err := r.record(rec)
-		if err != nil {
-			if r.dlq != nil {
-				r.dlq.Send(rec, err.Error())
-			}
-			r.bad++
-			r.samples = append(r.samples, BadRecord{Partition: rec.Partition, Offset: rec.Offset, Error: err.Error()})
-			if over := len(r.samples) - MaxBadSamples; over > 0 {
-				r.samples = append(r.samples[:0:0], r.samples[over:]...)
-			}
+		if r.holding(now, rec, nil) {
 			return
 		}
-		wm := r.watermark(now)
-		if et >= 0 && !row[et].IsNull() {
-			kp.tracker.Observe(row[et].I)
+		took, err := r.take(now, rec, b)
+		if r.holding(now, rec, err) {
+			return
 		}
-		b.Append(row, op.RowMeta{Offset: int64(rec.Partition)<<48 | rec.Offset, WM: wm})
-		n++
+		if took {
+			n++
+		}
 	})
 	return n, nil
+}
+
+// take takes record rec: its row into b (true), or a bad record counted
+// (false); or, when its value's schema cannot be fetched now (a
+// format.Unavailable), the error, rec untaken.
+func (r *kafkaReader) take(now int64, rec *kafkasrc.Record, b *op.Batch) (bool, error) {
+	kp := r.parts[rec.Partition]
+	if kp == nil {
+		return false, nil // not a partition it started (cannot happen)
+	}
+	row, err := r.record(rec)
+	if err != nil && format.IsRetryable(err) {
+		return false, err
+	}
+	kp.lastRow = now
+	if err != nil {
+		if r.dlq != nil {
+			r.dlq.Send(rec, err.Error())
+		}
+		r.bad++
+		r.samples = append(r.samples, BadRecord{Partition: rec.Partition, Offset: rec.Offset, Error: err.Error()})
+		if over := len(r.samples) - MaxBadSamples; over > 0 {
+			r.samples = append(r.samples[:0:0], r.samples[over:]...)
+		}
+		return false, nil
+	}
+	wm := r.watermark(now)
+	if et := r.src.EventTime; et >= 0 && !row[et].IsNull() {
+		kp.tracker.Observe(row[et].I)
+	}
+	b.Append(row, op.RowMeta{Offset: int64(rec.Partition)<<48 | rec.Offset, WM: wm})
+	return true, nil
 }
 
 // record decodes one record's value and fills the metadata columns.
@@ -290,7 +317,7 @@ func (r *kafkaReader) Positions() map[int32]kafkaPartPos {
 		return r.from
 	}
 	out := map[int32]kafkaPartPos{}
-	for p, off := range r.cons.Position() {
+	for p, off := range r.position() {
 		mt := int64(window.NoWatermark)
 		if kp := r.parts[p]; kp != nil {
 			mt = kp.tracker.MaxEventTime()
@@ -310,7 +337,7 @@ func (r *kafkaReader) Lag() map[int32]int64 {
 	}
 	ends := le.Ends()
 	out := make(map[int32]int64, len(ends))
-	for p, off := range r.cons.Position() {
+	for p, off := range r.position() {
 		if end, ok := ends[p]; ok {
 			out[p] = max(end-off, 0)
 		}
@@ -355,7 +382,7 @@ func (r *kafkaReader) FlushTarget(now int64) func() bool {
 		return func() bool { return true }
 	}
 	return func() bool {
-		pos := r.cons.Position()
+		pos := r.position()
 		for p, end := range ends {
 			if pos[p] < end {
 				return false
@@ -368,6 +395,9 @@ func (r *kafkaReader) FlushTarget(now int64) func() bool {
 func (r *kafkaReader) Problem() error {
 	if !r.started {
 		return r.problem
+	}
+	if r.heldErr != nil {
+		return r.heldErr
 	}
 	return r.cons.Problem()
 }

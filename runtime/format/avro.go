@@ -1,0 +1,524 @@
+package format
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/hamba/avro/v2"
+
+	"github.com/streamsql/streamsql/planner/plan"
+)
+
+// metaColumns are the Kafka source columns the reader fills from a
+// record's metadata (value.KafkaMetaColumns): never read from the value.
+var metaColumns = map[string]bool{"_partition": true, "_offset": true, "_key": true, "_timestamp": true}
+
+// Decoder turns a record value into a row of its table's columns.
+type Decoder interface {
+	Decode(v []byte) (plan.Row, error)
+}
+
+// Table is what a decoder reads into: a Kafka source's columns and
+// attributes.
+type Table struct {
+	Name      string
+	Columns   plan.Schema
+	EventTime int // -1: none
+	Attrs     map[string]string
+	Upsert    bool
+}
+
+// SourceTable is the Table of src.
+func SourceTable(src *plan.Source) Table {
+	return Table{Name: src.Table, Columns: src.Schema, EventTime: src.EventTime, Attrs: src.Attrs, Upsert: src.Upsert}
+}
+
+// Subject is the registry subject a table reads: "subject", else
+// <topic>-value (the topic name strategy).
+func (t Table) Subject() string {
+	if s := t.Attrs["subject"]; s != "" {
+		return s
+	}
+	return t.Attrs["topic"] + "-value"
+}
+
+// Uses reports whether table attributes attrs name a format of this
+// package (a Decoder from NewDecoder; else value.RecordDecoder's JSON).
+func Uses(attrs map[string]string) bool { return attrs["format"] == "avro" }
+
+// NewDecoder is t's Decoder (no I/O: a registry is asked on the first
+// record of each schema id).
+func NewDecoder(t Table) (Decoder, error) {
+	if t.Upsert {
+		return nil, fmt.Errorf("table %s: format avro is not supported for PRIMARY KEY Kafka sources yet", t.Name)
+	}
+	d := &avroDecoder{t: t, r: avro.NewReader(nil, 0), plans: map[int]*readPlan{}}
+	if s := t.Attrs["avro_schema"]; s != "" {
+		ws, err := avro.ParseWithCache(s, "", &avro.SchemaCache{})
+		if err != nil {
+			return nil, fmt.Errorf("table %s: avro_schema is not a valid Avro schema: %v", t.Name, err)
+		}
+		d.inline = newPlan(t, ws, "avro_schema")
+		return d, nil
+	}
+	reg, err := NewRegistry(t.Attrs["schema_registry"])
+	if err != nil {
+		return nil, err
+	}
+	d.reg = reg
+	return d, nil
+}
+
+// Check reads the schema table t will be read with (the latest version of
+// its subject, or its avro_schema) and refuses a column that does not fit
+// it, naming the field or column; ctx bounds the registry request.
+func Check(ctx context.Context, t Table) error {
+	if t.Upsert {
+		return fmt.Errorf("format avro is not supported for PRIMARY KEY Kafka sources yet")
+	}
+	var ws avro.Schema
+	var where string
+	if s := t.Attrs["avro_schema"]; s != "" {
+		var err error
+		if ws, err = avro.ParseWithCache(s, "", &avro.SchemaCache{}); err != nil {
+			return fmt.Errorf("avro_schema is not a valid Avro schema: %v", err)
+		}
+		where = "avro_schema"
+	} else {
+		reg, err := NewRegistry(t.Attrs["schema_registry"])
+		if err != nil {
+			return err
+		}
+		id, s, err := reg.Latest(ctx, t.Subject())
+		if err != nil {
+			return err
+		}
+		ws, where = s, fmt.Sprintf("subject %s (latest version, schema id %d)", t.Subject(), id)
+	}
+	p := newPlan(t, ws, where)
+	if p.err != nil {
+		return p.err
+	}
+	return nil
+}
+
+// kind is how one value is read into a column.
+type kind uint8
+
+const (
+	kSkip kind = iota // a field the table lacks
+	kInt
+	kLong
+	kIntDouble
+	kLongDouble
+	kFloat
+	kDouble
+	kString
+	kEnum
+	kBool
+	kMillis
+	kMicros
+)
+
+// step reads one field of the writer's record.
+type step struct {
+	col     int
+	kind    kind
+	sch     avro.Schema // the field's schema (for skipping)
+	union   bool        // ["null", T]: a branch index first
+	nullIdx int64
+	symbols []string // kEnum
+}
+
+// readPlan reads records of one writer schema into the table.
+type readPlan struct {
+	steps []step
+	// err: records of this schema cannot fit the table (each is a bad
+	// record with this message).
+	err error
+}
+
+// avroType names an Avro schema for messages.
+func avroType(s avro.Schema) string {
+	if l, ok := s.(avro.LogicalTypeSchema); ok && l.Logical() != nil {
+		return fmt.Sprintf("%s (%s)", s.Type(), l.Logical().Type())
+	}
+	if u, ok := s.(*avro.UnionSchema); ok {
+		n := make([]string, len(u.Types()))
+		for i, b := range u.Types() {
+			n[i] = avroType(b)
+		}
+		return "[" + strings.Join(n, ", ") + "]"
+	}
+	return string(s.Type())
+}
+
+// mapType is how a (non-union) Avro value fits a column of type t.
+func mapType(s avro.Schema, t plan.Type) (kind, []string, bool) {
+	if r, ok := s.(*avro.RefSchema); ok {
+		s = r.Schema()
+	}
+	var logical avro.LogicalType
+	if l, ok := s.(avro.LogicalTypeSchema); ok && l.Logical() != nil {
+		logical = l.Logical().Type()
+	}
+	switch t {
+	case plan.TypeBigint:
+		switch {
+		case s.Type() == avro.Int && logical == "":
+			return kInt, nil, true
+		case s.Type() == avro.Long && logical == "":
+			return kLong, nil, true
+		}
+	case plan.TypeDouble:
+		switch {
+		case s.Type() == avro.Int && logical == "":
+			return kIntDouble, nil, true
+		case s.Type() == avro.Long && logical == "":
+			return kLongDouble, nil, true
+		case s.Type() == avro.Float:
+			return kFloat, nil, true
+		case s.Type() == avro.Double:
+			return kDouble, nil, true
+		}
+	case plan.TypeVarchar:
+		switch s.Type() {
+		case avro.String:
+			return kString, nil, true // uuid too: a string
+		case avro.Enum:
+			return kEnum, s.(*avro.EnumSchema).Symbols(), true
+		}
+	case plan.TypeBoolean:
+		if s.Type() == avro.Boolean {
+			return kBool, nil, true
+		}
+	case plan.TypeTimestamp:
+		if s.Type() == avro.Long {
+			switch logical {
+			case avro.TimestampMillis, avro.LocalTimestampMillis:
+				return kMillis, nil, true
+			case avro.TimestampMicros, avro.LocalTimestampMicros:
+				return kMicros, nil, true
+			}
+		}
+	}
+	return kSkip, nil, false
+}
+
+// wantFor says which Avro types a column of type t takes, for messages.
+func wantFor(t plan.Type) string {
+	switch t {
+	case plan.TypeBigint:
+		return "int or long"
+	case plan.TypeDouble:
+		return "float, double, int or long"
+	case plan.TypeVarchar:
+		return "string or enum"
+	case plan.TypeBoolean:
+		return "boolean"
+	case plan.TypeTimestamp:
+		return "long with logicalType timestamp-millis, timestamp-micros, local-timestamp-millis or local-timestamp-micros"
+	}
+	return "?"
+}
+
+// newPlan resolves writer schema ws (named where, for messages) against
+// table t: fields by name (as column names match, ASCII case-insensitive),
+// a field the table lacks skipped, a column the writer lacks NULL.
+func newPlan(t Table, ws avro.Schema, where string) *readPlan {
+	p := &readPlan{}
+	rec, ok := ws.(*avro.RecordSchema)
+	if !ok {
+		p.err = fmt.Errorf("%s: the schema is %s, not a record (a table reads a record's fields as its columns)", where, avroType(ws))
+		return p
+	}
+	cols := map[string]int{}
+	for i, c := range t.Columns {
+		if !metaColumns[strings.ToLower(c.Name)] {
+			cols[plan.NameKey(c.Name)] = i
+		}
+	}
+	has := make([]bool, len(t.Columns))
+	for _, f := range rec.Fields() {
+		st := step{col: -1, sch: f.Type()}
+		i, ok := cols[plan.NameKey(f.Name())]
+		if ok && !has[i] {
+			c := t.Columns[i]
+			ft := f.Type()
+			if u, isU := ft.(*avro.UnionSchema); isU {
+				ni, vi := u.Indices()
+				if !u.Nullable() || len(u.Types()) != 2 {
+					p.err = fmt.Errorf("%s: field %s is %s, which does not fit column %s %s: unions must be [\"null\", T]", where, f.Name(), avroType(ft), c.Name, c.Type)
+					return p
+				}
+				st.union, st.nullIdx, ft = true, int64(ni), u.Types()[vi]
+			}
+			k, syms, fits := mapType(ft, c.Type)
+			if !fits {
+				p.err = fmt.Errorf("%s: field %s is Avro %s, which does not fit column %s %s (it takes %s)", where, f.Name(), avroType(f.Type()), c.Name, c.Type, wantFor(c.Type))
+				return p
+			}
+			st.col, st.kind, st.symbols = i, k, syms
+			has[i] = true
+		}
+		p.steps = append(p.steps, st)
+	}
+	for i, c := range t.Columns {
+		if has[i] || metaColumns[strings.ToLower(c.Name)] {
+			continue
+		}
+		if c.NotNull || i == t.EventTime {
+			what := "NOT NULL column"
+			if i == t.EventTime {
+				what = "event-time column"
+			}
+			p.err = fmt.Errorf("%s: no field for the %s %s (fields: %s)", where, what, c.Name, fieldList(rec))
+			return p
+		}
+	}
+	return p
+}
+
+func fieldList(rec *avro.RecordSchema) string {
+	n := make([]string, len(rec.Fields()))
+	for i, f := range rec.Fields() {
+		n[i] = f.Name()
+	}
+	return strings.Join(n, ", ")
+}
+
+// avroDecoder reads Avro record values: registry-framed (reg) or plain
+// binary of one inline schema (inline).
+type avroDecoder struct {
+	t      Table
+	r      *avro.Reader
+	reg    *Registry
+	inline *readPlan
+	plans  map[int]*readPlan // by schema id
+}
+
+func (d *avroDecoder) Decode(v []byte) (plan.Row, error) {
+	p, payload := d.inline, v
+	if p == nil {
+		id, rest, err := SplitHeader(v)
+		if err != nil {
+			return nil, err
+		}
+		payload = rest
+		if p = d.plans[id]; p == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), FetchTimeout)
+			ws, err := d.reg.Schema(ctx, id)
+			cancel()
+			switch {
+			case IsRetryable(err):
+				return nil, err
+			case err != nil:
+				if isUnknownID(err) {
+					return nil, err // the registry may learn it: remembered only for unknownTTL
+				}
+				p = &readPlan{err: err}
+			default:
+				p = newPlan(d.t, ws, fmt.Sprintf("schema id %d", id))
+			}
+			d.plans[id] = p
+		}
+	}
+	if p.err != nil {
+		return nil, p.err
+	}
+	return d.read(p, payload)
+}
+
+// read decodes payload by p.
+func (d *avroDecoder) read(p *readPlan, payload []byte) (plan.Row, error) {
+	r := d.r.Reset(payload)
+	r.Error = nil
+	row := make(plan.Row, len(d.t.Columns))
+	budget := maxSkipItems
+	for k := range p.steps {
+		st := &p.steps[k]
+		if st.col < 0 {
+			skip(r, st.sch, 0, &budget)
+			if r.Error != nil {
+				break
+			}
+			continue
+		}
+		c := d.t.Columns[st.col]
+		if st.union {
+			b := r.ReadLong()
+			if r.Error != nil {
+				break
+			}
+			if b == st.nullIdx {
+				if c.NotNull || st.col == d.t.EventTime {
+					return nil, fmt.Errorf("column %s: null for a NOT NULL column", c.Name)
+				}
+				continue
+			}
+			if b != 1-st.nullIdx {
+				return nil, fmt.Errorf("column %s: union branch %d of a 2-branch union", c.Name, b)
+			}
+		}
+		var v plan.Value
+		switch st.kind {
+		case kInt:
+			v = plan.Int(int64(r.ReadInt()))
+		case kLong:
+			v = plan.Int(r.ReadLong())
+		case kIntDouble:
+			v = plan.Float(float64(r.ReadInt()))
+		case kLongDouble:
+			v = plan.Float(float64(r.ReadLong()))
+		case kFloat:
+			v = plan.Float(float64(r.ReadFloat()))
+		case kDouble:
+			v = plan.Float(r.ReadDouble())
+		case kString:
+			v = plan.Str(r.ReadString())
+		case kEnum:
+			i := r.ReadInt()
+			if r.Error == nil && (i < 0 || int(i) >= len(st.symbols)) {
+				return nil, fmt.Errorf("column %s: enum index %d out of its %d symbols", c.Name, i, len(st.symbols))
+			}
+			if r.Error == nil {
+				v = plan.Str(st.symbols[i])
+			}
+		case kBool:
+			v = plan.Bool(r.ReadBool())
+		case kMillis, kMicros:
+			ms := r.ReadLong()
+			if st.kind == kMicros {
+				ms = floorDiv(ms, 1000)
+			}
+			if r.Error == nil {
+				if err := plan.CheckTime(ms); err != nil {
+					return nil, fmt.Errorf("column %s: %w", c.Name, err)
+				}
+			}
+			v = plan.Time(ms)
+		}
+		if r.Error != nil {
+			break
+		}
+		row[st.col] = v
+	}
+	if r.Error != nil {
+		return nil, fmt.Errorf("not a valid Avro record of its schema: %v", readErr(r.Error))
+	}
+	if r.Peek(); r.Error == nil {
+		return nil, errors.New("not a valid Avro record of its schema: bytes left after the record")
+	}
+	r.Error = nil
+	return row, nil
+}
+
+func readErr(err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return errors.New("truncated")
+	}
+	return err
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
+// maxSkipDepth bounds the nesting of a skipped value's schema walk (a
+// recursive record type recurses only as deep as its data), and
+// maxSkipItems the array and map items skipped in one record: an item of
+// nulls takes no bytes, so a block's count alone could spin for 2^63.
+const (
+	maxSkipDepth = 64
+	maxSkipItems = 1 << 20
+)
+
+// skip reads past one value of schema s; budget is the items it may still
+// skip.
+func skip(r *avro.Reader, s avro.Schema, depth int, budget *int) {
+	if depth > maxSkipDepth {
+		r.ReportError("skip", "value nested too deep")
+		return
+	}
+	switch s := s.(type) {
+	case *avro.RefSchema:
+		skip(r, s.Schema(), depth+1, budget)
+	case *avro.NullSchema:
+	case *avro.PrimitiveSchema:
+		switch s.Type() {
+		case avro.Boolean:
+			r.SkipBool()
+		case avro.Int:
+			r.SkipInt()
+		case avro.Long:
+			r.SkipLong()
+		case avro.Float:
+			r.SkipFloat()
+		case avro.Double:
+			r.SkipDouble()
+		case avro.String:
+			r.SkipString()
+		case avro.Bytes:
+			r.SkipBytes()
+		}
+	case *avro.EnumSchema:
+		r.SkipInt()
+	case *avro.FixedSchema:
+		r.SkipNBytes(s.Size())
+	case *avro.RecordSchema:
+		for _, f := range s.Fields() {
+			if skip(r, f.Type(), depth+1, budget); r.Error != nil {
+				return
+			}
+		}
+	case *avro.UnionSchema:
+		b := r.ReadLong()
+		if r.Error != nil {
+			return
+		}
+		if b < 0 || int(b) >= len(s.Types()) {
+			r.ReportError("skip", fmt.Sprintf("union branch %d of %d", b, len(s.Types())))
+			return
+		}
+		skip(r, s.Types()[b], depth+1, budget)
+	case *avro.ArraySchema:
+		skipBlocks(r, budget, func() { skip(r, s.Items(), depth+1, budget) })
+	case *avro.MapSchema:
+		skipBlocks(r, budget, func() { r.SkipString(); skip(r, s.Values(), depth+1, budget) })
+	default:
+		r.ReportError("skip", "unsupported schema "+string(s.Type()))
+	}
+}
+
+// skipBlocks reads past the blocks of an array or map, each item by item.
+func skipBlocks(r *avro.Reader, budget *int, item func()) {
+	for r.Error == nil {
+		n, size := r.ReadBlockHeader()
+		if r.Error != nil || n == 0 {
+			return
+		}
+		if n < 0 || size < 0 {
+			r.ReportError("skip", "invalid block header")
+			return
+		}
+		if size > 0 {
+			r.SkipNBytes(int(size))
+			continue
+		}
+		if n > int64(*budget) {
+			r.ReportError("skip", fmt.Sprintf("more than %d array or map items in one record", maxSkipItems))
+			return
+		}
+		*budget -= int(n)
+		for ; n > 0 && r.Error == nil; n-- {
+			item()
+		}
+	}
+}
