@@ -131,8 +131,8 @@ func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 		// a sink without a PRIMARY KEY, a side input with one (IsSink)
 	case def.IsSink() && len(def.PrimaryKey) == 0:
 		return nil, errf(ct.Name, "sink table %s needs a PRIMARY KEY: the query's upsert key ((window_start, window_end, GROUP BY columns) for windowed aggregations; _row_id for queries without aggregation)", ct.Name)
-	case !def.IsSink() && len(def.PrimaryKey) > 0 && def.Engine != "http":
-		return nil, errf(ct.Name, "PRIMARY KEY tables (upsert tables) are ENGINE=http, or ENGINE=file side inputs, in this release (a Kafka table with a PRIMARY KEY is a sink: give it a \"delivery\")")
+	case !def.IsSink() && len(def.PrimaryKey) > 0 && def.Engine != "http" && def.Engine != "kafka":
+		return nil, errf(ct.Name, "PRIMARY KEY tables (upsert tables) are ENGINE=http, ENGINE=kafka sources of format upsert_json or debezium_json, or ENGINE=file side inputs, in this release")
 	}
 	if def.Engine == "kafka" && !def.IsSink() {
 		for _, c := range def.Columns {
@@ -213,7 +213,7 @@ func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 			}
 			def.Attrs[k] = s
 		case "format":
-			if def.Engine != "file" && s != "json" {
+			if def.Engine != "file" && s != "json" && !value.IsChangeFormat(s) {
 				return nil, badf(k, "ENGINE_ATTRIBUTE format must be json, not %q", s)
 			}
 			def.Attrs[k] = s
@@ -283,6 +283,11 @@ func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 	}
 	if def.Engine == "kafka" && def.Attrs["format"] == "" {
 		def.Attrs["format"] = "json"
+	}
+	if def.Engine == "kafka" {
+		if err := checkKafkaChangeSource(def); err != nil {
+			return nil, err
+		}
 	}
 	if def.Engine == "nexmark" {
 		if def.Attrs["kind"] == "" {

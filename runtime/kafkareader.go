@@ -86,6 +86,9 @@ type kafkaReader struct {
 	// dlq, when the table names a dead_letter_topic, gets the records
 	// that could not be decoded.
 	dlq *kafkasrc.DeadLetter
+	// change decodes the records of a PRIMARY KEY source (nil: decode
+	// each value as a row): kafkachanges.go.
+	change *value.ChangeDecoder
 }
 
 var _ Reader = (*kafkaReader)(nil)
@@ -99,6 +102,10 @@ func OpenKafkaReader(src *plan.Source, at SourcePosition) (Reader, error) {
 	if err != nil {
 		return nil, err
 	}
+	change, err := changeDecoder(src)
+	if err != nil {
+		return nil, err
+	}
 	brokers, err := kafkasrc.ParseBrokers(src.Connection)
 	if err != nil {
 		return nil, err
@@ -108,6 +115,7 @@ func OpenKafkaReader(src *plan.Source, at SourcePosition) (Reader, error) {
 		return nil, err
 	}
 	r := newKafkaReader(src, cons, dec, at.partitions)
+	r.change = change
 	if t := src.Attrs["dead_letter_topic"]; t != "" {
 		if r.dlq, err = kafkasrc.NewDeadLetter(brokers, src.Attrs["topic"], t); err != nil {
 			cons.Close()
@@ -204,11 +212,19 @@ func (r *kafkaReader) Poll(now int64, max int, b *op.Batch) (int, error) {
 			}
 			return
 		}
+		if row == nil {
+			return // a record that changes nothing (a Debezium tombstone)
+		}
+		m := op.RowMeta{Offset: int64(rec.Partition)<<48 | rec.Offset}
+		if r.change != nil {
+			row, m.Op = changeOp(row)
+		}
 		wm := r.watermark(now)
 		if et >= 0 && !row[et].IsNull() {
 			kp.tracker.Observe(row[et].I)
 		}
-		b.Append(row, op.RowMeta{Offset: int64(rec.Partition)<<48 | rec.Offset, WM: wm})
+		m.WM = wm
+		b.Append(row, m)
 		n++
 	})
 	return n, nil
@@ -216,12 +232,20 @@ func (r *kafkaReader) Poll(now int64, max int, b *op.Batch) (int, error) {
 
 // record decodes one record's value and fills the metadata columns.
 func (r *kafkaReader) record(rec *kafkasrc.Record) (plan.Row, error) {
-	if rec.Value == nil {
-		return nil, fmt.Errorf("a tombstone (null value): this source has no PRIMARY KEY to delete from")
-	}
-	row, err := r.decode(rec.Value)
-	if err != nil {
-		return nil, err
+	var row plan.Row
+	var err error
+	if r.change != nil {
+		// The table's log row (the delete flag last), or nil.
+		if row, err = r.change.Decode(rec.Key, rec.Value, rec.Timestamp); err != nil || row == nil {
+			return nil, err
+		}
+	} else {
+		if rec.Value == nil {
+			return nil, fmt.Errorf("a tombstone (null value): this source has no PRIMARY KEY to delete from")
+		}
+		if row, err = r.decode(rec.Value); err != nil {
+			return nil, err
+		}
 	}
 	if r.partCol >= 0 {
 		row[r.partCol] = plan.Int(int64(rec.Partition))
