@@ -109,7 +109,9 @@ const orderSchema = `{"type":"struct","name":"dbserver1.public.orders.Envelope",
 	{"type":"struct","field":"source","fields":[{"type":"int64","field":"ts_ms"}]},
 	{"type":"string","field":"op"},{"type":"int64","optional":true,"field":"ts_ms"}]}`
 
-func wrapped(payload string) string { return `{"schema": ` + orderSchema + `, "payload": ` + payload + `}` }
+func wrapped(payload string) string {
+	return `{"schema": ` + orderSchema + `, "payload": ` + payload + `}`
+}
 
 // TestDebeziumJSONDecoder: every op, with and without the JSON
 // converter's schema wrapper; deletes by the record key or before's key;
