@@ -214,7 +214,7 @@ func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 			def.Attrs[k] = s
 		case "format":
 			if def.Engine != "file" && s != "json" && !value.IsChangeFormat(s) {
-				return nil, badf(k, "ENGINE_ATTRIBUTE format must be json, not %q", s)
+				return nil, badf(k, "ENGINE_ATTRIBUTE format must be json, upsert_json or debezium_json, not %q", s)
 			}
 			def.Attrs[k] = s
 		case "partitions":

@@ -43,11 +43,12 @@ type ChangeDecoder struct {
 	et     int   // the event-time column, or -1
 	// own: the column is not in the record's value (a Kafka metadata
 	// column, filled by the reader, or a Debezium one).
-	own           []bool
-	tsCol, srcCol int // _ts_ms, _source_ts_ms (-1: not declared)
-	d             rowDecoder
-	fields        map[string]json.RawMessage // scratch
-	env           envelope                   // scratch
+	own               []bool
+	tsCol, srcCol     int // _ts_ms, _source_ts_ms (-1: not declared)
+	d                 rowDecoder
+	fields, keyFields map[string]json.RawMessage // scratch
+	keyVals           []plan.Value               // scratch
+	env               envelope                   // scratch
 	// units caches, per Debezium value schema (its JSON text), the
 	// semantic type names of after's fields (io.debezium.time.*).
 	units map[string]map[string]string
@@ -81,7 +82,7 @@ func NewChangeDecoder(src *plan.Source) (*ChangeDecoder, error) {
 		return nil, fmt.Errorf("a %s source needs a PRIMARY KEY", format)
 	}
 	c := &ChangeDecoder{format: format, cols: src.Schema, et: src.EventTime, tsCol: -1, srcCol: -1,
-		own: make([]bool, len(src.Schema)), fields: map[string]json.RawMessage{}, units: map[string]map[string]string{}}
+		own: make([]bool, len(src.Schema)), fields: map[string]json.RawMessage{}, keyFields: map[string]json.RawMessage{}, units: map[string]map[string]string{}}
 	for _, k := range src.Key {
 		i := src.Schema.Index(k)
 		if i < 0 {
@@ -400,9 +401,14 @@ func floorDiv(n, d int64) int64 {
 // value's columns, which must equal the key's (a NULL takes the key's).
 func (c *ChangeDecoder) parseKey(key []byte, row plan.Row, check bool) error {
 	kt := bytes.TrimSpace(key)
-	vals := make([]plan.Value, len(c.key))
+	vals := c.keyVals[:0]
+	for range c.key {
+		vals = append(vals, plan.Null)
+	}
+	c.keyVals = vals
 	if len(kt) > 0 && kt[0] == '{' {
-		m := map[string]json.RawMessage{}
+		m := c.keyFields
+		clear(m)
 		if err := json.Unmarshal(kt, &m); err != nil {
 			return fmt.Errorf("record key: not a JSON object: %v", err)
 		}
