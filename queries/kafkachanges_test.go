@@ -268,3 +268,70 @@ func TestKafkaChangeSources(t *testing.T) {
 	defer e.Close(ctx)
 	check("after the restart", revenue(state))
 }
+
+// TestKafkaUpsertTableAsOf: an upsert topic is the table side of a join
+// AS OF the stream's time: each bid gets the version of its key valid at
+// its time (none after the key's tombstone), as the oracle computes from
+// the records produced.
+func TestKafkaUpsertTableAsOf(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.DefaultNumPartitions(1), kfake.AllowAutoTopicCreation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	addr := c.ListenAddrs()[0]
+	type version struct {
+		k, p, vt int64
+		del      bool
+	}
+	versions := []version{{1, 10, 1000, false}, {2, 7, 2000, false}, {1, 20, 5000, false}, {2, 0, 8000, true}, {3, 30, 9000, false}}
+	var recs []keyed
+	for _, v := range versions {
+		r := keyed{key: []byte(fmt.Sprint(v.k))}
+		if !v.del {
+			r.value = []byte(fmt.Sprintf(`{"p": %d, "vt": %d}`, v.p, v.vt))
+		}
+		recs = append(recs, r)
+	}
+	// The tombstone's time is its record's: produce it with vt 8000.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("prices"), kgo.AllowAutoTopicCreation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for i, r := range recs {
+		rec := &kgo.Record{Key: r.key, Value: r.value, Timestamp: time.UnixMilli(versions[i].vt)}
+		if err := cl.ProduceSync(context.Background(), rec).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e, err := Open(Config{DataDir: t.TempDir(), CheckpointInterval: time.Hour, EmitInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(context.Background())
+	exec(t, e, fmt.Sprintf(`CREATE TABLE prices (k BIGINT, p BIGINT, vt TIMESTAMP(3), PRIMARY KEY (k))
+			ENGINE=kafka CONNECTION='%s' ENGINE_ATTRIBUTE='{"topic": "prices", "format": "upsert_json", "event_time": "vt", "idle_timeout": "100ms"}';
+		CREATE TABLE bids (id BIGINT, k BIGINT, ts TIMESTAMP(3)) ENGINE=http ENGINE_ATTRIBUTE='{"event_time": "ts"}';
+		CREATE VIEW j AS SELECT b.id, s.k, s.p FROM bids b JOIN prices s AS OF TIMESTAMP b.ts ON b.k = s.k`, addr))
+	bids := [][3]int64{{1, 1, 1500}, {2, 1, 6000}, {3, 2, 3000}, {4, 2, 8500}, {5, 3, 9500}, {6, 1, 500}, {7, 4, 9000}}
+	var want []string
+	for _, b := range bids {
+		ingest(t, e, "bids", fmt.Sprintf(`{"id": %d, "k": %d, "ts": %d}`, b[0], b[1], b[2]))
+		// The oracle: the key's last version at or before the bid's time.
+		var cur *version
+		for i := range versions {
+			if v := &versions[i]; v.k == b[1] && v.vt <= b[2] {
+				cur = v
+			}
+		}
+		if cur != nil && !cur.del {
+			want = append(want, fmt.Sprintf("%d|%d|%d", b[0], cur.k, cur.p))
+		}
+	}
+	sort.Strings(want)
+	got := waitRows(t, e, "j", len(want))
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("join\n%v\nwant\n%v", got, want)
+	}
+}
