@@ -312,6 +312,7 @@ func (b *builder) from(ref *parser.TableRef) (*stream, error) {
 		Table: tbl.Name, TableID: tbl.ID, Engine: tbl.Engine, Schema: tbl.Columns,
 		EventTime: tbl.EventTime, WatermarkDelay: tbl.WatermarkDelay, AllowedLateness: tbl.AllowedLateness,
 		IdleTimeout: tbl.IdleTimeout, StartLatest: tbl.StartLatest, Attrs: tbl.Attrs, Connection: tbl.Connection, Upsert: len(tbl.PrimaryKey) > 0,
+		Key: tbl.PrimaryKey,
 	}
 	s := &stream{upsert: src.Upsert, cur: b.vertex(1, nil, src), scope: newScope(ref.Qualifier(), tbl.Columns),
 		eventTime: make([]bool, len(tbl.Columns)), lateness: tbl.AllowedLateness, sources: []*plan.Source{src}, table: tbl,

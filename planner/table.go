@@ -131,8 +131,8 @@ func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 		// a sink without a PRIMARY KEY, a side input with one (IsSink)
 	case def.IsSink() && len(def.PrimaryKey) == 0:
 		return nil, errf(ct.Name, "sink table %s needs a PRIMARY KEY: the query's upsert key ((window_start, window_end, GROUP BY columns) for windowed aggregations; _row_id for queries without aggregation)", ct.Name)
-	case !def.IsSink() && len(def.PrimaryKey) > 0 && def.Engine != "http":
-		return nil, errf(ct.Name, "PRIMARY KEY tables (upsert tables) are ENGINE=http, or ENGINE=file side inputs, in this release (a Kafka table with a PRIMARY KEY is a sink: give it a \"delivery\")")
+	case !def.IsSink() && len(def.PrimaryKey) > 0 && def.Engine != "http" && def.Engine != "kafka":
+		return nil, errf(ct.Name, "PRIMARY KEY tables (upsert tables) are ENGINE=http, ENGINE=kafka sources of format upsert_json or debezium_json, or ENGINE=file side inputs, in this release")
 	}
 	if def.Engine == "kafka" && !def.IsSink() {
 		for _, c := range def.Columns {
@@ -213,8 +213,8 @@ func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 			}
 			def.Attrs[k] = s
 		case "format":
-			if def.Engine == "kafka" && s != "json" && s != "avro" {
-				return nil, badf(k, "ENGINE_ATTRIBUTE format of a Kafka source must be json or avro, not %q", s)
+			if def.Engine == "kafka" && s != "json" && s != "avro" && !value.IsChangeFormat(s) {
+				return nil, badf(k, "ENGINE_ATTRIBUTE format of a Kafka source must be json, avro, upsert_json or debezium_json, not %q", s)
 			}
 			if def.Engine != "file" && def.Engine != "kafka" && s != "json" {
 				return nil, badf(k, "ENGINE_ATTRIBUTE format must be json, not %q", s)
@@ -289,6 +289,9 @@ func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 	}
 	if def.Engine == "kafka" {
 		if err := checkKafkaFormat(def); err != nil {
+			return nil, err
+		}
+		if err := checkKafkaChangeSource(def); err != nil {
 			return nil, err
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/streamsql/streamsql/runtime/format"
 	"github.com/streamsql/streamsql/runtime/op"
 	kafkasrc "github.com/streamsql/streamsql/runtime/source/kafka"
+	"github.com/streamsql/streamsql/value"
 	"github.com/streamsql/streamsql/window"
 )
 
@@ -91,6 +92,9 @@ type kafkaReader struct {
 	held     []kafkasrc.Record
 	heldErr  error
 	heldNext int64 // wall ms of the next try
+	// change decodes the records of a PRIMARY KEY source (nil: decode
+	// each value as a row): kafkachanges.go.
+	change *value.ChangeDecoder
 }
 
 var _ Reader = (*kafkaReader)(nil)
@@ -105,6 +109,10 @@ func OpenKafkaReader(src *plan.Source, at SourcePosition) (Reader, error) {
 	if err != nil {
 		return nil, err
 	}
+	change, err := changeDecoder(src)
+	if err != nil {
+		return nil, err
+	}
 	brokers, err := kafkasrc.ParseBrokers(src.Connection)
 	if err != nil {
 		return nil, err
@@ -114,6 +122,7 @@ func OpenKafkaReader(src *plan.Source, at SourcePosition) (Reader, error) {
 		return nil, err
 	}
 	r := newKafkaReader(src, cons, dec, at.partitions)
+	r.change = change
 	if t := src.Attrs["dead_letter_topic"]; t != "" {
 		if r.dlq, err = kafkasrc.NewDeadLetter(brokers, src.Attrs["topic"], t); err != nil {
 			cons.Close()
@@ -233,22 +242,37 @@ func (r *kafkaReader) take(now int64, rec *kafkasrc.Record, b *op.Batch) (bool, 
 		}
 		return false, nil
 	}
-	wm := r.watermark(now)
+	if row == nil {
+		return false, nil // a record that changes nothing (a Debezium tombstone)
+	}
+	m := op.RowMeta{Offset: int64(rec.Partition)<<48 | rec.Offset}
+	if r.change != nil {
+		row, m.Op = changeOp(row)
+	}
+	m.WM = r.watermark(now)
 	if et := r.src.EventTime; et >= 0 && !row[et].IsNull() {
 		kp.tracker.Observe(row[et].I)
 	}
-	b.Append(row, op.RowMeta{Offset: int64(rec.Partition)<<48 | rec.Offset, WM: wm})
+	b.Append(row, m)
 	return true, nil
 }
 
 // record decodes one record's value and fills the metadata columns.
 func (r *kafkaReader) record(rec *kafkasrc.Record) (plan.Row, error) {
-	if rec.Value == nil {
-		return nil, fmt.Errorf("a tombstone (null value): this source has no PRIMARY KEY to delete from")
-	}
-	row, err := r.decode(rec.Value)
-	if err != nil {
-		return nil, err
+	var row plan.Row
+	var err error
+	if r.change != nil {
+		// The table's log row (the delete flag last), or nil.
+		if row, err = r.change.Decode(rec.Key, rec.Value, rec.Timestamp); err != nil || row == nil {
+			return nil, err
+		}
+	} else {
+		if rec.Value == nil {
+			return nil, fmt.Errorf("a tombstone (null value): this source has no PRIMARY KEY to delete from")
+		}
+		if row, err = r.decode(rec.Value); err != nil {
+			return nil, err
+		}
 	}
 	if r.partCol >= 0 {
 		row[r.partCol] = plan.Int(int64(rec.Partition))

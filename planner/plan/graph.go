@@ -168,6 +168,9 @@ type Source struct {
 	ProcTime bool
 	// Upsert: a PRIMARY KEY table; its rows are upserts and deletes.
 	Upsert bool
+	// Key is a PRIMARY KEY table's key columns (what a Kafka change
+	// source decodes record keys into).
+	Key []string
 	// Attrs are the engine's own attributes (nexmark kind, rate, events;
 	// kafka topic, format).
 	Attrs map[string]string
