@@ -18,8 +18,8 @@ import (
 // decodes the held records again at most once a second. Its position per
 // partition is then the first held record's offset, so a checkpoint taken
 // meanwhile resumes at the records not yet read, and a partition with
-// held records is not idle. (The source task as a whole still counts as
-// idle after idle_timeout without rows, as during a broker outage.)
+// held records is not idle, nor is the source task while any are held
+// (Holding): its watermark does not move on with the clock past them.
 
 // heldRetry is how long the reader waits before decoding a held record
 // again.
@@ -81,6 +81,10 @@ func (r *kafkaReader) retryHeld(now int64, b *op.Batch) (int, bool) {
 	r.held, r.heldErr = nil, nil
 	return n, true
 }
+
+// Holding reports records held for the registry: the source is not idle
+// while they wait (its watermark must not move on past them).
+func (r *kafkaReader) Holding() bool { return len(r.held) > 0 }
 
 // position is the consumer's position per partition, but a partition
 // with held records at its first one.

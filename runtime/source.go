@@ -282,6 +282,11 @@ func (s *sourceTask) idle(now int64) error {
 	switch {
 	case s.spec.ProcTime:
 		wm = now
+	case s.reader.Holding():
+		// Rows read but held (a schema registry that cannot be asked)
+		// are still to come: not idle, and the timeout starts again
+		// once they are out.
+		s.lastRow = now
 	case s.spec.IdleTimeout > 0 && window.Idle(s.lastRow, now, s.spec.IdleTimeout):
 		if !s.idleSent {
 			// Consumers that wait on this input (an AS OF join's table

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -151,6 +152,56 @@ func TestProcTimeWindows(t *testing.T) {
 		}
 		if total != 4 || len(got) != 2 {
 			t.Fatalf("windows %v: want 4 rows in 2 windows 3s apart", got)
+		}
+	})
+}
+
+// holdingReader is a memReader that says it holds input (as the Kafka
+// reader holds records while a schema registry cannot be asked).
+type holdingReader struct {
+	*memReader
+	held atomic.Bool
+}
+
+func (r *holdingReader) Holding() bool { return r.held.Load() }
+
+// TestIdleNotWhileHolding: a reader holding input is not idle: the
+// watermark does not move on with the clock past what it holds, so the
+// rows it hands out later are on time (without the check, the idle advance
+// closes window [1000, 2000) and the row at 1700 comes late).
+func TestIdleNotWhileHolding(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := &plan.Source{Table: "t", Engine: "mem", Schema: plan.Schema{{Name: "ts", Type: plan.TypeTimestamp}}, EventTime: 0, IdleTimeout: 1000}
+		rd := &holdingReader{memReader: &memReader{ready: make(chan struct{})}}
+		store := state.NewMemVersioned()
+		res := NewResults(store, 1)
+		deps := Deps{Store: store, Reader: func(*plan.Source, SourcePosition, []bool) (Reader, error) { return rd, nil }}
+		job, err := Start(countGraph(src, false), deps, StartOptions{QueryID: 1, Name: "t", Results: res})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer job.Stop()
+		rd.add(row(100), row(200), row(1500))
+		rd.held.Store(true)
+		time.Sleep(5 * time.Second) // fake time: well past the idle timeout
+		synctest.Wait()
+		rd.add(row(1700))
+		rd.held.Store(false)
+		time.Sleep(5 * time.Second) // now idle: window [1000, 2000) closes
+		synctest.Wait()
+		if _, err := job.Checkpoint(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := res.Rows(true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[int64]int64{}
+		for _, r := range rows {
+			got[r[0].I] = r[2].I
+		}
+		if got[0] != 2 || got[1000] != 2 {
+			t.Fatalf("windows %v, want [0,1000) = 2 and [1000,2000) = 2 (the row at 1700 on time)", got)
 		}
 	})
 }
