@@ -105,13 +105,17 @@ var _ Reader = (*kafkaReader)(nil)
 // (recordDecoder, kafkaformat.go), and the producer of its
 // dead_letter_topic when it names one.
 func OpenKafkaReader(src *plan.Source, at SourcePosition) (Reader, error) {
-	dec, err := recordDecoder(src)
-	if err != nil {
-		return nil, err
-	}
+	// A PRIMARY KEY source decodes changes (kafkachanges.go), any other
+	// rows (kafkaformat.go).
 	change, err := changeDecoder(src)
 	if err != nil {
 		return nil, err
+	}
+	var dec func([]byte) (plan.Row, error)
+	if change == nil {
+		if dec, err = recordDecoder(src); err != nil {
+			return nil, err
+		}
 	}
 	brokers, err := kafkasrc.ParseBrokers(src.Connection)
 	if err != nil {
