@@ -6,10 +6,10 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/value"
 )
 
 // The parameters of the extended protocol: the types a Parse declares
@@ -149,7 +149,7 @@ func decodeText(oid uint32, s string) (plan.Value, error) {
 		}
 		return plan.Value{}, badInput(oid, s)
 	case plan.TypeTimestamp:
-		ms, ok := parseTimestamp(trimmed)
+		ms, ok := value.ParseTime(trimmed) // sub-millisecond digits truncated: TIMESTAMP(3)
 		if !ok {
 			return plan.Value{}, badInput(oid, s)
 		}
@@ -182,39 +182,6 @@ func parseFloat(s string) (float64, bool) {
 		return 0, false
 	}
 	return f, true
-}
-
-// timestampLayouts are the timestamp spellings a text parameter takes:
-// PostgreSQL's ISO form with a space or a T, fractions of any length,
-// with a zone offset (converted to UTC: streamsql's times are UTC) or
-// without (taken as UTC).
-var timestampLayouts = [...]string{
-	"2006-01-02 15:04:05.999999999",
-	"2006-01-02T15:04:05.999999999",
-	"2006-01-02 15:04:05.999999999Z07:00",
-	"2006-01-02T15:04:05.999999999Z07:00",
-	"2006-01-02 15:04:05.999999999Z07",
-	"2006-01-02T15:04:05.999999999Z07",
-	"2006-01-02 15:04:05.999999999Z0700",
-	"2006-01-02T15:04:05.999999999Z0700",
-	"2006-01-02 15:04:05.999999999Z07:00:00",
-	"2006-01-02",
-}
-
-// parseTimestamp reads a text timestamp as Unix milliseconds (sub-
-// millisecond digits are truncated: TIMESTAMP(3)).
-func parseTimestamp(s string) (int64, bool) {
-	for _, layout := range timestampLayouts {
-		if t, err := time.ParseInLocation(layout, s, time.UTC); err == nil {
-			return t.UnixMilli(), true
-		}
-	}
-	// " UTC", "+00" and the like after a space: PostgreSQL takes a zone
-	// name too; streamsql only UTC's.
-	if rest, ok := strings.CutSuffix(s, " UTC"); ok {
-		return parseTimestamp(rest)
-	}
-	return 0, false
 }
 
 // decodeBinary reads parameter n in binary format.

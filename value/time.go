@@ -2,6 +2,7 @@ package value
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/streamsql/streamsql/planner/plan"
@@ -9,13 +10,15 @@ import (
 )
 
 // ParseTime parses the timestamp text forms streamsql accepts (RFC 3339,
-// 'YYYY-MM-DD HH:MM:SS[.fff]', 'YYYY-MM-DD'), UTC unless a zone is given,
+// 'YYYY-MM-DD HH:MM:SS[.fff]', 'YYYY-MM-DD', and PostgreSQL's text forms:
+// a space or a T, a zone offset of +hh, +hhmm, +hh:mm or +hh:mm:ss, a
+// trailing " UTC"), UTC unless a zone is given,
 // into epoch milliseconds. The form results are written in
 // (2024-01-01T00:00:10.000Z, plan.FormatTime) is read directly, without
 // the time package's cost: ingest reads it once per row. The result is
 // not range-checked: callers check plan.TimeInRange where times enter.
-// Constants of SQL text (the planner), CASTs (expressions), ingest rows
-// and Kafka records all parse times here.
+// Constants of SQL text (the planner), CASTs (expressions), ingest rows,
+// Kafka records and PostgreSQL protocol parameters all parse times here.
 func ParseTime(s string) (int64, bool) {
 	if ms, ok := parseCanonicalTime(s); ok {
 		return ms, true
@@ -23,9 +26,25 @@ func ParseTime(s string) (int64, bool) {
 	return parseTimeLayouts(s)
 }
 
+// timeLayouts are the forms of parseTimeLayouts, the common ones first.
+var timeLayouts = [...]string{
+	time.RFC3339Nano,
+	"2006-01-02 15:04:05.999999999",
+	"2006-01-02T15:04:05.999999999",
+	"2006-01-02",
+	"2006-01-02 15:04:05.999999999Z07:00",
+	"2006-01-02 15:04:05.999999999Z07",
+	"2006-01-02T15:04:05.999999999Z07",
+	"2006-01-02 15:04:05.999999999Z0700",
+	"2006-01-02T15:04:05.999999999Z0700",
+	"2006-01-02 15:04:05.999999999Z07:00:00",
+	"2006-01-02T15:04:05.999999999Z07:00:00",
+}
+
 // parseTimeLayouts is ParseTime through the time package, for every form.
 func parseTimeLayouts(s string) (int64, bool) {
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02 15:04:05.999999999", "2006-01-02T15:04:05.999999999", "2006-01-02"} {
+	s = strings.TrimSuffix(s, " UTC")
+	for _, layout := range timeLayouts {
 		if t, err := time.ParseInLocation(layout, s, time.UTC); err == nil {
 			return t.UnixMilli(), true
 		}

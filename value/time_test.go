@@ -97,3 +97,23 @@ func TestParseTimeForms(t *testing.T) {
 		}
 	}
 }
+
+// TestParseTimePostgreSQLForms: the text forms PostgreSQL clients send
+// (a space before the zone offset, short offsets, " UTC") read as the
+// same instant as RFC 3339.
+func TestParseTimePostgreSQLForms(t *testing.T) {
+	want := time.Date(2024, 1, 2, 1, 4, 5, 678e6, time.UTC).UnixMilli()
+	for _, s := range []string{
+		"2024-01-02T01:04:05.678Z", "2024-01-02 01:04:05.678", "2024-01-02 03:04:05.678+02", "2024-01-02T03:04:05.678+0200",
+		"2024-01-02 03:04:05.678+02:00", "2024-01-01 20:34:05.678-04:30", "2024-01-02 01:04:05.678 UTC", "2024-01-02 03:04:05.678+02:00:00",
+	} {
+		if got, ok := ParseTime(s); !ok || got != want {
+			t.Errorf("ParseTime(%q) = %d, %v; want %d", s, got, ok, want)
+		}
+	}
+	for _, s := range []string{"2024-01-02 01:04:05 CET", "2024-01-02 01:04:05+2", "yesterday"} {
+		if _, ok := ParseTime(s); ok {
+			t.Errorf("ParseTime(%q) parsed", s)
+		}
+	}
+}
