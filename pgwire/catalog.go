@@ -315,35 +315,22 @@ func (r *relations) byOID(text string) (relation, bool, error) {
 // columns are a relation's columns (DESCRIBE); none for a view that is
 // not running.
 func (r *relations) columns(rel relation) ([]relColumn, error) {
-	results, err := r.c.s.eng.ExecWith(r.ctx, "DESCRIBE "+quoteName(rel.name), queries.ExecOptions{})
+	schema, err := r.c.s.eng.Columns(rel.name)
 	if err != nil {
 		if rel.kind == "v" {
 			return nil, nil
 		}
-		return nil, fmt.Errorf("DESCRIBE %s: %w", rel.name, err)
+		return nil, fmt.Errorf("the columns of %s: %w", rel.name, err)
 	}
-	var cols []relColumn
-	for _, o := range results[0].Rows {
-		name, _ := o.Vals[0].(string)
-		typ, _ := o.Vals[1].(string)
-		nullable, _ := o.Vals[2].(bool)
-		cols = append(cols, relColumn{num: len(cols) + 1, name: name, typ: typeNamed(typ), notNull: !nullable})
+	cols := make([]relColumn, len(schema))
+	for i, c := range schema {
+		cols[i] = relColumn{num: i + 1, name: c.Name, typ: c.Type, notNull: c.NotNull}
 	}
 	return cols, nil
 }
 
 // quoteName quotes a name for the engine's parser.
 func quoteName(name string) string { return "`" + strings.ReplaceAll(name, "`", "``") + "`" }
-
-// typeNamed is the type DESCRIBE names (plan.Type's String).
-func typeNamed(s string) plan.Type {
-	for _, t := range []plan.Type{plan.TypeBigint, plan.TypeDouble, plan.TypeVarchar, plan.TypeTimestamp, plan.TypeBoolean} {
-		if t.String() == s {
-			return t
-		}
-	}
-	return plan.TypeVarchar
-}
 
 // pgTypeName is the PostgreSQL name of a column type (format_type,
 // information_schema's data_type), that of the OID encode.go sends.

@@ -1157,29 +1157,13 @@ func showCreate(name, sql string) Result {
 // BY columns it selects; none for a view without aggregation, whose rows
 // are keyed by a row id).
 func (e *Engine) describe(s *parser.Describe, st *parser.Statement) (Result, error) {
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	var cols plan.Schema
-	key := map[int]bool{}
-	if t, ok := e.tables[s.Name]; ok {
-		cols = t.Columns
-		for _, k := range t.PrimaryKey {
-			key[cols.Index(k)] = true
+	cols, key, err := e.columns(s.Name)
+	if err != nil {
+		var qe *Error
+		if errors.As(err, &qe) {
+			return Result{}, stmtErr(qe.Status, st, "%s", qe.Detail)
 		}
-	} else if v, ok := e.views[s.Name]; ok {
-		if v.Graph == nil {
-			return Result{}, stmtErr(409, st, "view %s is not running: %s", s.Name, orNoReason(v))
-		}
-		cols = v.Graph.Out
-		if v.Graph.Key != plan.KeyRowID {
-			for _, o := range v.Graph.KeyOut {
-				if o >= 0 {
-					key[o] = true
-				}
-			}
-		}
-	} else {
-		return Result{}, stmtErr(404, st, "unknown table or view %s", s.Name)
+		return Result{}, err
 	}
 	schema := describeColumns()
 	names := ColumnNames(schema)
@@ -1192,6 +1176,42 @@ func (e *Engine) describe(s *parser.Describe, st *parser.Statement) (Result, err
 		rows[i] = Object{names, []any{c.Name, c.Type.String(), !c.NotNull, k}}
 	}
 	return Result{Kind: "describe", Name: s.Name, Columns: names, Types: ColumnTypes(schema), Rows: rows}, nil
+}
+
+// Columns are the columns of table or view name (a view's results'), as
+// DESCRIBE lists them: 404 for an unknown name, 409 for a view that is
+// not running.
+func (e *Engine) Columns(name string) (plan.Schema, error) {
+	cols, _, err := e.columns(name)
+	return cols, err
+}
+
+// columns are name's columns and which of them are its key.
+func (e *Engine) columns(name string) (plan.Schema, map[int]bool, error) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	key := map[int]bool{}
+	if t, ok := e.tables[name]; ok {
+		for _, k := range t.PrimaryKey {
+			key[t.Columns.Index(k)] = true
+		}
+		return t.Columns, key, nil
+	}
+	v, ok := e.views[name]
+	if !ok {
+		return nil, nil, &Error{Status: 404, Title: statusTitle(404), Detail: fmt.Sprintf("unknown table or view %s", name), Statement: -1}
+	}
+	if v.Graph == nil {
+		return nil, nil, &Error{Status: 409, Title: statusTitle(409), Detail: fmt.Sprintf("view %s is not running: %s", name, orNoReason(v)), Statement: -1}
+	}
+	if v.Graph.Key != plan.KeyRowID {
+		for _, o := range v.Graph.KeyOut {
+			if o >= 0 {
+				key[o] = true
+			}
+		}
+	}
+	return v.Graph.Out, key, nil
 }
 
 // explain answers EXPLAIN: of a query by name, the plan it runs (a table
