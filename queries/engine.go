@@ -710,6 +710,14 @@ func (e *Engine) createTable(s *parser.CreateTable, st *parser.Statement) (Resul
 			return Result{}, &planner.Error{Status: 422, Msg: err.Error()}
 		}
 	}
+	// Before any I/O (a registry, a file) for a table that will not be
+	// created; asked again under the write lock below.
+	e.mu.RLock()
+	r, done, err := e.existingTable(s, st, def.Name)
+	e.mu.RUnlock()
+	if done {
+		return r, err
+	}
 	if err := checkKafkaFormat(def); err != nil {
 		return Result{}, stmtErr(422, st, "CREATE TABLE %s: %v", def.Name, err)
 	}
@@ -722,11 +730,8 @@ func (e *Engine) createTable(s *parser.CreateTable, st *parser.Statement) (Resul
 	}
 	e.wlock("CREATE TABLE " + def.Name)
 	defer e.wunlock()
-	if _, ok := e.tables[def.Name]; ok {
-		if s.IfNotExists {
-			return Result{Kind: "create_table", Name: def.Name}, nil
-		}
-		return Result{}, stmtErr(409, st, "table %s already exists", def.Name)
+	if r, done, err := e.existingTable(s, st, def.Name); done {
+		return r, err
 	}
 	if _, ok := e.views[def.Name]; ok {
 		return Result{}, stmtErr(409, st, "%s is already a view", def.Name)
@@ -747,6 +752,18 @@ func (e *Engine) createTable(s *parser.CreateTable, st *parser.Statement) (Resul
 		}
 	}
 	return Result{Kind: "create_table", Name: def.Name}, nil
+}
+
+// existingTable is CREATE TABLE's answer when a table named name exists
+// (done): nothing for IF NOT EXISTS, else 409. The caller holds e.mu.
+func (e *Engine) existingTable(s *parser.CreateTable, st *parser.Statement, name string) (r Result, done bool, err error) {
+	if _, ok := e.tables[name]; !ok {
+		return Result{}, false, nil
+	}
+	if s.IfNotExists {
+		return Result{Kind: "create_table", Name: name}, true, nil
+	}
+	return Result{}, true, stmtErr(409, st, "table %s already exists", name)
 }
 
 func (e *Engine) createView(s *parser.CreateView, st *parser.Statement, set []parser.SetVar) (Result, error) {

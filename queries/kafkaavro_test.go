@@ -307,3 +307,44 @@ func TestKafkaAvroRegistryOutage(t *testing.T) {
 		t.Fatalf("after the outage: state %q, %d bad records", q.State, q.Counters["bad_records"])
 	}
 }
+
+// CREATE TABLE IF NOT EXISTS of a table that exists creates nothing, so it
+// asks the registry nothing: it succeeds while the registry is down.
+func TestKafkaAvroIfNotExistsAsksNothing(t *testing.T) {
+	reg := srfake.New()
+	defer reg.Close()
+	if _, _, err := reg.RegisterSchema("bids-value", sr.Schema{Schema: avroBidV2, Type: sr.TypeAvro}); err != nil {
+		t.Fatal(err)
+	}
+	var asked atomic.Int64
+	var down atomic.Bool
+	reg.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
+		asked.Add(1)
+		if down.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return true
+		}
+		return false
+	})
+	e, err := Open(Config{DataDir: t.TempDir(), CheckpointInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(context.Background())
+	ddl := fmt.Sprintf(`CREATE TABLE IF NOT EXISTS bids (auction BIGINT NOT NULL, ts TIMESTAMP(3) NOT NULL) ENGINE=kafka CONNECTION='127.0.0.1:1'
+		ENGINE_ATTRIBUTE='{"topic": "bids", "format": "avro", "schema_registry": %q}'`, reg.URL())
+	exec(t, e, ddl)
+	if asked.Load() == 0 {
+		t.Fatal("the first CREATE TABLE did not check the registry")
+	}
+	down.Store(true)
+	asked.Store(0)
+	exec(t, e, ddl)
+	if n := asked.Load(); n != 0 {
+		t.Fatalf("CREATE TABLE IF NOT EXISTS of an existing table made %d registry requests", n)
+	}
+	// Without IF NOT EXISTS the table's existence is the error, still.
+	if _, err := e.Exec(context.Background(), strings.Replace(ddl, "IF NOT EXISTS ", "", 1)); err == nil || !strings.Contains(err.Error(), "already exists") {
+		t.Fatalf("CREATE TABLE of an existing table: %v, want already exists", err)
+	}
+}
