@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand"
+	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/sr"
 	"github.com/twmb/franz-go/pkg/sr/srfake"
+
+	"github.com/streamsql/streamsql/runtime"
 )
 
 // TestKafkaAvroSink: an exactly-once Kafka sink in format avro, fed by
@@ -29,6 +33,15 @@ func TestKafkaAvroSink(t *testing.T) {
 	addr := c.ListenAddrs()[0]
 	reg := srfake.New()
 	defer reg.Close()
+	// Subjects of the topic "late" are unavailable while down is set.
+	var down atomic.Bool
+	reg.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
+		if down.Load() && strings.Contains(r.URL.Path, "/subjects/late-") {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return true
+		}
+		return false
+	})
 
 	type agg struct {
 		n   int64
@@ -50,7 +63,8 @@ func TestKafkaAvroSink(t *testing.T) {
 	produce(t, addr, "bids", "", true, values...)
 
 	ctx := context.Background()
-	e, err := Open(Config{DataDir: t.TempDir(), CheckpointInterval: time.Hour, EmitInterval: 10 * time.Millisecond})
+	e, err := Open(Config{DataDir: t.TempDir(), CheckpointInterval: time.Hour, EmitInterval: 10 * time.Millisecond,
+		SinkLimits: runtime.SinkLimits{BackoffMax: 50 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,16 +136,20 @@ func TestKafkaAvroSink(t *testing.T) {
 		return v
 	}
 	ms := func(v any) int64 { return unwrap(v).(time.Time).UnixMilli() }
-	got := map[string]string{}
-	for kb, vb := range readCommitted(t, addr, "counts") {
-		k, v := decode([]byte(kb)), decode(vb)
-		key := fmt.Sprintf("%d/%d/%d", ms(k["window_start"]), ms(k["window_end"]), unwrap(k["auction"]))
-		if ms(v["window_start"]) != ms(k["window_start"]) || unwrap(v["auction"]) != unwrap(k["auction"]) {
-			t.Fatalf("record key %v, value %v", k, v)
+	sinkRows := func(topic string) map[string]string {
+		t.Helper()
+		got := map[string]string{}
+		for kb, vb := range readCommitted(t, addr, topic) {
+			k, v := decode([]byte(kb)), decode(vb)
+			key := fmt.Sprintf("%d/%d/%d", ms(k["window_start"]), ms(k["window_end"]), unwrap(k["auction"]))
+			if ms(v["window_start"]) != ms(k["window_start"]) || unwrap(v["auction"]) != unwrap(k["auction"]) {
+				t.Fatalf("record key %v, value %v", k, v)
+			}
+			got[key] = fmt.Sprintf("n=%d s=%d a=%g", v["n"], unwrap(v["s"]), unwrap(v["a"]))
 		}
-		got[key] = fmt.Sprintf("n=%d s=%d a=%g", v["n"], unwrap(v["s"]), unwrap(v["a"]))
+		return got
 	}
-	if fmt.Sprint(got) != fmt.Sprint(view) {
+	if got := sinkRows("counts"); fmt.Sprint(got) != fmt.Sprint(view) {
 		t.Fatalf("sink topic through the registry\n%v\nwant the view's\n%v", got, view)
 	}
 	if len(seen) != 2 {
@@ -141,6 +159,37 @@ func TestKafkaAvroSink(t *testing.T) {
 		if !reg.SubjectExists(subj) {
 			t.Fatalf("subject %s not registered", subj)
 		}
+	}
+
+	// A registry that cannot be asked when the sink opens: INSERT INTO
+	// goes ahead and the query is retrying; once the
+	// registry answers, the sink catches up with the view.
+	down.Store(true)
+	exec(t, e, fmt.Sprintf(`CREATE TABLE late (window_start TIMESTAMP(3), window_end TIMESTAMP(3), auction BIGINT, n BIGINT NOT NULL, s BIGINT, a DOUBLE,
+			PRIMARY KEY (window_start, window_end, auction)) ENGINE=kafka CONNECTION='%s'
+			ENGINE_ATTRIBUTE='{"topic": "late", "delivery": "exactly_once", "format": "avro", "schema_registry": %q}';
+		INSERT INTO late SELECT window_start, window_end, auction, COUNT(*), SUM(price), AVG(price) FROM bids GROUP BY TUMBLE(ts, '10s'), auction`, addr, reg.URL()))
+	short, cancel := context.WithTimeout(ctx, 5*time.Second)
+	infos, err := e.Checkpoint(short, "late")
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := infos[0].Sinks["late"].(map[string]any); s["committed"] != false || !strings.Contains(s["error"].(string), "is unavailable") {
+		t.Fatalf("sink reported %v with the registry down", s)
+	}
+	if q, _ := e.Query("late"); q.State != runtime.StateRetrying || !strings.Contains(q.Error, "schema registry") || !strings.Contains(q.Error, "late-value") {
+		t.Fatalf("state %q error %q, want retrying with the registry's error", q.State, q.Error)
+	}
+	down.Store(false)
+	if _, err := e.Checkpoint(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got := sinkRows("late"); fmt.Sprint(got) != fmt.Sprint(view) {
+		t.Fatalf("sink topic after the outage\n%v\nwant the view's\n%v", got, view)
+	}
+	if q, _ := e.Query("late"); q.State != runtime.StateRunning {
+		t.Fatalf("state %q after the registry came back", q.State)
 	}
 
 	// INSERT INTO a sink whose subject's latest schema cannot take its
