@@ -130,6 +130,31 @@ func SinkSchemas(t SinkTable) (value, key string, err error) {
 	return value, key, nil
 }
 
+// CheckSink generates the sink's schemas and plans their encoders, as
+// OpenSink does with register true, without I/O: an error is one the
+// registry would not cure.
+func CheckSink(t SinkTable) error {
+	f, err := sinkFormatOf(SinkFormat(t.Attrs))
+	if err != nil {
+		return err
+	}
+	name := SchemaName(t.Topic)
+	for _, s := range []struct {
+		suffix string
+		cols   plan.Schema
+		json   func([]byte, plan.Row) ([]byte, error)
+	}{{"_value", t.Columns, t.JSONValue}, {"_key", t.keyColumns(), t.JSONKey}} {
+		text, err := f.generate(name+s.suffix, s.cols)
+		if err != nil {
+			return err
+		}
+		if _, err := f.encoder(text, 0, s.cols, s.json); err != nil {
+			return fmt.Errorf("the generated schema %s: %v", name+s.suffix, err)
+		}
+	}
+	return nil
+}
+
 // SchemaName is the record (message) name made from a topic name: every
 // character other than an ASCII letter, digit or '_' becomes '_', and a
 // leading digit gets a '_' before it.

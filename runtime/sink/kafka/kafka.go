@@ -142,7 +142,7 @@ func New(spec sink.Spec) (*Publisher, error) {
 		if spec.Attrs["schema_registry"] == "" {
 			return nil, sink.Permanent("sink table %s: format %s needs a \"schema_registry\"", spec.Table, p.format)
 		}
-		if _, _, err := format.SinkSchemas(p.formatTable()); err != nil {
+		if err := format.CheckSink(p.formatTable()); err != nil {
 			return nil, sink.Permanent("sink table %s: format %s: %v", spec.Table, p.format, err)
 		}
 	}
