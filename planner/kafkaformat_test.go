@@ -21,7 +21,7 @@ func TestKafkaFormatAttrs(t *testing.T) {
 		{`'{"topic": "t", "format": "avro", "avro_schema": "{", "subject": "s"}'`, `subject of Kafka table t names a registry subject: it needs a schema_registry`},
 		{`'{"topic": "t", "format": "avro", "avro_schema": "{"}'`, `avro_schema of t must be an Avro schema in JSON`},
 		{`'{"topic": "t", "schema_registry": "http://r:1"}'`, `schema_registry is for "format": "avro" (Kafka table t has format json)`},
-		{`'{"topic": "t", "delivery": "exactly_once", "format": "avro"}'`, `key "format" does not apply to Kafka table t, a sink`},
+		{`'{"topic": "t", "delivery": "exactly_once", "avro_schema": "{}"}'`, `key "avro_schema" does not apply to Kafka table t, a sink`},
 	} {
 		sql := pre + c.attrs
 		if strings.Contains(c.attrs, "delivery") {

@@ -86,6 +86,11 @@ func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 		for k := range extra {
 			own[k] = true
 		}
+		if def.IsSink() {
+			for k := range kafkaSinkFormatAttrs {
+				own[k] = true
+			}
+		}
 	}
 	switch {
 	case def.Engine == "postgres" && def.Connection == "":
@@ -172,6 +177,10 @@ func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 			}
 			valid := validKeys(def, own)
 			return nil, errf(k, "unknown ENGINE_ATTRIBUTE key %q for ENGINE=%s%s; ENGINE=%s takes %s", k, def.Engine, didYouMean(k, valid), def.Engine, strings.Join(valid, ", "))
+		}
+		if def.Engine == "kafka" && def.IsSink() && kafkaSinkFormatAttrs[k] {
+			def.Attrs[k] = s // checkKafkaSinkFormat
+			continue
 		}
 		dur := func() (int64, error) {
 			if s == "0" || s == "0s" {
@@ -268,6 +277,11 @@ func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 	}
 	if def.Engine == "file" {
 		if err := checkFileTable(def); err != nil {
+			return nil, err
+		}
+	}
+	if def.Engine == "kafka" && def.IsSink() {
+		if err := checkKafkaSinkFormat(def); err != nil {
 			return nil, err
 		}
 	}

@@ -35,4 +35,20 @@
 // Registry may be shared, and guards its cache with a mutex. Decode
 // blocks on the registry only for an id not yet cached, bounded by
 // FetchTimeout.
+//
+// Sinks (sinkenc.go; docs/connectors.md, "Sink formats"). A Kafka sink in
+// avro, protobuf or json_schema gets its key and value Encoders from
+// OpenSink: it generates each schema from the columns (SinkSchemas) and
+// registers it, or with "register" false fetches the subject's latest
+// schema and checks that it takes the sink's records, naming the field or
+// column that does not (*Incompatible); a registry that cannot be asked
+// is *Unavailable (retryable). An Encoder writes the header and the
+// payload straight into the caller's buffer: avroenc.go with
+// hamba/avro's Writer, a walk over a plan made once per schema;
+// protoenc.go with protowire, guided by the descriptor that protocompile
+// builds from the .proto text (the registry's, or the generated one);
+// jsonschemaenc.go puts the sink's own JSON (runtime/sink/kafka's) behind
+// the header. An Encoder belongs to one goroutine (the sink's committer)
+// and reuses its buffer: no allocation per record. OpenSink does I/O,
+// each request bounded by SinkTimeout and by its context.
 package format

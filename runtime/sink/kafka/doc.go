@@ -10,6 +10,17 @@
 // murmur2 hash of the key bytes), so every change of a key goes to one
 // partition, in order, and a compacted topic keeps each key's latest row.
 //
+// Formats. "format" json (the default) is the above; avro, protobuf and
+// json_schema write key and value through a Schema Registry
+// ("schema_registry"; "subject", "key_subject", "register"), with
+// runtime/format's encoders (format.OpenSink): Open gets them once per
+// publisher, before it reaches the brokers, and keeps them across
+// reopenings. A registry that cannot be asked makes Open (and Apply or
+// CommitEpoch before a successful Open) fail retryably, with nothing
+// produced; a refusal or a subject whose schema cannot take the records
+// is permanent. The key bytes hashed for partitioning include the
+// header, so a new key schema id moves keys to other partitions.
+//
 // It owns, in the cluster: the sink topic (created at Open when missing:
 // "partitions" partitions, the broker's default number unless the sink
 // says, the broker's default replication factor, cleanup.policy=compact)
@@ -19,7 +30,7 @@
 // {"sink_id": ..., "epoch": n, "committed_at": RFC 3339}; compaction keeps
 // the latest, which is the largest epoch.
 //
-// ENGINE_ATTRIBUTE keys: "topic" (default: the sink table's name),
+// ENGINE_ATTRIBUTE keys: "format" and its registry keys (above), "topic" (default: the sink table's name),
 // "progress_topic", "partitions" (a positive integer, for creating the
 // topic), "transaction_timeout" (a duration, default 60s, at least 1s and
 // at most the brokers' transaction.max.timeout.ms), "delivery" (read by

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/runtime/format"
 	"github.com/streamsql/streamsql/runtime/sink"
 )
 
@@ -56,6 +57,11 @@ type Publisher struct {
 	keyNames [][]byte // the primary key columns' names, JSON-quoted
 	colNames [][]byte // every column's name, JSON-quoted
 	enc      encoder
+
+	// format is the records' format: "json", or a registry format
+	// (avro, protobuf, json_schema) whose encoders Open makes.
+	format string
+	codec  *format.SinkEncoders // registry formats: set by the first Open that reaches the registry
 
 	cl *kgo.Client // plain client: admin requests, reads, at-least-once produce
 	tx *kgo.Client // exactly_once: the transactional producer (nil until needed)
@@ -131,6 +137,15 @@ func New(spec sink.Spec) (*Publisher, error) {
 	for _, i := range spec.PrimaryKey {
 		p.keyNames = append(p.keyNames, p.colNames[i])
 	}
+	p.format = format.SinkFormat(spec.Attrs)
+	if p.format != "json" {
+		if spec.Attrs["schema_registry"] == "" {
+			return nil, sink.Permanent("sink table %s: format %s needs a \"schema_registry\"", spec.Table, p.format)
+		}
+		if err := format.CheckSink(p.formatTable()); err != nil {
+			return nil, sink.Permanent("sink table %s: format %s: %v", spec.Table, p.format, err)
+		}
+	}
 	if spec.ExactlyOnce {
 		if spec.SinkID == "" {
 			return nil, sink.Permanent("sink table %s: exactly-once delivery needs a sink id", spec.Table)
@@ -138,6 +153,32 @@ func New(spec sink.Spec) (*Publisher, error) {
 		p.txID = TransactionalIDPrefix + spec.SinkID
 	}
 	return p, nil
+}
+
+// formatTable is what the registry formats' encoders write.
+func (p *Publisher) formatTable() format.SinkTable {
+	return format.SinkTable{
+		Name: p.spec.Table, Topic: p.topic, Columns: p.spec.Columns, Key: p.spec.PrimaryKey, Attrs: p.spec.Attrs,
+		JSONKey:   func(dst []byte, vals plan.Row) ([]byte, error) { return p.enc.object(dst, p.keyNames, vals) },
+		JSONValue: func(dst []byte, vals plan.Row) ([]byte, error) { return p.enc.object(dst, p.colNames, vals) },
+	}
+}
+
+// openFormat registers (or checks) the registry format's schemas, once:
+// a registry that cannot be asked is retryable, a refusal permanent.
+func (p *Publisher) openFormat(ctx context.Context) error {
+	if p.format == "json" || p.codec != nil {
+		return nil
+	}
+	codec, err := format.OpenSink(ctx, p.formatTable())
+	if err != nil {
+		if format.IsRetryable(err) {
+			return fmt.Errorf("%s: format %s: %w", p.where(), p.format, err)
+		}
+		return sink.Permanent("%s: format %s: %v", p.where(), p.format, err)
+	}
+	p.codec = codec
+	return nil
 }
 
 // parseBrokers splits a CONNECTION into host:port addresses.
@@ -204,6 +245,9 @@ func (p *Publisher) Open(ctx context.Context) error {
 	p.Close()
 	ctx, cancel := context.WithTimeout(ctx, openTimeout)
 	defer cancel()
+	if err := p.openFormat(ctx); err != nil {
+		return err
+	}
 	cl, err := kgo.NewClient(p.clientOpts()...)
 	if err != nil {
 		return sink.Permanent("%s: %v", p.where(), err)

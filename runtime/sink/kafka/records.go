@@ -3,6 +3,7 @@ package kafka
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -50,10 +51,14 @@ func (e *encoder) object(dst []byte, names [][]byte, vals plan.Row) ([]byte, err
 }
 
 // records makes the records of changes: key the primary key as a JSON
-// object, value the row as one, or nil for a delete. Their bytes share
+// object, value the row as one, or nil for a delete; in a registry
+// format, both in it behind the wire format's header. Their bytes share
 // one buffer. A change of the wrong shape is the caller's mistake
 // (permanent).
 func (p *Publisher) records(changes []sink.Change) ([]*kgo.Record, error) {
+	if p.format != "json" && p.codec == nil {
+		return nil, fmt.Errorf("%s: format %s: the schemas are not registered yet (Open first)", p.where(), p.format)
+	}
 	buf := make([]byte, 0, 64*len(changes))
 	ends := make([]int, 2*len(changes)) // each change's key end and value end in buf
 	for i, ch := range changes {
@@ -64,12 +69,22 @@ func (p *Publisher) records(changes []sink.Change) ([]*kgo.Record, error) {
 			return nil, sink.Permanent("%s: change %d has %d values, want %d", p.where(), i, len(ch.Row), len(p.spec.Columns))
 		}
 		var err error
-		if buf, err = p.enc.object(buf, p.keyNames, ch.Key); err != nil {
+		if p.codec != nil {
+			buf, err = p.codec.Key.Append(buf, ch.Key)
+		} else {
+			buf, err = p.enc.object(buf, p.keyNames, ch.Key)
+		}
+		if err != nil {
 			return nil, sink.Permanent("%s: change %d: key: %v", p.where(), i, err)
 		}
 		ends[2*i] = len(buf)
 		if ch.Row != nil {
-			if buf, err = p.enc.object(buf, p.colNames, ch.Row); err != nil {
+			if p.codec != nil {
+				buf, err = p.codec.Value.Append(buf, ch.Row)
+			} else {
+				buf, err = p.enc.object(buf, p.colNames, ch.Row)
+			}
+			if err != nil {
 				return nil, sink.Permanent("%s: change %d: row: %v", p.where(), i, err)
 			}
 		}

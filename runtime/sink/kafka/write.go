@@ -27,6 +27,9 @@ func (p *Publisher) CommitEpoch(ctx context.Context, epoch uint64, changes []sin
 		return sink.Permanent("%s: epoch 0 out of range", p.where())
 	}
 	what := fmt.Sprintf("commit epoch %d", epoch)
+	if err := p.openFormat(ctx); err != nil {
+		return err
+	}
 	recs, err := p.records(changes)
 	if err != nil {
 		return err
@@ -102,6 +105,9 @@ func (p *Publisher) abort(tx *kgo.Client, err error) {
 func (p *Publisher) Apply(ctx context.Context, changes []sink.Change) error {
 	if len(changes) == 0 {
 		return nil
+	}
+	if err := p.openFormat(ctx); err != nil {
+		return err
 	}
 	recs, err := p.records(changes)
 	if err != nil {
