@@ -56,23 +56,10 @@ func checkKafkaSinkFormat(def *plan.TableDef) error {
 	}
 	if f != "json_schema" {
 		for _, c := range def.Columns {
-			if !fieldName(c.Name) {
+			if !plan.IsFieldName(c.Name) {
 				return badf(c.Name, "column %s of Kafka sink %s: format %s needs column names that are field names (letters, digits and '_', not starting with a digit)", c.Name, def.Name, f)
 			}
 		}
 	}
 	return nil
-}
-
-// fieldName reports whether s is an Avro and protobuf field name.
-func fieldName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i, c := range s {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' || i > 0 && c >= '0' && c <= '9') {
-			return false
-		}
-	}
-	return true
 }

@@ -47,3 +47,18 @@ type ViewDef struct {
 	Name string
 	Out  Schema
 }
+
+// IsFieldName reports whether s is a field name in Avro and Protobuf
+// schemas: ASCII letters, digits and '_', not starting with a digit (the
+// registry formats' Kafka sinks need their columns named so).
+func IsFieldName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}

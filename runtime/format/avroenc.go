@@ -23,7 +23,7 @@ func (avroSink) srType() sr.SchemaType { return sr.TypeAvro }
 func (avroSink) generate(name string, cols plan.Schema) (string, error) {
 	fields := make([]json.RawMessage, len(cols))
 	for i, c := range cols {
-		if !sinkFieldName(c.Name) {
+		if !plan.IsFieldName(c.Name) {
 			return "", fmt.Errorf("column %s: an Avro field name is letters, digits and '_', not starting with a digit", c.Name)
 		}
 		var t any
@@ -54,20 +54,6 @@ func (avroSink) generate(name string, cols plan.Schema) (string, error) {
 	}
 	b, err := json.Marshal(map[string]any{"type": "record", "name": name, "namespace": "streamsql", "fields": fields})
 	return string(b), err
-}
-
-// sinkFieldName reports whether s is an Avro (and protobuf) name: letters,
-// digits and '_', not starting with a digit.
-func sinkFieldName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i, c := range s {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' || i > 0 && c >= '0' && c <= '9') {
-			return false
-		}
-	}
-	return true
 }
 
 // sinkAvroOp is how one field is written.

@@ -37,7 +37,7 @@ func (protoSink) generate(name string, cols plan.Schema) (string, error) {
 	}
 	fmt.Fprintf(&b, "message %s {\n", name)
 	for i, c := range cols {
-		if !sinkFieldName(c.Name) {
+		if !plan.IsFieldName(c.Name) {
 			return "", fmt.Errorf("column %s: a protobuf field name is letters, digits and '_', not starting with a digit", c.Name)
 		}
 		var t string
