@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/bufbuild/protocompile"
@@ -450,14 +452,14 @@ func TestProtobufBadRecords(t *testing.T) {
 	}
 	ts := map[string]any{"seconds": int64(1_700_000_000)}
 	good := pbFrame(t, id, []int{1, 0}, pbMsg(t, md(pbBidV3), map[string]any{"auction": int64(1), "price": 2.0, "ts": ts, "bidder": "b"}))
-	withIndex := func(list []byte) []byte { return append(append(AppendHeader(nil, id), list...), good[7:]...) }
+	withIndex := func(list []byte) []byte { return append(append(AppendHeader(nil, id), list...), good[8:]...) }
 	for _, c := range []struct {
 		v    []byte
 		want string
 	}{
 		{[]byte(`{"auction": 1}`), "not the Schema Registry magic byte 0"},
 		{good[:3], "shorter than the 5-byte Schema Registry header"},
-		{good[:len(good)-2], "not a valid protobuf message of its schema: unexpected EOF"},
+		{append(AppendMessageIndex(AppendHeader(nil, id), 1, 0), 0x2a, 0x05, 'a', 'b'), "not a valid protobuf message of its schema: unexpected EOF"},
 		{append(AppendHeader(nil, 999), good[5:]...), fmt.Sprintf("schema id 999 is not in the schema registry %s", reg.URL())},
 		{withIndex([]byte{0x04, 0x02, 0x06}), fmt.Sprintf("schema id %d: message index [1 3] names no message of the schema (index 3 of 1)", id)},
 		{withIndex([]byte{0x02, 0x0a}), fmt.Sprintf("schema id %d: message index [5] names no message of the schema (index 5 of 2)", id)},
@@ -490,6 +492,39 @@ func TestProtobufBadRecords(t *testing.T) {
 	}
 	if n := fetches.Load(); n != before || n != 6 {
 		t.Fatalf("%d then %d schema fetches, want 6 (5 ids and the unknown one)", before, n)
+	}
+
+	// The registry unavailable for the schema or for its reference:
+	// retryable, not a bad record; once it answers, the record decodes.
+	down := srfake.New(srfake.WithGlobalCompat(sr.CompatNone))
+	defer down.Close()
+	allID, allMD := pbAllRegistry(t, down)
+	var failing atomic.Value // the path prefix answered 503
+	failing.Store("")
+	down.Intercept(func(w http.ResponseWriter, r *http.Request) bool {
+		if p := failing.Load().(string); p != "" && strings.HasPrefix(r.URL.Path, p) {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return true
+		}
+		return false
+	})
+	d3, err := NewDecoder(Table{Name: "all", Columns: pbAllColumns, EventTime: -1, Attrs: map[string]string{"topic": "all", "format": "protobuf", "schema_registry": down.URL()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := pbFrame(t, allID, []int{0}, pbMsg(t, allMD, map[string]any{"e": "GREEN"}))
+	for _, c := range []struct{ path, want string }{
+		{"/schemas/ids/", fmt.Sprintf("is unavailable: schema id %d: ", allID)},
+		{"/subjects/color/", "reference common/color.proto: schema registry " + down.URL() + " is unavailable: subject color version 1: "},
+	} {
+		failing.Store(c.path)
+		if _, err := d3.Decode(v); !IsRetryable(err) || !strings.Contains(err.Error(), c.want) {
+			t.Fatalf("registry failing %s: %v, want %q", c.path, err, c.want)
+		}
+	}
+	failing.Store("")
+	if row, err := d3.Decode(v); err != nil || row[13] != plan.Str("GREEN") {
+		t.Fatalf("registry back: %v %v", row, err)
 	}
 }
 
