@@ -207,8 +207,22 @@ type pbStep struct {
 type pbPlan struct {
 	steps  []pbStep
 	byNum  map[protowire.Number]int // field number -> step
+	dense  []int8                   // the same for numbers below denseMax: step+1, 0 for none
 	oneofs int
 	err    error
+}
+
+// denseMax bounds the field numbers a plan finds by a slice, not a map.
+const denseMax = 128
+
+// step is the step of field number num.
+func (p *pbPlan) step(num protowire.Number) (int, bool) {
+	if num < protowire.Number(len(p.dense)) {
+		i := int(p.dense[num]) - 1
+		return i, i >= 0
+	}
+	i, ok := p.byNum[num]
+	return i, ok
 }
 
 // pbSchema is one schema id's file and its plans by message-index list.
@@ -384,6 +398,14 @@ func newProtoPlan(t Table, md protoreflect.MessageDescriptor, where string) *pbP
 		p.steps = append(p.steps, st)
 	}
 	p.oneofs = len(oneofs)
+	if len(p.steps) < 127 {
+		p.dense = make([]int8, denseMax)
+		for num, i := range p.byNum {
+			if num < denseMax {
+				p.dense[num] = int8(i + 1)
+			}
+		}
+	}
 	for i, c := range t.Columns {
 		if has[i] || metaColumns[strings.ToLower(c.Name)] {
 			continue
@@ -558,7 +580,7 @@ func (d *protoDecoder) read(p *pbPlan, b []byte) (plan.Row, error) {
 			return nil, protoErr(n)
 		}
 		b = b[n:]
-		si, ok := p.byNum[num]
+		si, ok := p.step(num)
 		if !ok || p.steps[si].wt != typ {
 			// An unknown field, or one of another wire type (protobuf
 			// keeps it as an unknown field too): skipped.
@@ -753,7 +775,9 @@ func scalar(st *pbStep, b []byte, v *plan.Value) (int, error) {
 		if ev := st.enum.ByNumber(e); ev != nil {
 			*v = plan.Str(string(ev.Name()))
 		} else {
-			*v = plan.Str(strconv.Itoa(int(e))) // an open enum's unknown value
+			// A number the enum lacks (an open enum's, or a closed one's:
+			// proto.Unmarshal keeps those too) reads as the number.
+			*v = plan.Str(strconv.Itoa(int(e)))
 		}
 		return n, nil
 	case protoreflect.FloatKind:

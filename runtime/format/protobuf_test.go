@@ -377,6 +377,46 @@ func TestProtobufTypes(t *testing.T) {
 	}
 }
 
+// TestProtobufProto2: proto2 fields have presence (absent: NULL, their
+// defaults not applied); a number its closed enum lacks reads as the
+// number, as proto.Unmarshal keeps it.
+func TestProtobufProto2(t *testing.T) {
+	const text = `syntax = "proto2";
+package p2;
+enum Size { SMALL = 1; LARGE = 2; }
+message M { optional int64 n = 1 [default = 5]; required string s = 2; optional Size size = 3; }`
+	reg := srfake.New(srfake.WithGlobalCompat(sr.CompatNone))
+	defer reg.Close()
+	id := registerProto(t, reg, "m-value", text)
+	md := pbCompile(t, text, nil).Messages().ByName("M")
+	tab := Table{Name: "m", Columns: plan.Schema{{Name: "n", Type: plan.TypeBigint}, {Name: "s", Type: plan.TypeVarchar}, {Name: "size", Type: plan.TypeVarchar}},
+		EventTime: -1, Attrs: map[string]string{"topic": "m", "format": "protobuf", "schema_registry": reg.URL()}}
+	if err := Check(context.Background(), tab); err != nil {
+		t.Fatal(err)
+	}
+	d, err := NewDecoder(tab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := pbFrame(t, id, []int{0}, pbMsg(t, md, map[string]any{"s": "x", "size": "LARGE"}))
+	if row, err := d.Decode(v); err != nil || fmt.Sprint(row) != fmt.Sprint(plan.Row{plan.Null, plan.Str("x"), plan.Str("LARGE")}) {
+		t.Fatalf("%v %v", row, err)
+	}
+	v = protowire.AppendVarint(protowire.AppendTag(v, 3, protowire.VarintType), 9)
+	oracle := dynamicpb.NewMessage(md)
+	if err := proto.Unmarshal(v[6:], oracle); err != nil {
+		t.Fatal(err)
+	}
+	if row, err := d.Decode(v); err != nil || row[2] != plan.Str(fmt.Sprint(int32(oracle.Get(md.Fields().ByName("size")).Enum()))) || row[2] != plan.Str("9") {
+		t.Fatalf("closed enum: %v %v", row, err)
+	}
+	// An empty message (its required s missing, which proto.Marshal would
+	// refuse to write): every column NULL.
+	if row, err := d.Decode(AppendMessageIndex(AppendHeader(nil, id), 0)); err != nil || fmt.Sprint(row) != fmt.Sprint(plan.Row{plan.Null, plan.Null, plan.Null}) {
+		t.Fatalf("empty: %v %v", row, err)
+	}
+}
+
 func TestProtobufCheck(t *testing.T) {
 	reg := srfake.New(srfake.WithGlobalCompat(sr.CompatNone))
 	defer reg.Close()
