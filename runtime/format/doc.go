@@ -27,12 +27,17 @@
 // the registry could not be asked, and the same record must be decoded
 // again later.
 //
-// Caching. A Registry fetches each schema id once and keeps its parsed
-// schema and the plan that reads it into the table (which field goes to
-// which column, which are skipped): a record's decode is a walk over
-// that plan with one hamba/avro Reader reused, and allocates only its row
-// and its strings. An id the registry answers it does not know is
-// remembered for unknownTTL, so a run of such records costs one request.
+// Caching. Each schema id is fetched once per decoder (each makes its own
+// Registry): the Registry keeps a parsed Avro schema, a decoder the plan
+// that reads it into the table (which field goes to which column, which
+// are skipped), and for Protobuf the compiled file and a plan per message
+// index, for JSON Schema whether the table fits and the validator. A
+// record's decode is a walk over that plan (Avro: with one hamba/avro
+// Reader reused; Protobuf: protowire) and allocates only its row and its
+// strings. An id the registry answers it does not know is remembered for
+// unknownTTL, so a run of such records costs one request. An unavailable
+// registry's error (also while fetching a Protobuf schema's references)
+// is not kept: the same record is decoded again later.
 //
 // Protobuf. A schema id's .proto text and its references (other subjects,
 // fetched with it; the well-known google/protobuf imports need none) are
