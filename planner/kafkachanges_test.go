@@ -18,7 +18,7 @@ func TestKafkaChangeSourceTable(t *testing.T) {
 		{`CREATE TABLE t (id BIGINT) ENGINE=kafka CONNECTION='h:9092' ENGINE_ATTRIBUTE='{"topic": "t", "format": "debezium_json"}'`, `of format debezium_json needs a PRIMARY KEY`},
 		{`CREATE TABLE t (id BIGINT, _ts_ms BIGINT, PRIMARY KEY (id)) ENGINE=kafka CONNECTION='h:9092' ENGINE_ATTRIBUTE='{"topic": "t", "format": "debezium_json"}'`, `column _ts_ms of a Debezium source holds the event's ts_ms and must be TIMESTAMP(3), not BIGINT`},
 		{`CREATE TABLE t (_key VARCHAR(8), v BIGINT, PRIMARY KEY (_key)) ENGINE=kafka CONNECTION='h:9092' ENGINE_ATTRIBUTE='{"topic": "t", "format": "upsert_json"}'`, `PRIMARY KEY column _key of Kafka source t is a record metadata column`},
-		{`CREATE TABLE t (id BIGINT, PRIMARY KEY (id)) ENGINE=kafka CONNECTION='h:9092' ENGINE_ATTRIBUTE='{"topic": "t", "format": "csv"}'`, `ENGINE_ATTRIBUTE format of a Kafka source must be json, avro, upsert_json or debezium_json, not "csv"`},
+		{`CREATE TABLE t (id BIGINT, PRIMARY KEY (id)) ENGINE=kafka CONNECTION='h:9092' ENGINE_ATTRIBUTE='{"topic": "t", "format": "csv"}'`, `ENGINE_ATTRIBUTE format of a Kafka source must be json, avro, protobuf, json_schema, upsert_json or debezium_json, not "csv"`},
 		{`CREATE TABLE t (id BIGINT, PRIMARY KEY (id)) ENGINE=nexmark ENGINE_ATTRIBUTE='{"kind": "bid"}'`, `PRIMARY KEY tables (upsert tables) are ENGINE=http, ENGINE=kafka sources of format upsert_json or debezium_json`},
 	} {
 		_, err := createTable(t, c.sql)

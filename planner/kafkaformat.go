@@ -3,6 +3,7 @@ package planner
 import (
 	"encoding/json"
 	"net/url"
+	"strings"
 
 	"github.com/streamsql/streamsql/planner/plan"
 )
@@ -10,19 +11,38 @@ import (
 // checkKafkaFormat checks the shape of a Kafka source's format attributes
 // (docs/connectors.md, "Kafka", "Formats"), without I/O: format avro takes
 // either a schema_registry (http or https URL; subject optional, default
-// <topic>-value) or an inline avro_schema (JSON), not both; format json
-// takes neither. The schema itself, and whether the columns fit it, is
-// checked by CREATE TABLE in queries (runtime/format.Check), which may ask
-// the registry.
+// <topic>-value) or an inline avro_schema (JSON), not both; formats
+// protobuf and json_schema take a schema_registry (and subject), protobuf
+// a "message" (the message CREATE checks the columns against), json_schema
+// "validate" (true or false); format json takes none of them. The schema
+// itself, and whether the columns fit it, is checked by CREATE TABLE in
+// queries (runtime/format.Check), which may ask the registry.
 func checkKafkaFormat(def *plan.TableDef) error {
 	a := def.Attrs
+	f := a["format"]
 	reg, inline, subject := a["schema_registry"], a["avro_schema"], a["subject"]
-	if a["format"] != "avro" {
-		for _, k := range []string{"schema_registry", "avro_schema", "subject"} {
-			if a[k] != "" {
-				return badf(k, "ENGINE_ATTRIBUTE %s is for \"format\": \"avro\" (Kafka table %s has format %s)", k, def.Name, a["format"])
+	for k, formats := range formatAttrs {
+		if a[k] != "" && !strings.Contains(" "+formats+" ", " "+f+" ") {
+			fs := strings.Fields(formats)
+			for i := range fs {
+				fs[i] = `"` + fs[i] + `"`
 			}
+			return badf(k, "ENGINE_ATTRIBUTE %s is for \"format\": %s (Kafka table %s has format %s)", k, strings.Join(fs, " or "), def.Name, f)
 		}
+	}
+	switch f {
+	case "avro":
+	case "protobuf", "json_schema":
+		if reg == "" {
+			return badf("format", "Kafka table %s has format %s: give it a \"schema_registry\" (http://host:port, records in the Confluent wire format)", def.Name, f)
+		}
+		if m := a["message"]; m != "" && !protoName(m) {
+			return badf("message", "ENGINE_ATTRIBUTE message of %s must be a protobuf message name (pkg.Name), not %q", def.Name, m)
+		}
+		if v := a["validate"]; v != "" && v != "true" && v != "false" {
+			return badf("validate", "ENGINE_ATTRIBUTE validate of %s must be true or false, not %q", def.Name, v)
+		}
+	default:
 		return nil
 	}
 	switch {
@@ -47,4 +67,29 @@ func checkKafkaFormat(def *plan.TableDef) error {
 		return badf("avro_schema", "ENGINE_ATTRIBUTE avro_schema of %s must be an Avro schema in JSON (a string holding it), and is not valid JSON", def.Name)
 	}
 	return nil
+}
+
+// formatAttrs are the format attributes and the formats that take each.
+var formatAttrs = map[string]string{
+	"schema_registry": "avro protobuf json_schema",
+	"subject":         "avro protobuf json_schema",
+	"avro_schema":     "avro",
+	"message":         "protobuf",
+	"validate":        "json_schema",
+}
+
+// protoName reports whether s is a protobuf full name: dot-separated
+// identifiers.
+func protoName(s string) bool {
+	for _, p := range strings.Split(s, ".") {
+		if p == "" {
+			return false
+		}
+		for i, c := range p {
+			if !(c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || i > 0 && '0' <= c && c <= '9') {
+				return false
+			}
+		}
+	}
+	return true
 }

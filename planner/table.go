@@ -38,7 +38,7 @@ var engineAttrs = map[string]map[string]bool{
 }
 
 var (
-	kafkaSourceAttrs = map[string]bool{"format": true, "dead_letter_topic": true, "schema_registry": true, "avro_schema": true, "subject": true}
+	kafkaSourceAttrs = map[string]bool{"format": true, "dead_letter_topic": true, "schema_registry": true, "avro_schema": true, "subject": true, "message": true, "validate": true}
 	kafkaSinkAttrs   = map[string]bool{"delivery": true, "progress_topic": true, "partitions": true, "transaction_timeout": true}
 )
 
@@ -222,8 +222,8 @@ func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 			}
 			def.Attrs[k] = s
 		case "format":
-			if def.Engine == "kafka" && s != "json" && s != "avro" && !value.IsChangeFormat(s) {
-				return nil, badf(k, "ENGINE_ATTRIBUTE format of a Kafka source must be json, avro, upsert_json or debezium_json, not %q", s)
+			if def.Engine == "kafka" && s != "json" && s != "avro" && s != "protobuf" && s != "json_schema" && !value.IsChangeFormat(s) {
+				return nil, badf(k, "ENGINE_ATTRIBUTE format of a Kafka source must be json, avro, protobuf, json_schema, upsert_json or debezium_json, not %q", s)
 			}
 			if def.Engine != "file" && def.Engine != "kafka" && s != "json" {
 				return nil, badf(k, "ENGINE_ATTRIBUTE format must be json, not %q", s)

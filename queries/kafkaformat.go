@@ -14,8 +14,8 @@ const formatCheckTimeout = 5 * time.Second
 
 // checkKafkaFormat checks a Kafka source's columns against the schema it
 // will be read with (runtime/format.Check: the registry subject's latest
-// version, or the inline avro_schema), for CREATE TABLE. JSON sources
-// have nothing to check.
+// version, Avro, Protobuf or JSON Schema, or the inline avro_schema), for
+// CREATE TABLE. JSON sources have nothing to check.
 func checkKafkaFormat(def *plan.TableDef) error {
 	if def.Engine != "kafka" || def.IsSink() || !format.Uses(def.Attrs) {
 		return nil

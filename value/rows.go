@@ -32,6 +32,9 @@ type Limits struct {
 	// DefaultMaxJSONDepth. Every column is a scalar, so anything nested is
 	// wrong anyway: the limit bounds the work spent finding that out.
 	MaxDepth int
+	// skipUnknown skips a member that names no column (SchemaRecordDecoder)
+	// instead of refusing it.
+	skipUnknown bool
 }
 
 // Defaults of Limits (and of serve's --max-row-size and --max-json-depth).
@@ -105,7 +108,7 @@ func decodeRows(def *plan.TableDef, body string, lim Limits, emit func(plan.Row)
 	if lim.MaxDepth <= 0 {
 		lim.MaxDepth = DefaultMaxJSONDepth
 	}
-	d := rowDecoder{def: def, j: jsonScan{s: body, maxDepth: lim.MaxDepth}, row: make(plan.Row, len(def.Columns), len(def.Columns)+1), maxRow: lim.MaxRowSize}
+	d := rowDecoder{def: def, j: jsonScan{s: body, maxDepth: lim.MaxDepth}, row: make(plan.Row, len(def.Columns), len(def.Columns)+1), maxRow: lim.MaxRowSize, skipUnknown: lim.skipUnknown}
 	j := &d.j
 	if j.ws(); j.peek() != '[' {
 		for n := 0; !j.atEnd(); n++ {
@@ -156,6 +159,7 @@ type rowDecoder struct {
 	// columns in any order decode in linear time (and a name as declared
 	// is found without allocating).
 	byName, byKey map[string]int
+	skipUnknown   bool // Limits.skipUnknown
 }
 
 // column is def.Columns.Index(name), by a map.
@@ -257,6 +261,12 @@ func (d *rowDecoder) decodeObject(n, depth int) *RowError {
 				}
 				row[i] = v
 				next = i + 1
+			case d.skipUnknown && (name != "_op" || len(def.PrimaryKey) == 0):
+				if err := j.skip(depth + 1); err == errTooDeep {
+					return d.tooDeep(n, clip(name))
+				} else if err != nil {
+					return syntax(err)
+				}
 			case name == "_op":
 				if len(def.PrimaryKey) == 0 {
 					return &RowError{Row: n, Column: name, Msg: "_op is only for tables with a PRIMARY KEY"}
@@ -488,6 +498,18 @@ var KafkaMetaColumns = map[string]plan.Type{
 // (_partition, _offset, _key, _timestamp) are the reader's to fill, so
 // they may be absent.
 func RecordDecoder(src *plan.Source) (func([]byte) (plan.Row, error), error) {
+	return recordDecoder(src, Limits{})
+}
+
+// SchemaRecordDecoder is RecordDecoder for the JSON values of a topic with
+// a JSON Schema (format json_schema, runtime/format): a member that names
+// no column is skipped, not refused, as the schema's properties may be
+// more than the table reads.
+func SchemaRecordDecoder(src *plan.Source) (func([]byte) (plan.Row, error), error) {
+	return recordDecoder(src, Limits{skipUnknown: true})
+}
+
+func recordDecoder(src *plan.Source, lim Limits) (func([]byte) (plan.Row, error), error) {
 	def := &plan.TableDef{Name: src.Table, Columns: slices.Clone(src.Schema), EventTime: src.EventTime}
 	for i, c := range def.Columns {
 		if _, ok := KafkaMetaColumns[strings.ToLower(c.Name)]; ok {
@@ -500,7 +522,7 @@ func RecordDecoder(src *plan.Source) (func([]byte) (plan.Row, error), error) {
 	return func(v []byte) (plan.Row, error) {
 		var row plan.Row
 		n := 0
-		err := decodeRows(def, string(v), Limits{}, func(r plan.Row) {
+		err := decodeRows(def, string(v), lim, func(r plan.Row) {
 			n++
 			row = slices.Clone(r)
 		})

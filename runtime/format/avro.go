@@ -47,13 +47,25 @@ func (t Table) Subject() string {
 
 // Uses reports whether table attributes attrs name a format of this
 // package (a Decoder from NewDecoder; else value.RecordDecoder's JSON).
-func Uses(attrs map[string]string) bool { return attrs["format"] == "avro" }
+func Uses(attrs map[string]string) bool {
+	switch attrs["format"] {
+	case "avro", "protobuf", "json_schema":
+		return true
+	}
+	return false
+}
 
 // NewDecoder is t's Decoder (no I/O: a registry is asked on the first
 // record of each schema id).
 func NewDecoder(t Table) (Decoder, error) {
 	if t.Upsert {
-		return nil, fmt.Errorf("table %s: format avro is not supported for PRIMARY KEY Kafka sources yet", t.Name)
+		return nil, fmt.Errorf("table %s: format %s is not supported for PRIMARY KEY Kafka sources yet", t.Name, t.Attrs["format"])
+	}
+	switch t.Attrs["format"] {
+	case "protobuf":
+		return newProtoDecoder(t)
+	case "json_schema":
+		return newJSONSchemaDecoder(t)
 	}
 	d := &avroDecoder{t: t, r: avro.NewReader(nil, 0), plans: map[int]*readPlan{}}
 	if s := t.Attrs["avro_schema"]; s != "" {
@@ -77,7 +89,17 @@ func NewDecoder(t Table) (Decoder, error) {
 // it, naming the field or column; ctx bounds the registry request.
 func Check(ctx context.Context, t Table) error {
 	if t.Upsert {
-		return fmt.Errorf("format avro is not supported for PRIMARY KEY Kafka sources yet")
+		return fmt.Errorf("format %s is not supported for PRIMARY KEY Kafka sources yet", t.Attrs["format"])
+	}
+	if f := t.Attrs["format"]; f == "protobuf" || f == "json_schema" {
+		reg, err := NewRegistry(t.Attrs["schema_registry"])
+		if err != nil {
+			return err
+		}
+		if f == "protobuf" {
+			return checkProto(ctx, t, reg)
+		}
+		return checkJSONSchema(ctx, t, reg)
 	}
 	var ws avro.Schema
 	var where string

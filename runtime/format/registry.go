@@ -127,15 +127,9 @@ func (r *Registry) Schema(ctx context.Context, id int) (avro.Schema, error) {
 	if unknown && time.Since(at) < unknownTTL {
 		return nil, &unknownID{id, r.url}
 	}
-	ss, err := r.cl.SchemaByID(ctx, id)
+	ss, err := r.fetch(ctx, id)
 	if err != nil {
-		if notFound(err) {
-			r.mu.Lock()
-			r.unknown[id] = time.Now()
-			r.mu.Unlock()
-			return nil, &unknownID{id, r.url}
-		}
-		return nil, r.unavailable(err, fmt.Sprintf("schema id %d", id))
+		return nil, err
 	}
 	s, err = parseAvro(ss)
 	if err != nil {
@@ -150,12 +144,9 @@ func (r *Registry) Schema(ctx context.Context, id int) (avro.Schema, error) {
 
 // Latest is subject's latest schema and its id.
 func (r *Registry) Latest(ctx context.Context, subject string) (int, avro.Schema, error) {
-	ss, err := r.cl.SchemaByVersion(ctx, subject, -1)
+	ss, err := r.latest(ctx, subject)
 	if err != nil {
-		if notFound(err) {
-			return 0, nil, fmt.Errorf("subject %s is not in the schema registry %s", subject, r.url)
-		}
-		return 0, nil, r.unavailable(err, "subject "+subject)
+		return 0, nil, err
 	}
 	s, err := parseAvro(ss.Schema)
 	if err != nil {
@@ -181,4 +172,54 @@ func parseAvro(ss sr.Schema) (avro.Schema, error) {
 		return nil, fmt.Errorf("not a valid Avro schema: %w", err)
 	}
 	return s, nil
+}
+
+// fetch asks the registry for the schema of id (not cached: the caller
+// keeps what it makes of it), remembering an id it does not know.
+func (r *Registry) fetch(ctx context.Context, id int) (sr.Schema, error) {
+	r.mu.Lock()
+	at, unknown := r.unknown[id]
+	r.mu.Unlock()
+	if unknown && time.Since(at) < unknownTTL {
+		return sr.Schema{}, &unknownID{id, r.url}
+	}
+	ss, err := r.cl.SchemaByID(ctx, id)
+	if err != nil {
+		if notFound(err) {
+			r.mu.Lock()
+			r.unknown[id] = time.Now()
+			r.mu.Unlock()
+			return sr.Schema{}, &unknownID{id, r.url}
+		}
+		return sr.Schema{}, r.unavailable(err, fmt.Sprintf("schema id %d", id))
+	}
+	r.mu.Lock()
+	delete(r.unknown, id)
+	r.mu.Unlock()
+	return ss, nil
+}
+
+// latest asks the registry for subject's latest schema (not cached).
+func (r *Registry) latest(ctx context.Context, subject string) (sr.SubjectSchema, error) {
+	ss, err := r.cl.SchemaByVersion(ctx, subject, -1)
+	if err != nil {
+		if notFound(err) {
+			return ss, fmt.Errorf("subject %s is not in the schema registry %s", subject, r.url)
+		}
+		return ss, r.unavailable(err, "subject "+subject)
+	}
+	return ss, nil
+}
+
+// version asks the registry for a version of subject, a schema's
+// reference (not cached).
+func (r *Registry) version(ctx context.Context, subject string, version int) (sr.Schema, error) {
+	ss, err := r.cl.SchemaByVersion(ctx, subject, version)
+	if err != nil {
+		if notFound(err) {
+			return sr.Schema{}, fmt.Errorf("version %d of subject %s is not in the schema registry %s", version, subject, r.url)
+		}
+		return sr.Schema{}, r.unavailable(err, fmt.Sprintf("subject %s version %d", subject, version))
+	}
+	return ss.Schema, nil
 }

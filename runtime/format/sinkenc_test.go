@@ -254,7 +254,7 @@ message Other { int64 x = 1; }`
 
 // TestJSONSchemaCheck: which registered JSON Schemas take the sink's
 // JSON (register false).
-func TestJSONSchemaCheck(t *testing.T) {
+func TestJSONSchemaSinkCheck(t *testing.T) {
 	cols := plan.Schema{{Name: "id", Type: plan.TypeBigint, NotNull: true}, {Name: "v", Type: plan.TypeDouble}}
 	body := func(dst []byte, _ plan.Row) ([]byte, error) { return append(dst, "{}"...), nil }
 	for _, c := range []struct{ schema, want string }{
