@@ -312,6 +312,54 @@ func (l *cdcLog) input(offsets map[string]int64) (cdcInput, string) {
 	return in, fmt.Sprintf("%d orders, %d upserted orders, %d payments", len(in.orders), len(in.upserted), len(in.payments))
 }
 
+// cdcWriter writes changes as the two change topics carry them.
+type cdcWriter struct {
+	ts   int64              // the last source time (ms)
+	prev map[int64]cdcOrder // each id's row, for an update's before
+}
+
+func newCDCWriter() *cdcWriter { return &cdcWriter{ts: baseTime, prev: map[int64]cdcOrder{}} }
+
+// debezium is changes as Debezium records (key with its schema wrapper,
+// partitioned by id), each delete followed by its tombstone.
+func (w *cdcWriter) debezium(changes []cdcChange, txn kafkatest.Txn) cdcStep {
+	s := cdcStep{topic: cdcOrdersTopic, txn: txn}
+	for _, c := range changes {
+		w.ts += 10
+		key := kafkatest.Str(debeziumKey(c.id))
+		part := int32(c.id % cdcOrdersParts)
+		s.recs = append(s.recs, kafkatest.Record{Partition: part, Key: key, Value: kafkatest.Str(debeziumValue(c, w.prev[c.id], w.ts))})
+		s.events = append(s.events, cdcEvent{op: c.op, id: c.id, row: c.row})
+		if c.op == 'd' {
+			s.recs = append(s.recs, kafkatest.Record{Partition: part, Key: key})
+			s.events = append(s.events, cdcEvent{})
+		}
+		if txn != kafkatest.Abort {
+			w.prev[c.id] = c.row
+		}
+	}
+	return s
+}
+
+// upsert is changes as upsert records: the id as a bare number, the row
+// (with the id in a third of them), a tombstone per delete.
+func (w *cdcWriter) upsert(changes []cdcChange) cdcStep {
+	s := cdcStep{topic: cdcUpsertTopic, txn: kafkatest.NoTxn}
+	for _, c := range changes {
+		r := kafkatest.Record{Partition: int32(c.id % cdcUpsertParts), Key: kafkatest.Str(strconv.FormatInt(c.id, 10))}
+		if c.op != 'd' {
+			v := fmt.Sprintf(`{"customer":%q,"amount":%v}`, c.row.customer, c.row.amount)
+			if c.id%3 == 0 { // the key column in the value too, equal to the key's
+				v = fmt.Sprintf(`{"id":%d,"customer":%q,"amount":%v}`, c.id, c.row.customer, c.row.amount)
+			}
+			r.Value = kafkatest.Str(v)
+		}
+		s.recs = append(s.recs, r)
+		s.events = append(s.events, cdcEvent{op: c.op, id: c.id, row: c.row})
+	}
+	return s
+}
+
 // genCDCSteps makes the three topics' records: rounds of a slice of the
 // history into the Debezium topic (in a committed transaction every third
 // round; every fifth round an aborted transaction of changes that never
@@ -323,44 +371,9 @@ func genCDCSteps(seed uint64, rounds int) []cdcStep {
 	rng := rand.New(rand.NewPCG(seed, 0xcdc))
 	state := map[int64]cdcOrder{}
 	nextID := int64(1)
-	ts := baseTime
+	w := newCDCWriter()
 	payID := int64(1)
 	var steps []cdcStep
-	prev := map[int64]cdcOrder{}
-	debezium := func(changes []cdcChange, txn kafkatest.Txn) cdcStep {
-		s := cdcStep{topic: cdcOrdersTopic, txn: txn}
-		for _, c := range changes {
-			ts += 10
-			key := kafkatest.Str(debeziumKey(c.id))
-			part := int32(c.id % cdcOrdersParts)
-			s.recs = append(s.recs, kafkatest.Record{Partition: part, Key: key, Value: kafkatest.Str(debeziumValue(c, prev[c.id], ts))})
-			s.events = append(s.events, cdcEvent{op: c.op, id: c.id, row: c.row})
-			if c.op == 'd' {
-				s.recs = append(s.recs, kafkatest.Record{Partition: part, Key: key})
-				s.events = append(s.events, cdcEvent{})
-			}
-			if txn != kafkatest.Abort {
-				prev[c.id] = c.row
-			}
-		}
-		return s
-	}
-	upsert := func(changes []cdcChange) cdcStep {
-		s := cdcStep{topic: cdcUpsertTopic, txn: kafkatest.NoTxn}
-		for _, c := range changes {
-			r := kafkatest.Record{Partition: int32(c.id % cdcUpsertParts), Key: kafkatest.Str(strconv.FormatInt(c.id, 10))}
-			if c.op != 'd' {
-				v := fmt.Sprintf(`{"customer":%q,"amount":%v}`, c.row.customer, c.row.amount)
-				if c.id%3 == 0 { // the key column in the value too, equal to the key's
-					v = fmt.Sprintf(`{"id":%d,"customer":%q,"amount":%v}`, c.id, c.row.customer, c.row.amount)
-				}
-				r.Value = kafkatest.Str(v)
-			}
-			s.recs = append(s.recs, r)
-			s.events = append(s.events, cdcEvent{op: c.op, id: c.id, row: c.row})
-		}
-		return s
-	}
 	for round := range rounds {
 		snapshot, changes := 0, 12
 		if round == 0 {
@@ -370,15 +383,15 @@ func genCDCSteps(seed uint64, rounds int) []cdcStep {
 			// Changes that never happened: aborted.
 			junkID := nextID + 500_000
 			junk := cdcHistory(rng, maps.Clone(state), &junkID, 0, 6)
-			steps = append(steps, debezium(junk, kafkatest.Abort))
+			steps = append(steps, w.debezium(junk, kafkatest.Abort))
 		}
 		hist := cdcHistory(rng, state, &nextID, snapshot, changes)
 		txn := kafkatest.NoTxn
 		if round%3 == 2 {
 			txn = kafkatest.Commit
 		}
-		d := debezium(hist, txn)
-		u := upsert(hist)
+		d := w.debezium(hist, txn)
+		u := w.upsert(hist)
 		if round%4 == 1 {
 			badOp := kafkatest.Record{Partition: int32(rng.IntN(cdcOrdersParts)), Key: kafkatest.Str(`{"id":5}`),
 				Value: kafkatest.Str(`{"before":null,"after":{"id":5,"customer":"ann","amount":1},"source":{"ts_ms":1},"ts_ms":1}`)}
@@ -394,10 +407,10 @@ func genCDCSteps(seed uint64, rounds int) []cdcStep {
 		steps = append(steps, d, u)
 		pay := cdcStep{topic: cdcPaymentsTopic, txn: kafkatest.NoTxn}
 		for range 8 {
-			ts += 5
-			p := Row{"pay_id": payID, "order_id": 1 + rng.Int64N(nextID+3), "paid": float64(1+rng.IntN(200)) / 2, "ts": Timestamp(ts)}
+			w.ts += 5
+			p := Row{"pay_id": payID, "order_id": 1 + rng.Int64N(nextID+3), "paid": float64(1+rng.IntN(200)) / 2, "ts": Timestamp(w.ts)}
 			payID++
-			v := fmt.Sprintf(`{"pay_id":%d,"order_id":%d,"paid":%v,"ts":%d}`, p["pay_id"], p["order_id"], p["paid"], ts)
+			v := fmt.Sprintf(`{"pay_id":%d,"order_id":%d,"paid":%v,"ts":%d}`, p["pay_id"], p["order_id"], p["paid"], w.ts)
 			pay.recs = append(pay.recs, kafkatest.Record{Partition: int32(p["pay_id"].(int64) % cdcPaymentsParts), Value: kafkatest.Str(v)})
 			pay.events = append(pay.events, cdcEvent{pay: p})
 		}

@@ -55,8 +55,10 @@ type badValue struct {
 
 // kafkaFormat is one format of the tests.
 type kafkaFormat struct {
-	name  string
-	start func(t *testing.T) formatCodec
+	name string
+	// start makes the format's codec for the calling test, writing topic
+	// (its subject, for a registry, is <topic>-value).
+	start func(t *testing.T, topic string) formatCodec
 }
 
 // kafkaFormats are the binary formats the tests run over.
@@ -107,11 +109,11 @@ type avroCodec struct {
 }
 
 // startAvroCodec starts a registry for the calling test with v1 of the
-// bids schema under the source topic's value subject.
-func startAvroCodec(t *testing.T) formatCodec {
+// bids schema under topic's value subject.
+func startAvroCodec(t *testing.T, topic string) formatCodec {
 	reg := srfake.New(srfake.WithGlobalCompat(sr.CompatBackward))
 	t.Cleanup(reg.Close)
-	c := &avroCodec{reg: reg, subject: kafkaBidsTopic + "-value", ids: map[int]int{}, schemas: map[int]avro.Schema{}}
+	c := &avroCodec{reg: reg, subject: topic + "-value", ids: map[int]int{}, schemas: map[int]avro.Schema{}}
 	c.register(t, 1, avroBidsV1)
 	return c
 }
@@ -224,7 +226,7 @@ func TestKafkaFormatCrash(t *testing.T) {
 			kills := crashKills(t)
 			seed := testSeed(t, 560+uint64(fi))
 			b := startBroker(t)
-			codec := f.start(t)
+			codec := f.start(t, kafkaBidsTopic)
 			log := &kafkaLog{}
 			p := newProducer(t, b, kafkaBidsTopic, kafkaBidsPartitions)
 			plain := genKafkaChunks(seed, 1200, kafkaChunkRecords)
