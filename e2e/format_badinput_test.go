@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/streamsql/streamsql/internal/kafkatest"
 )
@@ -193,7 +194,14 @@ func checkBadRecords(t *testing.T, srv *server, b *kafkatest.Broker, ft *fbTable
 		msg, _ := m["error"].(string)
 		recent[[2]int64{p, off}] = msg
 	}
-	dead := deadLetters(t, b, ft.dlq, ft.topic)
+	// The dead letters are sent asynchronously: wait for them (bounded).
+	var dead map[[2]int64]kafkatest.Record
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		dead = deadLetters(t, b, ft.dlq, ft.topic)
+		if len(dead) >= len(ft.bad) || time.Now().After(deadline) {
+			break
+		}
+	}
 	if len(dead) != len(ft.bad) {
 		t.Errorf("%s: %d records in the dead-letter topic %s, want %d", ft.view, len(dead), ft.dlq, len(ft.bad))
 	}
