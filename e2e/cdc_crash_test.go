@@ -572,7 +572,7 @@ func TestKafkaChangeCrash(t *testing.T) {
 		cdcUpsertTopic:   newProducer(t, b, cdcUpsertTopic, cdcUpsertParts),
 		cdcPaymentsTopic: newProducer(t, b, cdcPaymentsTopic, cdcPaymentsParts),
 	}
-	steps := genCDCSteps(seed, 30)
+	steps := genCDCSteps(seed, max(30, kills*10))
 	log := &cdcLog{}
 	// The snapshot round is in before the tables exist.
 	for _, s := range steps[:3] {

@@ -230,7 +230,7 @@ func TestKafkaFormatCrash(t *testing.T) {
 			codec := f.start(t, kafkaBidsTopic)
 			log := &kafkaLog{}
 			p := newProducer(t, b, kafkaBidsTopic, kafkaBidsPartitions)
-			plain := genKafkaChunks(seed, 1200, kafkaChunkRecords)
+			plain := genKafkaChunks(seed, max(1200, kills*400), kafkaChunkRecords)
 			half := len(plain) / 2
 			sample, _ := codec.encode(t, plain[0].rows[slices.IndexFunc(plain[0].rows, func(r Row) bool { return r != nil })])
 			bad := codec.bad(t, sample)
