@@ -590,7 +590,7 @@ func TestKafkaChangeCrash(t *testing.T) {
 		names = append(names, v.name)
 	}
 	srv.waitRunning(t, names...)
-	load := startCDCLoad(t, producers, log, steps[3:], 3*kafkaChunkPause)
+	load := startCDCLoad(t, producers, log, steps[3:], 2*kafkaChunkPause)
 
 	rng := rand.New(rand.NewPCG(seed, 0xdeb))
 	checks := 0
