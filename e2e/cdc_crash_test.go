@@ -147,14 +147,13 @@ func debeziumValue(c cdcChange, prev cdcOrder, ts int64) string {
 // reads it: a change of an order (op 0: one that changes nothing, a
 // tombstone after a delete), or a payment.
 type cdcEvent struct {
-	part  int32
-	off   int64
-	op    byte // 'r', 'c', 'u', 'd', 0
-	id    int64
-	row   cdcOrder
-	pay   Row // a payment (the payments topic)
-	bad   bool
-	topic string
+	part int32
+	off  int64
+	op   byte // 'r', 'c', 'u', 'd', 0
+	id   int64
+	row  cdcOrder
+	pay  Row  // a payment (the payments topic)
+	bad  bool // a bad record
 }
 
 // cdcStep is one Send into one topic: its records and their events
@@ -186,7 +185,7 @@ func (l *cdcLog) add(s cdcStep, sent []kafkatest.Record) {
 	}
 	for i, r := range sent {
 		e := s.events[i]
-		e.part, e.off, e.topic = r.Partition, r.Offset, s.topic
+		e.part, e.off = r.Partition, r.Offset
 		l.events[s.topic] = append(l.events[s.topic], e)
 	}
 }
