@@ -6,7 +6,8 @@
 // value: planner/plan, window); and the pure packages (runtime/ckpt,
 // runtime/op, funcs, value) import no I/O, take no locks, read no clock
 // and start no goroutines (TestPurePackages, which TestPureCheck shows
-// catching each).
+// catching each); the end-to-end tests import of the module only its test
+// servers (TestE2EImports).
 package streamsql_test
 
 import (
@@ -238,5 +239,33 @@ func TestPureCheck(t *testing.T) {
 		if !strings.HasSuffix(got[i], w) {
 			t.Errorf("finding %d: %q, want one ending in %q", i, got[i], w)
 		}
+	}
+}
+
+// TestE2EImports: the end-to-end tests share no code with the engine
+// (e2e/doc.go): of the module they import only the test servers of
+// internal/pgtest, internal/kafkatest and internal/storetest.
+func TestE2EImports(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{join .Imports "\n"}}{{"\n"}}{{join .TestImports "\n"}}{{"\n"}}{{join .XTestImports "\n"}}`, "./e2e").Output()
+	if err != nil {
+		t.Fatalf("go list ./e2e: %v", err)
+	}
+	allowed := []string{mod + "/internal/pgtest", mod + "/internal/kafkatest", mod + "/internal/storetest"}
+	n := 0
+	for _, imp := range strings.Fields(string(out)) {
+		if imp != mod && !strings.HasPrefix(imp, mod+"/") {
+			continue
+		}
+		n++
+		ok := false
+		for _, a := range allowed {
+			ok = ok || imp == a
+		}
+		if !ok {
+			t.Errorf("e2e imports %s: of the module it may import only %q", imp, allowed)
+		}
+	}
+	if n == 0 {
+		t.Errorf("go list found no import of the module in e2e (want %q): the check reads nothing", allowed)
 	}
 }

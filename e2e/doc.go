@@ -5,13 +5,15 @@
 // and compare every view's committed results with an independent batch
 // evaluation of the same query over the same input.
 //
-// The package imports only the standard library, internal/pgtest (a
-// throwaway PostgreSQL server), internal/kafkatest (a kfake Kafka
-// broker in a process of its own, with produce and read_committed consume
-// commands) and internal/storetest (a key count of a stopped server's meta
-// store, in a process of its own), all themselves standard library only: it shares no code with
+// Of the module the package imports only internal/pgtest (a throwaway
+// PostgreSQL server), internal/kafkatest (a kfake Kafka broker in a
+// process of its own, with produce and read_committed consume commands)
+// and internal/storetest (a key count of a stopped server's meta store, in
+// a process of its own), all themselves standard library only; beyond the
+// standard library, hamba/avro (to write Avro records) and franz-go's
+// srfake (a Schema Registry in the test process). It shares no code with
 // the engine, so a misunderstanding of the semantics cannot be copied from
-// one into the other.
+// one into the other (TestE2EImports at the repository root checks it).
 //
 // Layout:
 //
@@ -194,6 +196,31 @@
 //     acknowledged), and the broker stopped and killed between parts of
 //     the log (queries retrying, naming the broker or topic, then running
 //     again by themselves; nothing lost).
+//   - formats_test.go: Kafka sources in Schema Registry formats, a format
+//     being an entry of kafkaFormats (a codec: ENGINE_ATTRIBUTE members,
+//     a row written as a record value in the current schema version, the
+//     next version, undecodable values with the reasons they must get):
+//     Avro through srfake with hamba/avro and the wire header written
+//     here. TestKafkaFormatCrash: kafka_test.go's bids source in each
+//     format, v1 records, then v2 (an optional field added) registered
+//     after CREATE TABLE, bad records of the format, committed and
+//     aborted transactions, under SIGKILLs: views checked before each
+//     kill against the oracle over the records below their committed
+//     checkpoint's offsets, and at the end.
+//   - cdc_crash_test.go: TestKafkaChangeCrash: a Debezium topic of an
+//     orders table (debezium_json: snapshot, inserts, updates, deletes
+//     with their tombstones, deletes of ids never seen, aborted
+//     transactions, bad records), an upsert topic of the same history
+//     (upsert_json) and a JSON payments stream joined with the orders
+//     (the join's rows and an aggregation over it, state_ttl 1h), and
+//     the revenue per customer over each change topic, under SIGKILLs:
+//     the oracle is the table state of the changes below a checkpoint's
+//     offsets (each id in one partition), checked before each kill and
+//     at the end (bad_records, offsets at the topics' ends).
+//   - format_badinput_test.go: TestKafkaFormatBadInput: bad records of
+//     each format and of both change formats between good ones: counted,
+//     in recent_bad_records with their reasons, in the dead-letter topic
+//     (read back with key, value and headers), the queries going on.
 //   - file_crash_test.go: file sinks (ENGINE=file, NDJSON at an absolute
 //     path, CSV under the data directory, partitioned by DATE_FORMAT of
 //     the row) under SIGKILL (pg_crash_test.go's runner) and at the file
@@ -280,4 +307,5 @@
 //	go test ./e2e/ -run 'PG|Postgres' -v
 //	go test ./e2e/ -run Kafka -v
 //	STREAMSQL_CRASH_KILLS=20 go test ./e2e/ -run 'TestKafka(SourceCrash|SinkCrashRecovery)' -v
+//	STREAMSQL_CRASH_KILLS=20 go test ./e2e/ -run 'TestKafka(FormatCrash|ChangeCrash)' -v
 package e2e

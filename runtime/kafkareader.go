@@ -185,6 +185,11 @@ func (r *kafkaReader) start(now int64) error {
 	// The partitions' ends, for the lag (Lag): fetches bring them from
 	// now on, but not for a partition with nothing to read.
 	r.cons.EndOffsets(ctx)
+	if r.dlq != nil {
+		// Best effort, as sending is: a topic that cannot be created
+		// leaves its records counted and sampled only.
+		r.dlq.EnsureTopic(ctx)
+	}
 	for _, p := range parts {
 		kp := &kafkaPart{tracker: window.NewTracker(r.src.WatermarkDelay), lastRow: now}
 		if pos, ok := r.from[p]; ok && pos.MaxEventTime != window.NoWatermark {

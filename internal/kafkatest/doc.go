@@ -10,7 +10,9 @@
 // Records are produced and read back through the same command (produce
 // and consume), so this package, like internal/pgtest, imports only the
 // standard library: end-to-end tests that share no code with the engine
-// can use it.
+// can use it. Keys and values that are not text (Avro) go through it as
+// bytes (Record's KeyBytes and ValueBytes), and so do headers (a
+// dead-letter topic's).
 //
 // On Linux the broker and its clients are killed when the test process
 // dies.

@@ -192,15 +192,41 @@ func (b *Broker) Log() string {
 // the epoch, 0 for the current time. Consume returns control records too
 // (Control "commit" or "abort", transaction markers, without key and
 // value).
+//
+// KeyBytes and ValueBytes carry keys and values that are not UTF-8 text
+// (Avro, Protobuf): Produce writes them instead of Key and Value when
+// they are set, and Consume sets them besides Key and Value (which then
+// hold U+FFFD for the bytes that are not UTF-8) for such keys and values.
+// KeyData and ValueData return the bytes either way. Headers are the
+// record's headers (the last value of a name given twice).
 type Record struct {
-	Partition     int32   `json:"partition"`
-	Offset        int64   `json:"offset"`
-	Key           *string `json:"key"`
-	Value         *string `json:"value"`
-	Timestamp     int64   `json:"timestamp"`
-	Control       string  `json:"control,omitempty"`
-	ProducerID    int64   `json:"producer_id"`
-	ProducerEpoch int16   `json:"producer_epoch"`
+	Partition     int32             `json:"partition"`
+	Offset        int64             `json:"offset"`
+	Key           *string           `json:"key"`
+	Value         *string           `json:"value"`
+	KeyBytes      []byte            `json:"key_bytes,omitempty"`
+	ValueBytes    []byte            `json:"value_bytes,omitempty"`
+	Headers       map[string]string `json:"headers,omitempty"`
+	Timestamp     int64             `json:"timestamp"`
+	Control       string            `json:"control,omitempty"`
+	ProducerID    int64             `json:"producer_id"`
+	ProducerEpoch int16             `json:"producer_epoch"`
+}
+
+// KeyData is the record's key as bytes (nil: no key).
+func (r Record) KeyData() []byte { return data(r.KeyBytes, r.Key) }
+
+// ValueData is the record's value as bytes (nil: a tombstone).
+func (r Record) ValueData() []byte { return data(r.ValueBytes, r.Value) }
+
+func data(b []byte, s *string) []byte {
+	if b != nil {
+		return b
+	}
+	if s == nil {
+		return nil
+	}
+	return []byte(*s)
 }
 
 // Str returns a pointer to s, for Record's Key and Value.
@@ -365,6 +391,14 @@ func (r Record) String() string {
 	}
 	if r.Control != "" {
 		return fmt.Sprintf("[%d]@%d %s marker (producer %d/%d)", r.Partition, r.Offset, r.Control, r.ProducerID, r.ProducerEpoch)
+	}
+	if r.KeyBytes != nil {
+		k := fmt.Sprintf("%x", r.KeyBytes)
+		r.Key = &k
+	}
+	if r.ValueBytes != nil {
+		v := fmt.Sprintf("%x", r.ValueBytes)
+		r.Value = &v
 	}
 	return fmt.Sprintf("[%d]@%d %s => %s", r.Partition, r.Offset, show(r.Key), strings.TrimSpace(show(r.Value)))
 }

@@ -158,6 +158,40 @@ func TestBroker(t *testing.T) {
 	}
 }
 
+// TestBinary: keys and values that are not UTF-8 text, and headers, go
+// through Produce and Consume as they are.
+func TestBinary(t *testing.T) {
+	b, err := Start(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	in := []Record{
+		{KeyBytes: []byte{0xff, 0, 1}, ValueBytes: []byte{0, 0, 0, 0, 7, 0xc3}, Headers: map[string]string{"a": "1", "b": "two"}},
+		{Key: Str("text"), ValueBytes: []byte("also text")},
+	}
+	if _, err := b.Produce("bin", 1, in, NoTxn); err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.Consume("bin", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = Data(got)
+	if len(got) != 2 {
+		t.Fatalf("read %v, want 2 records", got)
+	}
+	if k, v := got[0].KeyData(), got[0].ValueData(); string(k) != "\xff\x00\x01" || string(v) != "\x00\x00\x00\x00\x07\xc3" {
+		t.Errorf("binary record read back as key %x value %x", k, v)
+	}
+	if got[0].Headers["a"] != "1" || got[0].Headers["b"] != "two" || len(got[0].Headers) != 2 {
+		t.Errorf("headers read back as %v", got[0].Headers)
+	}
+	if got[1].KeyBytes != nil || got[1].ValueBytes != nil || *got[1].Key != "text" || *got[1].Value != "also text" || got[1].Headers != nil {
+		t.Errorf("text record read back as %+v", got[1])
+	}
+}
+
 // TestStandardLibraryOnly: the package (unlike its command) imports only
 // the standard library (and internal/gobin, which does too), so the
 // end-to-end tests can use it.

@@ -19,6 +19,9 @@
 //
 //	{"txn": "" | "commit" | "abort" | "open", "records": [{"partition": 0, "key": "k" | null, "value": "v" | null, "timestamp": ms}]}
 //
+// (a record's "key_bytes" and "value_bytes", base64, when given, are its
+// key and value instead; "headers": {"name": "value"} its headers)
+//
 // and answers each with one line, {"records": [... with offsets ...]} or
 // {"error": "..."}. txn "" produces with an idempotent producer outside any
 // transaction; "commit" and "abort" produce the records in a transaction
@@ -33,6 +36,9 @@
 //
 //	{"partition": 0, "offset": 5, "key": "k" | null, "value": "v" | null, "timestamp": ms, "control": "commit" | "abort", "producer_id": 1, "producer_epoch": 0}
 //
+// with "key_bytes" and "value_bytes" (base64) besides "key" and "value"
+// when those are not UTF-8 text, and "headers" when the record has any.
+//
 // It exits with status 3 (and a message) when the topic does not exist.
 package main
 
@@ -44,12 +50,15 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -113,19 +122,27 @@ func serve(args []string) error {
 // record is a record as produce reads it and consume prints it.
 type record = kafkatest.Record
 
-func bytesOf(s *string) []byte {
+func bytesOf(b []byte, s *string) []byte {
+	if b != nil {
+		return b
+	}
 	if s == nil {
 		return nil
 	}
 	return []byte(*s)
 }
 
-func stringOf(b []byte) *string {
+// stringOf returns b as text, and b itself when it is not UTF-8 text
+// (for Record's KeyBytes and ValueBytes).
+func stringOf(b []byte) (*string, []byte) {
 	if b == nil {
-		return nil
+		return nil, nil
 	}
 	s := string(b)
-	return &s
+	if !utf8.Valid(b) {
+		return &s, b
+	}
+	return &s, nil
 }
 
 // produceCmd is one line of produce's input; produceAnswer its answer.
@@ -231,7 +248,10 @@ func produce(args []string) error {
 func send(ctx context.Context, cl *kgo.Client, recs []record) ([]record, error) {
 	krs := make([]*kgo.Record, len(recs))
 	for i, r := range recs {
-		krs[i] = &kgo.Record{Partition: r.Partition, Key: bytesOf(r.Key), Value: bytesOf(r.Value)}
+		krs[i] = &kgo.Record{Partition: r.Partition, Key: bytesOf(r.KeyBytes, r.Key), Value: bytesOf(r.ValueBytes, r.Value)}
+		for _, k := range slices.Sorted(maps.Keys(r.Headers)) {
+			krs[i].Headers = append(krs[i].Headers, kgo.RecordHeader{Key: k, Value: []byte(r.Headers[k])})
+		}
 		if r.Timestamp != 0 {
 			krs[i].Timestamp = time.UnixMilli(r.Timestamp)
 		}
@@ -321,8 +341,16 @@ func consume(args []string) error {
 			if r.Offset == end {
 				pending--
 			}
-			x := record{Partition: r.Partition, Offset: r.Offset, Key: stringOf(r.Key), Value: stringOf(r.Value),
+			x := record{Partition: r.Partition, Offset: r.Offset,
 				Timestamp: r.Timestamp.UnixMilli(), ProducerID: r.ProducerID, ProducerEpoch: r.ProducerEpoch}
+			x.Key, x.KeyBytes = stringOf(r.Key)
+			x.Value, x.ValueBytes = stringOf(r.Value)
+			for _, h := range r.Headers {
+				if x.Headers == nil {
+					x.Headers = map[string]string{}
+				}
+				x.Headers[h.Key] = string(h.Value)
+			}
 			if r.Attrs.IsControl() {
 				x.Control = "control"
 				if len(r.Key) >= 4 { // version int16, type int16: 0 abort, 1 commit
@@ -333,7 +361,7 @@ func consume(args []string) error {
 						x.Control = "commit"
 					}
 				}
-				x.Key, x.Value = nil, nil
+				x.Key, x.Value, x.KeyBytes, x.ValueBytes, x.Headers = nil, nil, nil, nil, nil
 			}
 			byPart[r.Partition] = append(byPart[r.Partition], x)
 		})

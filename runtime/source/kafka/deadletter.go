@@ -2,10 +2,13 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -15,9 +18,12 @@ import (
 // streamsql-offset). Best effort and at least once: Send never blocks the
 // source (a record that does not fit kgo's buffer, or that the topic
 // refuses, is not sent: it is still counted in bad_records and sampled);
-// a replay after a crash sends its records again.
+// a replay after a crash sends its records again. EnsureTopic creates the
+// topic when it is missing (brokers that do not create topics on first
+// use, such as Amazon MSK's default, would refuse every record).
 //
-// Threading: Send and Close are called by the source task's goroutine.
+// Threading: EnsureTopic, Send and Close are called by the source task's
+// goroutine.
 type DeadLetter struct {
 	cl     *kgo.Client
 	topic  string
@@ -33,6 +39,23 @@ func NewDeadLetter(brokers []string, source, topic string) (*DeadLetter, error) 
 		return nil, fmt.Errorf("dead-letter topic %s: %w", topic, err)
 	}
 	return &DeadLetter{cl: cl, topic: topic, source: source}, nil
+}
+
+// EnsureTopic creates the dead-letter topic (the brokers' default
+// partitions and replication) unless it exists.
+func (d *DeadLetter) EnsureTopic(ctx context.Context) error {
+	adm := kadm.NewClient(d.cl)
+	details, err := adm.ListTopics(ctx, d.topic)
+	if err != nil {
+		return fmt.Errorf("dead-letter topic %s: list topics: %w", d.topic, err)
+	}
+	if dt, ok := details[d.topic]; ok && dt.Err == nil {
+		return nil
+	}
+	if _, err := adm.CreateTopic(ctx, -1, -1, nil, d.topic); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		return fmt.Errorf("dead-letter topic %s: create topic: %w", d.topic, err)
+	}
+	return nil
 }
 
 // Send queues record r, which could not be decoded because of reason.
