@@ -201,7 +201,8 @@
 //     a row written as a record value in the current schema version, the
 //     next version, undecodable values with the reasons they must get):
 //     Avro through srfake with hamba/avro and the wire header written
-//     here. TestKafkaFormatCrash: kafka_test.go's bids source in each
+//     here; Protobuf (formats_proto_test.go) with protocompile and
+//     dynamicpb, the message-index list written here. TestKafkaFormatCrash: kafka_test.go's bids source in each
 //     format, v1 records, then v2 (an optional field added) registered
 //     after CREATE TABLE, bad records of the format, committed and
 //     aborted transactions, under SIGKILLs: views checked before each

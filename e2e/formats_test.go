@@ -65,6 +65,7 @@ type kafkaFormat struct {
 // kafkaFormats are the binary formats the tests run over.
 var kafkaFormats = []kafkaFormat{
 	{name: "avro", start: startAvroCodec},
+	{name: "protobuf", start: startProtoCodec},
 }
 
 // The bids in Avro: v1 without channel (the fields in another order
@@ -202,9 +203,10 @@ func formatBidsDDL(addr string, codec formatCodec, extra string) string {
 // tumble counting channel (NULL in the records of the first version), a
 // tumble grouped by channel (the NULL group growing until the second
 // version), and the metadata columns (append-only: a record read twice
-// or missed shows).
+// or missed shows), and every row's values (append-only: channel as
+// decoded, not only whether it is NULL).
 func formatViews() []viewInstance {
-	return []viewInstance{bidInstance("tumble_auction", variants[1]), bidInstance("tumble_channel", variants[0]), {name: "meta_p2", def: metaView, v: variants[1]}}
+	return []viewInstance{bidInstance("tumble_auction", variants[1]), bidInstance("tumble_channel", variants[0]), {name: "meta_p2", def: metaView, v: variants[1]}, bidInstance("passthrough", variants[0])}
 }
 
 // TestKafkaFormatCrash: for each format of kafkaFormats, the bids source
