@@ -784,7 +784,7 @@ func TestCheckSketch(t *testing.T) {
 			try(fmt.Sprintf("cut at %d", l), good[:l])
 		}
 		try("extended", append(slices.Clone(good), 0, 1))
-		step := max(1, len(good)/500)
+		step := max(1, len(good)/150)
 		for i := 0; i < len(good); i += step {
 			for _, x := range []byte{0, 1, 0x7f, 0x80, 0xff} {
 				b := slices.Clone(good)

@@ -104,8 +104,8 @@ func TestStateBytes(t *testing.T) {
 	})
 	t.Run("sketches and concat entries", func(t *testing.T) {
 		// TUMBLE(ts, 1h) GROUP BY k (VARCHAR) with APPROX_COUNT_DISTINCT(v)
-		// and GROUP_CONCAT(s): sparse sketches (2,000 keys of 300 values)
-		// and dense ones (40 keys of 20,000), GROUP_CONCAT's entries pruned
+		// and GROUP_CONCAT(s): sparse sketches (2,000 keys of 150 values)
+		// and dense ones (40 keys of 10,000), GROUP_CONCAT's entries pruned
 		// to about 1 KiB of result each.
 		col := func(i int, tp plan.Type) plan.Expr { return &plan.ColRef{Index: i, T: tp} }
 		ts, k := plan.Column{Name: "ts", Type: plan.TypeTimestamp}, plan.Column{Name: "k", Type: plan.TypeVarchar}
@@ -115,7 +115,7 @@ func TestStateBytes(t *testing.T) {
 				{Fn: plan.AggGroupConcat, Arg: 3, T: plan.TypeVarchar, Concat: &plan.Concat{Sep: ","}}},
 			Output: []plan.Expr{col(0, plan.TypeTimestamp), col(1, plan.TypeTimestamp), col(2, plan.TypeVarchar), col(3, plan.TypeBigint), col(4, plan.TypeVarchar)},
 			Out:    plan.Schema{ts, ts, k, n, k}, EmitMode: plan.EmitOnWindowClose}
-		for _, c := range []struct{ keys, vals int }{{2000, 300}, {40, 20_000}} {
+		for _, c := range []struct{ keys, vals int }{{2000, 150}, {40, 10_000}} {
 			t.Run(fmt.Sprintf("%dx%d", c.keys, c.vals), func(t *testing.T) {
 				check(t, func() (Stateful, func()) {
 					a := agg(t, spec)
