@@ -5,19 +5,21 @@ import (
 	"net/url"
 
 	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/value"
 )
 
 // checkKafkaFormat checks the shape of a Kafka source's format attributes
 // (docs/connectors.md, "Kafka", "Formats"), without I/O: format avro takes
 // either a schema_registry (http or https URL; subject optional, default
 // <topic>-value) or an inline avro_schema (JSON), not both; format json
-// takes neither. The schema itself, and whether the columns fit it, is
+// takes neither; upsert_avro and debezium_avro take a schema_registry as
+// avro does (planner/kafkachanges.go refuses their avro_schema). The schema itself, and whether the columns fit it, is
 // checked by CREATE TABLE in queries (runtime/format.Check), which may ask
 // the registry.
 func checkKafkaFormat(def *plan.TableDef) error {
 	a := def.Attrs
 	reg, inline, subject := a["schema_registry"], a["avro_schema"], a["subject"]
-	if a["format"] != "avro" {
+	if _, payload, _ := value.ChangeFormat(a["format"]); a["format"] != "avro" && payload != "avro" {
 		for _, k := range []string{"schema_registry", "avro_schema", "subject"} {
 			if a[k] != "" {
 				return badf(k, "ENGINE_ATTRIBUTE %s is for \"format\": \"avro\" (Kafka table %s has format %s)", k, def.Name, a["format"])

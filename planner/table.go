@@ -132,7 +132,7 @@ func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 	case def.IsSink() && len(def.PrimaryKey) == 0:
 		return nil, errf(ct.Name, "sink table %s needs a PRIMARY KEY: the query's upsert key ((window_start, window_end, GROUP BY columns) for windowed aggregations; _row_id for queries without aggregation)", ct.Name)
 	case !def.IsSink() && len(def.PrimaryKey) > 0 && def.Engine != "http" && def.Engine != "kafka":
-		return nil, errf(ct.Name, "PRIMARY KEY tables (upsert tables) are ENGINE=http, ENGINE=kafka sources of format upsert_json or debezium_json, or ENGINE=file side inputs, in this release")
+		return nil, errf(ct.Name, "PRIMARY KEY tables (upsert tables) are ENGINE=http, ENGINE=kafka sources of a change format (upsert_json, debezium_json, upsert_avro, debezium_avro), or ENGINE=file side inputs, in this release")
 	}
 	if def.Engine == "kafka" && !def.IsSink() {
 		for _, c := range def.Columns {

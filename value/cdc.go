@@ -13,16 +13,50 @@ import (
 
 // The formats of Kafka sources with a PRIMARY KEY (docs/connectors.md,
 // "Upsert and Debezium sources"): their records are the changelog of the
-// table, decoded by a ChangeDecoder.
+// table. A change format is named <envelope>_<payload>: the envelope says
+// how records carry changes (EnvelopeUpsert, EnvelopeDebezium), the
+// payload how keys and values are encoded (a record format of Kafka
+// sources: json, decoded by a ChangeDecoder; avro, by runtime/format).
 const (
 	FormatUpsertJSON   = "upsert_json"
 	FormatDebeziumJSON = "debezium_json"
+	FormatUpsertAvro   = "upsert_avro"
+	FormatDebeziumAvro = "debezium_avro"
+	EnvelopeUpsert     = "upsert"
+	EnvelopeDebezium   = "debezium"
 )
+
+// changePayloads are the payload formats a change envelope takes. A new
+// one (protobuf) is one entry here, its decoder in runtime/format
+// (avrochanges.go is the pattern) and its choice in runtime/kafkachanges.go.
+var changePayloads = []string{"json", "avro"}
+
+// ChangeFormat splits a change format into its envelope and payload
+// ("debezium_avro": "debezium", "avro"); ok is false for any other format.
+func ChangeFormat(format string) (envelope, payload string, ok bool) {
+	env, payload, found := strings.Cut(format, "_")
+	if !found || (env != EnvelopeUpsert && env != EnvelopeDebezium) || !slices.Contains(changePayloads, payload) {
+		return "", "", false
+	}
+	return env, payload, true
+}
+
+// ChangeFormats lists the change formats, for messages.
+func ChangeFormats() string {
+	var n []string
+	for _, env := range []string{EnvelopeUpsert, EnvelopeDebezium} {
+		for _, p := range changePayloads {
+			n = append(n, env+"_"+p)
+		}
+	}
+	return strings.Join(n, ", ")
+}
 
 // IsChangeFormat reports whether format is one of a PRIMARY KEY Kafka
 // source's.
 func IsChangeFormat(format string) bool {
-	return format == FormatUpsertJSON || format == FormatDebeziumJSON
+	_, _, ok := ChangeFormat(format)
+	return ok
 }
 
 // DebeziumMetaColumns are the columns of a debezium_json source filled
@@ -75,8 +109,8 @@ const maxCachedSchemas = 64
 // KEY (src.Key) in format src.Attrs["format"].
 func NewChangeDecoder(src *plan.Source) (*ChangeDecoder, error) {
 	format := src.Attrs["format"]
-	if !IsChangeFormat(format) {
-		return nil, fmt.Errorf("format %q is not a format of PRIMARY KEY Kafka sources (%s or %s)", format, FormatUpsertJSON, FormatDebeziumJSON)
+	if format != FormatUpsertJSON && format != FormatDebeziumJSON {
+		return nil, fmt.Errorf("format %q is not a JSON format of PRIMARY KEY Kafka sources (%s or %s)", format, FormatUpsertJSON, FormatDebeziumJSON)
 	}
 	if len(src.Key) == 0 {
 		return nil, fmt.Errorf("a %s source needs a PRIMARY KEY", format)
