@@ -3,8 +3,10 @@ package queries
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"time"
 
 	"github.com/streamsql/streamsql/planner"
@@ -24,7 +26,8 @@ type KafkaBenchConfig struct {
 	Topic              string
 	Records            int64 // records in the topic: the run ends when the source has read them all
 	CheckpointInterval time.Duration
-	Dir                string // scratch directory for the state stores
+	Dir                string    // scratch directory for the state stores
+	CPUProfile         io.Writer // when set, a CPU profile of the timed part
 }
 
 // KafkaBenchQuery is the query of `streamsql bench --kafka-format`:
@@ -91,6 +94,12 @@ func KafkaBench(ctx context.Context, cfg KafkaBenchConfig) (BenchResult, error) 
 	g, err := planner.Query(ex.Sel, e.planCatalog(), opts, "kafka-"+cfg.Format, plan.SinkResults)
 	if err != nil {
 		return BenchResult{}, err
+	}
+	if cfg.CPUProfile != nil {
+		if err := pprof.StartCPUProfile(cfg.CPUProfile); err != nil {
+			return BenchResult{}, err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	before := CPUSeconds()
 	start := time.Now()

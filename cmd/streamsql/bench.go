@@ -62,7 +62,16 @@ func (c *cli) bench(args []string) error {
 		return cmd.fail("--query %q: use one of %s", *query, strings.Join(queries.BenchQueries(), ", "))
 	}
 	if *kafkaFormat != "" {
-		return benchKafka(c.stdout, *kafkaFormat, *records, *ckpt, *asJSON)
+		var prof io.Writer
+		if *cpuProfile != "" {
+			f, err := os.Create(*cpuProfile)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			prof = f
+		}
+		return benchKafka(c.stdout, *kafkaFormat, *records, *ckpt, *asJSON, prof)
 	}
 	if *lat.on {
 		n := 500

@@ -234,7 +234,7 @@ func debeziumAvroBid(reg *sr.Client) (benchEncoder, error) {
 
 // benchKafka produces records bids in format f into an in-process broker
 // (and registry), then runs queries.KafkaBench over them.
-func benchKafka(out io.Writer, f string, records int64, ckpt time.Duration, asJSON bool) error {
+func benchKafka(out io.Writer, f string, records int64, ckpt time.Duration, asJSON bool, profile io.Writer) error {
 	bf, ok := kafkaBenchFormats[f]
 	if !ok {
 		return fmt.Errorf("--kafka-format %q: use one of %s", f, kafkaBenchFormatNames())
@@ -266,7 +266,7 @@ func benchKafka(out io.Writer, f string, records int64, ckpt time.Duration, asJS
 	}
 	produced := time.Since(start)
 	res, err := queries.KafkaBench(context.Background(), queries.KafkaBenchConfig{Format: f, Brokers: brokers, Registry: regURL, Topic: benchTopic,
-		Records: records, CheckpointInterval: ckpt})
+		Records: records, CheckpointInterval: ckpt, CPUProfile: profile})
 	if err != nil {
 		return err
 	}

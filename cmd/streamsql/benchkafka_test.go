@@ -29,7 +29,7 @@ func TestBenchKafka(t *testing.T) {
 	}
 	for _, f := range []string{"json", "avro", "upsert_json", "upsert_avro", "debezium_json", "debezium_avro"} {
 		var out bytes.Buffer
-		if err := benchKafka(&out, f, n, time.Second, true); err != nil {
+		if err := benchKafka(&out, f, n, time.Second, true, nil); err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
 		var res struct {
@@ -45,7 +45,7 @@ func TestBenchKafka(t *testing.T) {
 			t.Errorf("%s: %+v, want %d records read, %d result rows", f, res, n, len(groups))
 		}
 	}
-	if err := benchKafka(&bytes.Buffer{}, "csv", 1, 0, false); err == nil {
+	if err := benchKafka(&bytes.Buffer{}, "csv", 1, 0, false, nil); err == nil {
 		t.Error("format csv: no error")
 	}
 }
