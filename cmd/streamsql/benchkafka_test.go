@@ -6,8 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/sr"
+	"github.com/twmb/franz-go/pkg/sr/srfake"
+
 	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/runtime/format"
 	"github.com/streamsql/streamsql/runtime/source/nexmark"
+	"github.com/streamsql/streamsql/value"
 )
 
 // TestBenchKafka: `streamsql bench --kafka-format F` reads every record
@@ -47,5 +52,85 @@ func TestBenchKafka(t *testing.T) {
 	}
 	if err := benchKafka(&bytes.Buffer{}, "csv", 1, 0, false, nil); err == nil {
 		t.Error("format csv: no error")
+	}
+}
+
+// BenchmarkKafkaDecode: one record's decode in each format, the decoder
+// alone (no broker, no query), over 1024 of bench's bids: what the
+// formats' rows of BENCHMARKS.md differ by.
+func BenchmarkKafkaDecode(b *testing.B) {
+	for _, f := range []string{"json", "avro", "upsert_json", "upsert_avro", "debezium_json", "debezium_avro"} {
+		b.Run(f, func(b *testing.B) {
+			fake := srfake.New()
+			defer fake.Close()
+			reg, err := sr.NewClient(sr.URLs(fake.URL()))
+			if err != nil {
+				b.Fatal(err)
+			}
+			enc, err := kafkaBenchFormats[f].setup(reg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			const n = 1024
+			var keys, vals [][]byte
+			g := nexmark.New(nexmark.Config{})
+			var row plan.Row
+			for i := range int64(n) {
+				row = g.Fill(nexmark.Bid, uint64(i), nil, row)
+				k, v, err := enc(i, row)
+				if err != nil {
+					b.Fatal(err)
+				}
+				keys, vals = append(keys, k), append(vals, v)
+			}
+			src := &plan.Source{Table: "bid", Engine: "kafka", Schema: nexmark.Columns(nexmark.Bid), EventTime: 5,
+				Attrs: map[string]string{"topic": benchTopic, "format": f, "schema_registry": fake.URL()}}
+			var decode func(k, v []byte) (plan.Row, error)
+			switch {
+			case value.IsChangeFormat(f):
+				src.Schema = append(plan.Schema{{Name: "id", Type: plan.TypeBigint}}, src.Schema...)
+				src.EventTime, src.Upsert, src.Key = 6, true, []string{"id"}
+				var d interface {
+					Decode(key, val []byte, ts int64) (plan.Row, error)
+				}
+				if format.UsesChanges(src.Attrs) {
+					d, err = format.NewChangeDecoder(format.SourceTable(src))
+				} else {
+					d, err = value.NewChangeDecoder(src)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				decode = func(k, v []byte) (plan.Row, error) { return d.Decode(k, v, 0) }
+			case format.Uses(src.Attrs):
+				d, err := format.NewDecoder(format.SourceTable(src))
+				if err != nil {
+					b.Fatal(err)
+				}
+				decode = func(_, v []byte) (plan.Row, error) { return d.Decode(v) }
+			default:
+				d, err := value.RecordDecoder(src)
+				if err != nil {
+					b.Fatal(err)
+				}
+				decode = func(_, v []byte) (plan.Row, error) { return d(v) }
+			}
+			var bytes int
+			for i := range n {
+				if _, err := decode(keys[i], vals[i]); err != nil { // and the schemas fetched
+					b.Fatal(err)
+				}
+				bytes += len(keys[i]) + len(vals[i])
+			}
+			b.SetBytes(int64(bytes / n))
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if _, err := decode(keys[i%n], vals[i%n]); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
 	}
 }
