@@ -421,3 +421,46 @@ func BenchmarkDebeziumAvroDecode(b *testing.B) {
 		}
 	}
 }
+
+// FuzzDebeziumAvroDecode: any key and value payload of the envelope's
+// and the key's schema ids is a log row of the table, nothing, or an
+// error; never a panic.
+func FuzzDebeziumAvroDecode(f *testing.F) {
+	env := dbzEnvelope(dbzValueV1, `["null","string"]`)
+	tab := Table{Name: "orders", Columns: dbzColumns, EventTime: 9, Upsert: true, Key: []string{"id"},
+		Attrs: map[string]string{"topic": "orders", "format": "debezium_avro", "schema_registry": "http://127.0.0.1:1"}}
+	c, err := newAvroChanges(tab)
+	if err != nil {
+		f.Fatal(err)
+	}
+	if c.envs[1] = c.envelopePlan(avro.MustParse(env), "schema id 1"); c.envs[1].err != nil {
+		f.Fatal(c.envs[1].err)
+	}
+	if c.keys[2] = c.keyPlan(avro.MustParse(dbzKey), "key schema id 2"); c.keys[2].err != nil {
+		f.Fatal(c.keys[2].err)
+	}
+	op := "d"
+	amount := 1.5
+	v, err := avro.Marshal(avro.MustParse(env), dbzEventNullOp{After: &dbzRow{ID: 1, Customer: "a", Amount: &amount}, Op: &op})
+	if err != nil {
+		f.Fatal(err)
+	}
+	k, err := avro.Marshal(avro.MustParse(dbzKey), struct {
+		ID int64 `avro:"id"`
+	}{1})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(k, v)
+	f.Add([]byte{}, []byte{2, 2})
+	f.Fuzz(func(t *testing.T, key, val []byte) {
+		kk := append(AppendHeader(nil, 2), key...)
+		if len(key) == 0 {
+			kk = nil
+		}
+		row, err := c.Decode(kk, append(AppendHeader(nil, 1), val...), 0)
+		if err == nil && row != nil && len(row) != len(dbzColumns)+1 {
+			t.Fatalf("row %v", row)
+		}
+	})
+}
