@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -79,10 +80,22 @@ func toBidJSON(bid plan.Row) bidJSON {
 	return bidJSON{Auction: bid[0].I, Bidder: bid[1].I, Price: bid[2].I, Channel: bid[3].S, URL: bid[4].S, DateTime: bid[5].I, Extra: bid[6].S}
 }
 
+// marshalJSON is v in JSON as Kafka Connect's converter (Jackson) writes
+// it: without encoding/json's HTML escapes (the bids' URLs have '&').
+func marshalJSON(v any) ([]byte, error) {
+	var b bytes.Buffer
+	e := json.NewEncoder(&b)
+	e.SetEscapeHTML(false)
+	if err := e.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
 // jsonBid is format json's value, or upsert_json's key (the id) and value.
 func jsonBid(keyed bool) benchEncoder {
 	return func(idx int64, bid plan.Row) ([]byte, []byte, error) {
-		v, err := json.Marshal(toBidJSON(bid))
+		v, err := marshalJSON(toBidJSON(bid))
 		if !keyed {
 			return nil, v, err
 		}
@@ -114,7 +127,7 @@ func newDebeziumSource(idx int64, bid plan.Row) debeziumSource {
 func debeziumJSONBid(idx int64, bid plan.Row) ([]byte, []byte, error) {
 	after := toBidJSON(bid)
 	after.ID = &idx
-	v, err := json.Marshal(struct {
+	v, err := marshalJSON(struct {
 		Before      *bidJSON       `json:"before"`
 		After       bidJSON        `json:"after"`
 		Source      debeziumSource `json:"source"`
@@ -260,7 +273,7 @@ func benchKafka(out io.Writer, f string, records int64, ckpt time.Duration, asJS
 		return err
 	}
 	start := time.Now()
-	bytes, err := produceBids(brokers, records, enc)
+	size, err := produceBids(brokers, records, enc)
 	if err != nil {
 		return err
 	}
@@ -275,10 +288,10 @@ func benchKafka(out io.Writer, f string, records int64, ckpt time.Duration, asJS
 			Format      string `json:"format"`
 			RecordBytes int64  `json:"record_bytes"`
 			queries.BenchResult
-		}{f, bytes, res})
+		}{f, size, res})
 	}
 	fmt.Fprintf(out, "kafka format %s: %d records (%.0f bytes a record, key and value; produced untimed in %.1fs), %d changes out, %d result rows\n",
-		f, res.Events, float64(bytes)/float64(max(records, 1)), produced.Seconds(), res.RowsOut, res.ResultRows)
+		f, res.Events, float64(size)/float64(max(records, 1)), produced.Seconds(), res.RowsOut, res.ResultRows)
 	fmt.Fprintf(out, "wall %.2fs, cpu %.2fs (the whole process: the in-process broker's fetches too), peak rss %.0f MiB\n", res.WallSeconds, res.CPUSeconds, float64(res.PeakRSSBytes)/(1<<20))
 	fmt.Fprintf(out, "%.0f records per CPU second, %.0f per second\n", res.EventsPerCPUSec, res.EventsPerSecond)
 	return nil
@@ -296,7 +309,7 @@ func produceBids(brokers string, n int64, enc benchEncoder) (int64, error) {
 	ctx := context.Background()
 	g := nexmark.New(nexmark.Config{})
 	var row plan.Row
-	var bytes int64
+	var size int64
 	var first error
 	done := make(chan error, 1)
 	for i := int64(0); i < n; i++ {
@@ -305,7 +318,7 @@ func produceBids(brokers string, n int64, enc benchEncoder) (int64, error) {
 		if err != nil {
 			return 0, err
 		}
-		bytes += int64(len(k) + len(v))
+		size += int64(len(k) + len(v))
 		cl.Produce(ctx, &kgo.Record{Key: k, Value: v}, func(_ *kgo.Record, err error) {
 			if err != nil {
 				select {
@@ -322,5 +335,5 @@ func produceBids(brokers string, n int64, enc benchEncoder) (int64, error) {
 	case first = <-done:
 	default:
 	}
-	return bytes, first
+	return size, first
 }
