@@ -48,8 +48,9 @@ type avroChanges struct {
 	// envelope holds it) event-time columns not required of it. loose is
 	// t with every column nullable, no event time: keys and before.
 	vt, loose     Table
-	key           []int // the PRIMARY KEY's columns
-	tsCol, srcCol int   // _ts_ms, _source_ts_ms (-1: not declared)
+	key           []int  // the PRIMARY KEY's columns
+	notRead       []bool // vt.isOwn, per column (not looked up per record)
+	tsCol, srcCol int    // _ts_ms, _source_ts_ms (-1: not declared)
 	reg           *Registry
 	r             *avro.Reader
 	keys          map[int]*readPlan // by key schema id
@@ -112,6 +113,10 @@ func newAvroChanges(t Table) (*avroChanges, error) {
 		c.vt.EventTime = -1
 	}
 	c.keyRow, c.before = make(plan.Row, len(t.Columns)), make(plan.Row, len(t.Columns))
+	c.notRead = make([]bool, len(t.Columns))
+	for i := range t.Columns {
+		c.notRead[i] = c.vt.isOwn(i)
+	}
 	return c, nil
 }
 
@@ -317,7 +322,7 @@ func (c *avroChanges) upsert(key, val []byte, ts int64) (plan.Row, error) {
 // required checks the NOT NULL and event-time columns of an upsert.
 func (c *avroChanges) required(row plan.Row) error {
 	for i, col := range c.t.Columns {
-		if c.vt.isOwn(i) || !row[i].IsNull() {
+		if c.notRead[i] || !row[i].IsNull() {
 			continue
 		}
 		switch {
