@@ -63,7 +63,7 @@ func Uses(attrs map[string]string) bool { return attrs["format"] == "avro" }
 // record of each schema id).
 func NewDecoder(t Table) (Decoder, error) {
 	if t.Upsert {
-		return nil, fmt.Errorf("table %s: format avro is not supported for PRIMARY KEY Kafka sources yet", t.Name)
+		return nil, fmt.Errorf("table %s: format avro reads sources without a PRIMARY KEY (a PRIMARY KEY source reads upsert_avro or debezium_avro)", t.Name)
 	}
 	d := &avroDecoder{t: t, r: avro.NewReader(nil, 0), plans: map[int]*readPlan{}}
 	if s := t.Attrs["avro_schema"]; s != "" {
@@ -90,7 +90,7 @@ func Check(ctx context.Context, t Table) error {
 		return checkChanges(ctx, t) // avrochanges.go
 	}
 	if t.Upsert {
-		return fmt.Errorf("format avro is not supported for PRIMARY KEY Kafka sources yet")
+		return fmt.Errorf("format avro reads sources without a PRIMARY KEY (a PRIMARY KEY source reads upsert_avro or debezium_avro)")
 	}
 	var ws avro.Schema
 	var where string
