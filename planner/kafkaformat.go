@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/value"
 )
 
 // checkKafkaFormat checks the shape of a Kafka source's format attributes
@@ -14,12 +15,18 @@ import (
 // <topic>-value) or an inline avro_schema (JSON), not both; formats
 // protobuf and json_schema take a schema_registry (and subject), protobuf
 // a "message" (the message CREATE checks the columns against), json_schema
-// "validate" (true or false); format json takes none of them. The schema
+// "validate" (true or false); format json takes none of them. A change
+// format (<envelope>_<payload>: upsert_avro, debezium_json, ...) takes
+// what its payload's format takes (planner/kafkachanges.go refuses the
+// avro_schema of upsert_avro and debezium_avro). The schema
 // itself, and whether the columns fit it, is checked by CREATE TABLE in
 // queries (runtime/format.Check), which may ask the registry.
 func checkKafkaFormat(def *plan.TableDef) error {
 	a := def.Attrs
-	f := a["format"]
+	name, f := a["format"], a["format"]
+	if _, payload, ok := value.ChangeFormat(f); ok {
+		f = payload
+	}
 	reg, inline, subject := a["schema_registry"], a["avro_schema"], a["subject"]
 	for k, formats := range formatAttrs {
 		if a[k] != "" && !strings.Contains(" "+formats+" ", " "+f+" ") {
@@ -27,14 +34,14 @@ func checkKafkaFormat(def *plan.TableDef) error {
 			for i := range fs {
 				fs[i] = `"` + fs[i] + `"`
 			}
-			return badf(k, "ENGINE_ATTRIBUTE %s is for \"format\": %s (Kafka table %s has format %s)", k, strings.Join(fs, " or "), def.Name, f)
+			return badf(k, "ENGINE_ATTRIBUTE %s is for \"format\": %s (Kafka table %s has format %s)", k, strings.Join(fs, " or "), def.Name, name)
 		}
 	}
 	switch f {
 	case "avro":
 	case "protobuf", "json_schema":
 		if reg == "" {
-			return badf("format", "Kafka table %s has format %s: give it a \"schema_registry\" (http://host:port, records in the Confluent wire format)", def.Name, f)
+			return badf("format", "Kafka table %s has format %s: give it a \"schema_registry\" (http://host:port, records in the Confluent wire format)", def.Name, name)
 		}
 		if m := a["message"]; m != "" && !protoName(m) {
 			return badf("message", "ENGINE_ATTRIBUTE message of %s must be a protobuf message name (pkg.Name), not %q", def.Name, m)
@@ -46,8 +53,10 @@ func checkKafkaFormat(def *plan.TableDef) error {
 		return nil
 	}
 	switch {
+	case reg == "" && inline == "" && name != f:
+		return badf("format", "Kafka table %s has format %s: give it a \"schema_registry\" (http://host:port, keys and values in the Confluent wire format)", def.Name, name)
 	case reg == "" && inline == "":
-		return badf("format", "Kafka table %s has format avro: give it a \"schema_registry\" (http://host:port, records in the Confluent wire format) or an inline \"avro_schema\" (records in plain Avro binary)", def.Name)
+		return badf("format", "Kafka table %s has format %s: give it a \"schema_registry\" (http://host:port, records in the Confluent wire format) or an inline \"avro_schema\" (records in plain Avro binary)", def.Name, name)
 	case reg != "" && inline != "":
 		return badf("avro_schema", "Kafka table %s gives both a schema_registry and an avro_schema: the schema of a registry's record is the one its id names; give one of them", def.Name)
 	case subject != "" && reg == "":

@@ -12,7 +12,7 @@ import (
 func TestKafkaFormatAttrs(t *testing.T) {
 	const pre = `CREATE TABLE t (a BIGINT) ENGINE=kafka CONNECTION='h:9092' ENGINE_ATTRIBUTE=`
 	for _, c := range []struct{ attrs, want string }{
-		{`'{"topic": "t", "format": "xml"}'`, `format of a Kafka source must be json, avro, protobuf, json_schema, upsert_json or debezium_json, not "xml"`},
+		{`'{"topic": "t", "format": "xml"}'`, `format of a Kafka source must be json, avro, protobuf, json_schema or (with a PRIMARY KEY) upsert_json, upsert_avro, debezium_json, debezium_avro, not "xml"`},
 		{`'{"topic": "t", "format": "avro"}'`, `give it a "schema_registry"`},
 		{`'{"topic": "t", "format": "avro", "schema_registry": "ftp://r:1"}'`, `schema_registry must be an http:// or https:// URL with a host, not "ftp://r:1"`},
 		{`'{"topic": "t", "format": "avro", "schema_registry": "http://"}'`, `schema_registry must be an http:// or https:// URL`},

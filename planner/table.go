@@ -137,7 +137,7 @@ func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 	case def.IsSink() && len(def.PrimaryKey) == 0:
 		return nil, errf(ct.Name, "sink table %s needs a PRIMARY KEY: the query's upsert key ((window_start, window_end, GROUP BY columns) for windowed aggregations; _row_id for queries without aggregation)", ct.Name)
 	case !def.IsSink() && len(def.PrimaryKey) > 0 && def.Engine != "http" && def.Engine != "kafka":
-		return nil, errf(ct.Name, "PRIMARY KEY tables (upsert tables) are ENGINE=http, ENGINE=kafka sources of format upsert_json or debezium_json, or ENGINE=file side inputs, in this release")
+		return nil, errf(ct.Name, "PRIMARY KEY tables (upsert tables) are ENGINE=http, ENGINE=kafka sources of a change format (%s), or ENGINE=file side inputs, in this release", value.ChangeFormats())
 	}
 	if def.Engine == "kafka" && !def.IsSink() {
 		for _, c := range def.Columns {
@@ -223,7 +223,7 @@ func Table(ct *parser.CreateTable, text string) (*plan.TableDef, error) {
 			def.Attrs[k] = s
 		case "format":
 			if def.Engine == "kafka" && s != "json" && s != "avro" && s != "protobuf" && s != "json_schema" && !value.IsChangeFormat(s) {
-				return nil, badf(k, "ENGINE_ATTRIBUTE format of a Kafka source must be json, avro, protobuf, json_schema, upsert_json or debezium_json, not %q", s)
+				return nil, badf(k, "ENGINE_ATTRIBUTE format of a Kafka source must be json, avro, protobuf, json_schema or (with a PRIMARY KEY) %s, not %q", value.ChangeFormats(), s)
 			}
 			if def.Engine != "file" && def.Engine != "kafka" && s != "json" {
 				return nil, badf(k, "ENGINE_ATTRIBUTE format must be json, not %q", s)

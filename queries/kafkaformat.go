@@ -17,10 +17,10 @@ const formatCheckTimeout = 5 * time.Second
 // version, Avro, Protobuf or JSON Schema, or the inline avro_schema), for
 // CREATE TABLE. JSON sources have nothing to check.
 func checkKafkaFormat(def *plan.TableDef) error {
-	if def.Engine != "kafka" || def.IsSink() || !format.Uses(def.Attrs) {
+	if def.Engine != "kafka" || def.IsSink() || !(format.Uses(def.Attrs) || format.UsesChanges(def.Attrs)) {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), formatCheckTimeout)
 	defer cancel()
-	return format.Check(ctx, format.Table{Name: def.Name, Columns: def.Columns, EventTime: def.EventTime, Attrs: def.Attrs, Upsert: len(def.PrimaryKey) > 0})
+	return format.Check(ctx, format.Table{Name: def.Name, Columns: def.Columns, EventTime: def.EventTime, Attrs: def.Attrs, Upsert: len(def.PrimaryKey) > 0, Key: def.PrimaryKey})
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/streamsql/streamsql/runtime/format"
 	"github.com/streamsql/streamsql/runtime/op"
 	kafkasrc "github.com/streamsql/streamsql/runtime/source/kafka"
-	"github.com/streamsql/streamsql/value"
 	"github.com/streamsql/streamsql/window"
 )
 
@@ -94,7 +93,7 @@ type kafkaReader struct {
 	heldNext int64 // wall ms of the next try
 	// change decodes the records of a PRIMARY KEY source (nil: decode
 	// each value as a row): kafkachanges.go.
-	change *value.ChangeDecoder
+	change recordChanges
 }
 
 var _ Reader = (*kafkaReader)(nil)

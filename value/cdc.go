@@ -3,6 +3,7 @@ package value
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -13,16 +14,50 @@ import (
 
 // The formats of Kafka sources with a PRIMARY KEY (docs/connectors.md,
 // "Upsert and Debezium sources"): their records are the changelog of the
-// table, decoded by a ChangeDecoder.
+// table. A change format is named <envelope>_<payload>: the envelope says
+// how records carry changes (EnvelopeUpsert, EnvelopeDebezium), the
+// payload how keys and values are encoded (a record format of Kafka
+// sources: json, decoded by a ChangeDecoder; avro, by runtime/format).
 const (
 	FormatUpsertJSON   = "upsert_json"
 	FormatDebeziumJSON = "debezium_json"
+	FormatUpsertAvro   = "upsert_avro"
+	FormatDebeziumAvro = "debezium_avro"
+	EnvelopeUpsert     = "upsert"
+	EnvelopeDebezium   = "debezium"
 )
+
+// changePayloads are the payload formats a change envelope takes. A new
+// one (protobuf) is one entry here, its decoder in runtime/format
+// (avrochanges.go is the pattern) and its choice in runtime/kafkachanges.go.
+var changePayloads = []string{"json", "avro"}
+
+// ChangeFormat splits a change format into its envelope and payload
+// ("debezium_avro": "debezium", "avro"); ok is false for any other format.
+func ChangeFormat(format string) (envelope, payload string, ok bool) {
+	env, payload, found := strings.Cut(format, "_")
+	if !found || (env != EnvelopeUpsert && env != EnvelopeDebezium) || !slices.Contains(changePayloads, payload) {
+		return "", "", false
+	}
+	return env, payload, true
+}
+
+// ChangeFormats lists the change formats, for messages.
+func ChangeFormats() string {
+	var n []string
+	for _, env := range []string{EnvelopeUpsert, EnvelopeDebezium} {
+		for _, p := range changePayloads {
+			n = append(n, env+"_"+p)
+		}
+	}
+	return strings.Join(n, ", ")
+}
 
 // IsChangeFormat reports whether format is one of a PRIMARY KEY Kafka
 // source's.
 func IsChangeFormat(format string) bool {
-	return format == FormatUpsertJSON || format == FormatDebeziumJSON
+	_, _, ok := ChangeFormat(format)
+	return ok
 }
 
 // DebeziumMetaColumns are the columns of a debezium_json source filled
@@ -33,9 +68,10 @@ var DebeziumMetaColumns = map[string]plan.Type{"_ts_ms": plan.TypeTimestamp, "_s
 
 // ChangeDecoder decodes the records of a PRIMARY KEY Kafka source into
 // the table's log rows: the columns, then the delete flag (a BOOLEAN),
-// as ingest logs the rows of PRIMARY KEY tables. One per reader: it
-// reuses its scratch space and caches what it learnt of each Debezium
-// schema; not safe for concurrent use.
+// as ingest logs the rows of PRIMARY KEY tables. Records are read in
+// place with json.go's scanner (encoding/json only for a Debezium schema
+// not seen before: its field types, cached). One per reader: it reuses
+// its scratch space; not safe for concurrent use.
 type ChangeDecoder struct {
 	format string
 	cols   plan.Schema
@@ -43,29 +79,39 @@ type ChangeDecoder struct {
 	et     int   // the event-time column, or -1
 	// own: the column is not in the record's value (a Kafka metadata
 	// column, filled by the reader, or a Debezium one).
-	own               []bool
-	tsCol, srcCol     int // _ts_ms, _source_ts_ms (-1: not declared)
-	d                 rowDecoder
-	fields, keyFields map[string]json.RawMessage // scratch
-	keyVals           []plan.Value               // scratch
-	env               envelope                   // scratch
+	own           []bool
+	tsCol, srcCol int // _ts_ms, _source_ts_ms (-1: not declared)
+	d             rowDecoder
+	keyFields     []keyMember  // scratch
+	keyVals       []plan.Value // scratch
+	env           envelope     // scratch
+	// rec is the record value being decoded, read in place by d's
+	// scanner: its VARCHAR values are substrings of it.
+	rec string
 	// units caches, per Debezium value schema (its JSON text), the
 	// semantic type names of after's fields (io.debezium.time.*).
 	units map[string]map[string]string
 }
 
-// envelope is a Debezium change event's payload.
+// envelope is a Debezium change event's payload, as scanEnvelope finds
+// it: where its values are in the record, its op and times.
 type envelope struct {
-	Schema  json.RawMessage `json:"schema"`
-	Payload json.RawMessage `json:"payload"`
-	Before  json.RawMessage `json:"before"`
-	After   json.RawMessage `json:"after"`
-	Op      string          `json:"op"`
-	TsMs    *int64          `json:"ts_ms"`
-	Source  struct {
-		TsMs *int64 `json:"ts_ms"`
-	} `json:"source"`
+	Schema, Payload, Before, After span
+	Op                             string
+	TsMs, SrcTsMs                  *int64 // nil: absent or null
+	tsMs, srcTsMs                  int64  // what they point to
 }
+
+// span is where a JSON value is in ChangeDecoder.rec: [start, end);
+// empty when the member is absent.
+type span struct{ start, end int }
+
+// has reports whether the member was there (null included).
+func (s span) has() bool { return s.end > s.start }
+
+// maxArena bounds the scanner's buffer of unescaped strings: past it, a
+// record starts a new one.
+const maxArena = 64 << 10
 
 // maxCachedSchemas bounds ChangeDecoder.units: a topic's schema changes
 // rarely, so past this many the cache starts over.
@@ -75,14 +121,14 @@ const maxCachedSchemas = 64
 // KEY (src.Key) in format src.Attrs["format"].
 func NewChangeDecoder(src *plan.Source) (*ChangeDecoder, error) {
 	format := src.Attrs["format"]
-	if !IsChangeFormat(format) {
-		return nil, fmt.Errorf("format %q is not a format of PRIMARY KEY Kafka sources (%s or %s)", format, FormatUpsertJSON, FormatDebeziumJSON)
+	if format != FormatUpsertJSON && format != FormatDebeziumJSON {
+		return nil, fmt.Errorf("format %q is not a JSON format of PRIMARY KEY Kafka sources (%s or %s)", format, FormatUpsertJSON, FormatDebeziumJSON)
 	}
 	if len(src.Key) == 0 {
 		return nil, fmt.Errorf("a %s source needs a PRIMARY KEY", format)
 	}
 	c := &ChangeDecoder{format: format, cols: src.Schema, et: src.EventTime, tsCol: -1, srcCol: -1,
-		own: make([]bool, len(src.Schema)), fields: map[string]json.RawMessage{}, keyFields: map[string]json.RawMessage{}, units: map[string]map[string]string{}}
+		own: make([]bool, len(src.Schema)), units: map[string]map[string]string{}}
 	for _, k := range src.Key {
 		i := src.Schema.Index(k)
 		if i < 0 {
@@ -114,6 +160,12 @@ func NewChangeDecoder(src *plan.Source) (*ChangeDecoder, error) {
 // row with a nil error is a record that changes nothing (a Debezium
 // tombstone). The row is the caller's.
 func (c *ChangeDecoder) Decode(key, val []byte, ts int64) (plan.Row, error) {
+	if c.d.j.arena.Len() > maxArena {
+		// Unescaped strings of earlier records stay valid in the old
+		// buffer; a long-lived decoder must not keep growing one.
+		c.d.j.arena = strings.Builder{}
+	}
+	c.rec = string(val)
 	if c.format == FormatUpsertJSON {
 		return c.upsert(key, val, ts)
 	}
@@ -145,8 +197,11 @@ func (c *ChangeDecoder) upsert(key, val []byte, ts int64) (plan.Row, error) {
 		}
 		return append(row, plan.Bool(true)), nil
 	}
-	if err := c.object(val, row, nil, true); err != nil {
+	if err := c.object(span{0, len(c.rec)}, row, nil, true); err != nil {
 		return nil, err
+	}
+	if j := &c.d.j; !j.atEnd() {
+		return nil, fmt.Errorf("not a JSON object: %v", errInvalid(j.s[j.i], "after top-level value"))
 	}
 	if err := c.parseKey(key, row, true); err != nil {
 		return nil, err
@@ -164,22 +219,23 @@ func (c *ChangeDecoder) debezium(key, val []byte) (plan.Row, error) {
 		return nil, nil // the tombstone after a delete (for compaction)
 	}
 	env := &c.env
-	*env = envelope{}
-	if err := json.Unmarshal(val, env); err != nil {
+	if err := c.scanEnvelope(0, env); err != nil {
 		return nil, fmt.Errorf("not a Debezium change event (a JSON object): %v", err)
 	}
+	if j := &c.d.j; !j.atEnd() {
+		return nil, fmt.Errorf("not a Debezium change event (a JSON object): %v", errInvalid(j.s[j.i], "after top-level value"))
+	}
 	var units map[string]string
-	if len(env.Payload) > 0 && env.Op == "" {
+	if env.Payload.has() && env.Op == "" {
 		// The JSON converter's wrapper: {"schema": ..., "payload": ...}.
-		if isNull(env.Payload) {
+		if !c.present(env.Payload) {
 			return nil, nil
 		}
 		payload, schema := env.Payload, env.Schema
-		*env = envelope{}
-		if len(schema) > 0 && !isNull(schema) {
-			units = c.schemaUnits(schema)
+		if c.present(schema) {
+			units = c.schemaUnits(c.rec[schema.start:schema.end])
 		}
-		if err := json.Unmarshal(payload, env); err != nil {
+		if err := c.scanEnvelope(payload.start, env); err != nil {
 			return nil, fmt.Errorf("Debezium payload is not a change event (a JSON object): %v", err)
 		}
 	}
@@ -187,14 +243,14 @@ func (c *ChangeDecoder) debezium(key, val []byte) (plan.Row, error) {
 	if c.tsCol >= 0 && env.TsMs != nil {
 		row[c.tsCol] = plan.Time(*env.TsMs)
 	}
-	if c.srcCol >= 0 && env.Source.TsMs != nil {
-		row[c.srcCol] = plan.Time(*env.Source.TsMs)
+	if c.srcCol >= 0 && env.SrcTsMs != nil {
+		row[c.srcCol] = plan.Time(*env.SrcTsMs)
 	}
 	switch env.Op {
 	case "":
 		return nil, fmt.Errorf("a Debezium envelope without op")
 	case "c", "r", "u":
-		if len(env.After) == 0 || isNull(env.After) {
+		if !c.present(env.After) {
 			return nil, fmt.Errorf("a Debezium event of op %q without after", env.Op)
 		}
 		if err := c.object(env.After, row, units, false); err != nil {
@@ -218,7 +274,7 @@ func (c *ChangeDecoder) debezium(key, val []byte) (plan.Row, error) {
 			if err := c.parseKey(key, row, false); err != nil {
 				return nil, err
 			}
-			if len(env.Before) > 0 && !isNull(env.Before) && c.et >= 0 && !c.own[c.et] {
+			if c.present(env.Before) && c.et >= 0 && !c.own[c.et] {
 				// Only the event time is taken from before (its key is
 				// the record's); a bad before is no reason to keep a row.
 				tmp := c.newRow()
@@ -226,7 +282,7 @@ func (c *ChangeDecoder) debezium(key, val []byte) (plan.Row, error) {
 					row[c.et] = tmp[c.et]
 				}
 			}
-		case len(env.Before) > 0 && !isNull(env.Before):
+		case c.present(env.Before):
 			if err := c.object(env.Before, row, units, false); err != nil {
 				return nil, fmt.Errorf("before: %w", err)
 			}
@@ -247,8 +303,8 @@ func (c *ChangeDecoder) debezium(key, val []byte) (plan.Row, error) {
 			// before lacks it (PostgreSQL without REPLICA IDENTITY FULL):
 			// the change's time in the source, else the connector's.
 			switch {
-			case env.Source.TsMs != nil:
-				row[c.et] = plan.Time(*env.Source.TsMs)
+			case env.SrcTsMs != nil:
+				row[c.et] = plan.Time(*env.SrcTsMs)
 			case env.TsMs != nil:
 				row[c.et] = plan.Time(*env.TsMs)
 			default:
@@ -287,8 +343,8 @@ func (c *ChangeDecoder) checkTimes(row plan.Row) error {
 
 // schemaUnits reads the semantic type names of after's fields from a
 // Debezium value schema, cached by the schema's text.
-func (c *ChangeDecoder) schemaUnits(schema json.RawMessage) map[string]string {
-	if u, ok := c.units[string(schema)]; ok {
+func (c *ChangeDecoder) schemaUnits(schema string) map[string]string {
+	if u, ok := c.units[schema]; ok {
 		return u
 	}
 	type field struct {
@@ -300,7 +356,7 @@ func (c *ChangeDecoder) schemaUnits(schema json.RawMessage) map[string]string {
 		Fields []field `json:"fields"`
 	}
 	u := map[string]string{}
-	if json.Unmarshal(schema, &s) == nil {
+	if json.Unmarshal([]byte(schema), &s) == nil {
 		for _, f := range s.Fields {
 			if f.Field != "after" && f.Field != "before" {
 				continue
@@ -315,41 +371,188 @@ func (c *ChangeDecoder) schemaUnits(schema json.RawMessage) map[string]string {
 	if len(c.units) >= maxCachedSchemas {
 		clear(c.units)
 	}
-	c.units[string(schema)] = u
+	c.units[schema] = u
 	return u
 }
 
-// object decodes the JSON object obj into row's columns by name: strict
-// (format upsert_json: an unknown member is an error) or not (Debezium's
-// after and before: other fields are ignored). units are the Debezium
-// semantic types of its fields (nil: none known).
-func (c *ChangeDecoder) object(obj []byte, row plan.Row, units map[string]string, strict bool) error {
-	clear(c.fields)
-	if err := json.Unmarshal(obj, &c.fields); err != nil {
+// present reports whether s holds a value other than null.
+func (c *ChangeDecoder) present(s span) bool {
+	return s.has() && c.rec[s.start:s.end] != "null"
+}
+
+// scanEnvelope reads the JSON object at c.rec[at:] as a Debezium event
+// (or the converter's wrapper around one) into env: its op, ts_ms and
+// source.ts_ms, and where its before, after, schema and payload are.
+// Other members are skipped (validated). The scanner is left after it.
+func (c *ChangeDecoder) scanEnvelope(at int, env *envelope) error {
+	*env = envelope{}
+	j := &c.d.j
+	j.s, j.i = c.rec, at
+	if err := c.open(0); err != nil {
+		return err
+	}
+	for first := true; ; first = false {
+		name, ok, err := j.member(first)
+		if err != nil || !ok {
+			return err
+		}
+		start := j.i
+		switch name {
+		case "op":
+			env.Op = ""
+			switch j.peek() {
+			case '"':
+				if env.Op, err = j.str(); err != nil {
+					return err
+				}
+			case 'n':
+				if _, err := j.literal(); err != nil {
+					return err
+				}
+			default:
+				return errors.New("op is not a string")
+			}
+		case "ts_ms":
+			if env.TsMs, err = c.optInt("ts_ms", &env.tsMs); err != nil {
+				return err
+			}
+		case "source":
+			if j.peek() == 'n' {
+				if _, err := j.literal(); err != nil {
+					return err
+				}
+				break
+			}
+			if err := c.open(1); err != nil {
+				return err
+			}
+			for first := true; ; first = false {
+				name, ok, err := j.member(first)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					break
+				}
+				if name == "ts_ms" {
+					if env.SrcTsMs, err = c.optInt("source.ts_ms", &env.srcTsMs); err != nil {
+						return err
+					}
+				} else if err := j.skip(2); err != nil {
+					return err
+				}
+			}
+		default:
+			if err := j.skip(1); err != nil {
+				return err
+			}
+			sp := span{start, j.i}
+			switch name {
+			case "before":
+				env.Before = sp
+			case "after":
+				env.After = sp
+			case "schema":
+				env.Schema = sp
+			case "payload":
+				env.Payload = sp
+			}
+		}
+	}
+}
+
+// open reads the '{' of an object at nesting depth depth (of its
+// container).
+func (c *ChangeDecoder) open(depth int) error {
+	j := &c.d.j
+	j.ws()
+	if j.peek() != '{' {
+		if err := j.skip(depth); err != nil {
+			return err
+		}
+		return errors.New("not an object")
+	}
+	if depth+1 > j.maxDepth {
+		return errTooDeep
+	}
+	j.i++
+	return nil
+}
+
+// optInt reads an integer or null (nil) into *n.
+func (c *ChangeDecoder) optInt(what string, n *int64) (*int64, error) {
+	j := &c.d.j
+	if j.peek() == 'n' {
+		_, err := j.literal()
+		return nil, err
+	}
+	lit, err := j.number()
+	if err != nil {
+		return nil, err
+	}
+	v, ok := parseInt(lit)
+	if !ok {
+		return nil, fmt.Errorf("%s is not an integer: %s", what, lit)
+	}
+	*n = v
+	return n, nil
+}
+
+// object decodes the JSON object at sp (in c.rec) into row's columns by
+// name: strict (format upsert_json: an unknown member is an error) or not
+// (Debezium's after and before: other fields are ignored). units are the
+// Debezium semantic types of its fields (nil: none known). The scanner is
+// left after the object.
+func (c *ChangeDecoder) object(sp span, row plan.Row, units map[string]string, strict bool) error {
+	j := &c.d.j
+	j.s, j.i = c.rec, sp.start
+	if err := c.open(1); err != nil {
 		return fmt.Errorf("not a JSON object: %v", err)
 	}
-	for name, raw := range c.fields {
+	for first := true; ; first = false {
+		name, ok, err := j.member(first)
+		if err != nil {
+			return fmt.Errorf("not a JSON object: %v", err)
+		}
+		if !ok {
+			return nil
+		}
 		i := c.d.column(name)
 		if i < 0 || c.own[i] {
 			if strict && i < 0 {
 				return fmt.Errorf("column %s: unknown column (table %s has %s)", clip(name), c.d.def.Name, columnList(c.cols))
 			}
+			if err := j.skip(2); err != nil {
+				return fmt.Errorf("not a JSON object: %v", err)
+			}
 			continue
 		}
-		v, err := c.value(raw, c.cols[i].Type, units[strings.ToLower(name)])
+		var unit string
+		if units != nil {
+			unit = units[strings.ToLower(name)]
+		}
+		v, err := c.valueHere(c.cols[i].Type, unit)
 		if err != nil {
 			return fmt.Errorf("column %s: %v", c.cols[i].Name, err)
 		}
 		row[i] = v
 	}
-	return nil
 }
 
 // value converts one JSON value to type t; unit is its Debezium semantic
 // type (io.debezium.time.MicroTimestamp...), or empty.
 func (c *ChangeDecoder) value(raw []byte, t plan.Type, unit string) (plan.Value, error) {
-	raw = bytes.TrimSpace(raw)
-	if t == plan.TypeTimestamp && len(raw) > 0 && (raw[0] == '-' || '0' <= raw[0] && raw[0] <= '9') {
+	j := &c.d.j
+	j.s, j.i = string(bytes.TrimSpace(raw)), 0
+	return c.valueHere(t, unit)
+}
+
+// valueHere converts the JSON value at the scanner's position to type t
+// (unit: as value's).
+func (c *ChangeDecoder) valueHere(t plan.Type, unit string) (plan.Value, error) {
+	j := &c.d.j
+	j.ws()
+	if p := j.peek(); t == plan.TypeTimestamp && (p == '-' || '0' <= p && p <= '9') {
 		var div, mul int64 = 1, 1
 		switch unit {
 		case "io.debezium.time.MicroTimestamp":
@@ -360,19 +563,21 @@ func (c *ChangeDecoder) value(raw []byte, t plan.Type, unit string) (plan.Value,
 			mul = 86400000
 		}
 		if div != 1 || mul != 1 {
-			n, err := strconv.ParseInt(string(raw), 10, 64)
+			lit, err := j.number()
 			if err != nil {
-				return plan.Null, fmt.Errorf("expected an integer (%s), got %s", unit, raw)
+				return plan.Null, err
+			}
+			n, err := strconv.ParseInt(lit, 10, 64)
+			if err != nil {
+				return plan.Null, fmt.Errorf("expected an integer (%s), got %s", unit, lit)
 			}
 			ms := floorDiv(n, div) * mul
 			if err := plan.CheckTime(ms); err != nil || (mul != 1 && ms/mul != n) {
-				return plan.Null, fmt.Errorf("%s %s is outside the TIMESTAMP range, %s", unit, raw, plan.TimeRange)
+				return plan.Null, fmt.Errorf("%s %s is outside the TIMESTAMP range, %s", unit, lit, plan.TimeRange)
 			}
 			return plan.Time(ms), nil
 		}
 	}
-	j := &c.d.j
-	j.s, j.i = string(raw), 0
 	v, msg, err := c.d.value(t, 1)
 	if err == errTooDeep {
 		return plan.Null, fmt.Errorf("JSON nested deeper than %d levels", j.maxDepth)
@@ -407,24 +612,30 @@ func (c *ChangeDecoder) parseKey(key []byte, row plan.Row, check bool) error {
 	}
 	c.keyVals = vals
 	if len(kt) > 0 && kt[0] == '{' {
-		m := c.keyFields
-		clear(m)
-		if err := json.Unmarshal(kt, &m); err != nil {
+		j := &c.d.j
+		j.s = string(kt)
+		m, err := c.keyMembers(0)
+		if err != nil {
 			return fmt.Errorf("record key: not a JSON object: %v", err)
 		}
-		if p, ok := m["payload"]; ok && len(m) == 2 && m["schema"] != nil {
-			clear(m)
-			if err := json.Unmarshal(p, &m); err != nil {
+		if len(m) == 2 && (m[0].name == "schema" && m[1].name == "payload" || m[0].name == "payload" && m[1].name == "schema") {
+			// The JSON converter's wrapper.
+			p := m[0].at
+			if m[1].name == "payload" {
+				p = m[1].at
+			}
+			if m, err = c.keyMembers(p); err != nil {
 				return fmt.Errorf("record key: payload is not a JSON object: %v", err)
 			}
 		}
-		for name, raw := range m {
-			i := c.d.column(name)
+		for _, f := range m {
+			i := c.d.column(f.name)
 			k := slices.Index(c.key, i)
 			if k < 0 {
-				return fmt.Errorf("record key field %s is not a PRIMARY KEY column (%s)", clip(name), c.keyNames())
+				return fmt.Errorf("record key field %s is not a PRIMARY KEY column (%s)", clip(f.name), c.keyNames())
 			}
-			v, err := c.value(raw, c.cols[i].Type, "")
+			j.i = f.at
+			v, err := c.valueHere(c.cols[i].Type, "")
 			if err != nil {
 				return fmt.Errorf("record key, column %s: %v", c.cols[i].Name, err)
 			}
@@ -496,4 +707,80 @@ func clipBytes(b []byte) string {
 		return strconv.Quote(string(b[:64])) + "..."
 	}
 	return strconv.Quote(string(b))
+}
+
+// keyMember is a member of a record key's JSON object: its name and
+// where its value starts (in the scanner's text).
+type keyMember struct {
+	name string
+	at   int
+}
+
+// keyMembers reads the JSON object at the scanner's text[at:] (the whole
+// text: nothing may follow it when at is 0) into its members, in
+// c.keyFields.
+func (c *ChangeDecoder) keyMembers(at int) ([]keyMember, error) {
+	j := &c.d.j
+	j.i = at
+	m := c.keyFields[:0]
+	if err := c.open(0); err != nil {
+		return nil, err
+	}
+	for first := true; ; first = false {
+		name, ok, err := j.member(first)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			break
+		}
+		m = append(m, keyMember{name, j.i})
+		if err := j.skip(1); err != nil {
+			return nil, err
+		}
+	}
+	c.keyFields = m
+	if at == 0 && !j.atEnd() {
+		return nil, errInvalid(j.s[j.i], "after top-level value")
+	}
+	return m, nil
+}
+
+// member reads the name of the next member of the object being read, and
+// its colon (first: just after the object's '{'); ok is false at the
+// object's '}', which it reads.
+func (j *jsonScan) member(first bool) (name string, ok bool, err error) {
+	j.ws()
+	if j.i >= len(j.s) {
+		return "", false, errUnexpectedEnd()
+	}
+	c := j.s[j.i]
+	if c == '}' && first {
+		j.i++
+		return "", false, nil
+	}
+	if !first {
+		j.i++
+		switch c {
+		case '}':
+			return "", false, nil
+		case ',':
+		default:
+			return "", false, errInvalid(c, "after object key:value pair")
+		}
+		j.ws()
+		if j.i >= len(j.s) {
+			return "", false, errUnexpectedEnd()
+		}
+	}
+	if j.s[j.i] != '"' {
+		return "", false, errInvalid(j.s[j.i], "looking for beginning of object key string")
+	}
+	if name, err = j.str(); err != nil {
+		return "", false, err
+	}
+	if err := j.colon(); err != nil {
+		return "", false, err
+	}
+	return name, true, nil
 }

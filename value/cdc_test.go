@@ -1,6 +1,8 @@
 package value_test
 
 import (
+	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -209,4 +211,32 @@ func FuzzChangeDecoder(f *testing.F) {
 			t.Fatalf("a row of %d values: %v", len(row), row)
 		}
 	})
+}
+
+// TestChangeDecoderArena: a long-lived decoder's buffer of unescaped
+// strings stays bounded however many records have escapes, and the rows
+// it returned earlier keep their values.
+func TestChangeDecoderArena(t *testing.T) {
+	d := changeDecoder(t, `CREATE TABLE u (id BIGINT, name VARCHAR(300), PRIMARY KEY (id))
+		ENGINE=kafka CONNECTION='127.0.0.1:1' ENGINE_ATTRIBUTE='{"topic": "u", "format": "upsert_json"}'`)
+	name := func(i int) string { return fmt.Sprintf("%d \"%s\"", i, strings.Repeat("x", 200)) }
+	var kept []plan.Row
+	for i := range 5000 {
+		v, _ := json.Marshal(map[string]string{"name": name(i)}) // the quotes escaped
+		row, err := d.Decode([]byte(fmt.Sprint(i)), v, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%500 == 0 {
+			kept = append(kept, row)
+		}
+		if n := value.ArenaLen(d); n > 64<<10+2*len(v) {
+			t.Fatalf("record %d: the buffer holds %d bytes", i, n)
+		}
+	}
+	for k, row := range kept {
+		if row[1].S != name(k*500) {
+			t.Fatalf("row %d: %q", k*500, row[1].S)
+		}
+	}
 }

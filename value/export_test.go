@@ -6,3 +6,6 @@ var (
 	ColumnList       = columnList
 	IsKey            = isKey
 )
+
+// ArenaLen is the bytes in c's scanner's buffer of unescaped strings.
+func ArenaLen(c *ChangeDecoder) int { return c.d.j.arena.Len() }

@@ -27,7 +27,11 @@ acknowledgements and reports rows per CPU second. docs/benchmarks.md has
 the figures. With --latency, posts rows at a fixed rate for each checkpoint
 interval and output, and reports the latency from a row's durable
 acknowledgement to its first visibility in that output, CPU seconds per
-million rows and checkpoint durations and sizes.
+million rows and checkpoint durations and sizes. With --kafka-format F,
+produces --records Nexmark bids in format F (json, avro, upsert_json,
+upsert_avro, debezium_json, debezium_avro) into an in-process Kafka
+broker (and Schema Registry) first, untimed, then runs q5-core from that
+Kafka source and reports records per CPU second.
 `
 
 func (c *cli) bench(args []string) error {
@@ -43,6 +47,8 @@ func (c *cli) bench(args []string) error {
 	clients := fs.Int("clients", 4, "--ingest: concurrent HTTP clients")
 	rows := fs.Int64("rows", 2_000_000, "--ingest: rows to post")
 	batch := fs.Int("batch", 1000, "--ingest, --latency: rows per request (--latency: 500 unless set)")
+	kafkaFormat := fs.String("kafka-format", "", "benchmark a Kafka source's decoding in this format: "+kafkaBenchFormatNames())
+	records := fs.Int64("records", 1_000_000, "--kafka-format: bids to produce and read")
 	lat := c.latencyFlags(cmd)
 	rest, err := cmd.parse(c, args)
 	if err != nil {
@@ -54,6 +60,18 @@ func (c *cli) bench(args []string) error {
 	*query = strings.TrimPrefix(*query, "nexmark/") // the examples' directory, as the issue names them
 	if !slices.Contains(queries.BenchQueries(), *query) {
 		return cmd.fail("--query %q: use one of %s", *query, strings.Join(queries.BenchQueries(), ", "))
+	}
+	if *kafkaFormat != "" {
+		var prof io.Writer
+		if *cpuProfile != "" {
+			f, err := os.Create(*cpuProfile)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			prof = f
+		}
+		return benchKafka(c.stdout, *kafkaFormat, *records, *ckpt, *asJSON, prof)
 	}
 	if *lat.on {
 		n := 500

@@ -10,6 +10,7 @@ import (
 	"github.com/hamba/avro/v2"
 
 	"github.com/streamsql/streamsql/planner/plan"
+	"github.com/streamsql/streamsql/value"
 )
 
 // metaColumns are the Kafka source columns the reader fills from a
@@ -29,11 +30,20 @@ type Table struct {
 	EventTime int // -1: none
 	Attrs     map[string]string
 	Upsert    bool
+	Key       []string // the PRIMARY KEY (Upsert)
+	// own: columns not read from the value besides the metadata columns
+	// (a change format's envelope columns); nil: none.
+	own []bool
+}
+
+// isOwn reports whether column i is not read from the value.
+func (t Table) isOwn(i int) bool {
+	return metaColumns[strings.ToLower(t.Columns[i].Name)] || (t.own != nil && t.own[i])
 }
 
 // SourceTable is the Table of src.
 func SourceTable(src *plan.Source) Table {
-	return Table{Name: src.Table, Columns: src.Schema, EventTime: src.EventTime, Attrs: src.Attrs, Upsert: src.Upsert}
+	return Table{Name: src.Table, Columns: src.Schema, EventTime: src.EventTime, Attrs: src.Attrs, Upsert: src.Upsert, Key: src.Key}
 }
 
 // Subject is the registry subject a table reads: "subject", else
@@ -59,7 +69,7 @@ func Uses(attrs map[string]string) bool {
 // record of each schema id).
 func NewDecoder(t Table) (Decoder, error) {
 	if t.Upsert {
-		return nil, fmt.Errorf("table %s: format %s is not supported for PRIMARY KEY Kafka sources yet", t.Name, t.Attrs["format"])
+		return nil, fmt.Errorf("table %s: format %s reads sources without a PRIMARY KEY (a PRIMARY KEY source reads a change format: %s)", t.Name, t.Attrs["format"], value.ChangeFormats())
 	}
 	switch t.Attrs["format"] {
 	case "protobuf":
@@ -88,8 +98,11 @@ func NewDecoder(t Table) (Decoder, error) {
 // its subject, or its avro_schema) and refuses a column that does not fit
 // it, naming the field or column; ctx bounds the registry request.
 func Check(ctx context.Context, t Table) error {
+	if UsesChanges(t.Attrs) {
+		return checkChanges(ctx, t) // avrochanges.go
+	}
 	if t.Upsert {
-		return fmt.Errorf("format %s is not supported for PRIMARY KEY Kafka sources yet", t.Attrs["format"])
+		return fmt.Errorf("format %s reads sources without a PRIMARY KEY (a PRIMARY KEY source reads a change format: %s)", t.Attrs["format"], value.ChangeFormats())
 	}
 	if f := t.Attrs["format"]; f == "protobuf" || f == "json_schema" {
 		reg, err := NewRegistry(t.Attrs["schema_registry"])
@@ -143,6 +156,9 @@ const (
 	kBool
 	kMillis
 	kMicros
+	kNanos // io.debezium.time.NanoTimestamp
+	kDays  // int days: logicalType date, io.debezium.time.Date
+	kZoned // string: io.debezium.time.ZonedTimestamp
 )
 
 // step reads one field of the writer's record.
@@ -218,12 +234,34 @@ func mapType(s avro.Schema, t plan.Type) (kind, []string, bool) {
 			return kBool, nil, true
 		}
 	case plan.TypeTimestamp:
-		if s.Type() == avro.Long {
-			switch logical {
-			case avro.TimestampMillis, avro.LocalTimestampMillis:
+		// Kafka Connect (Debezium) names its temporal types in a
+		// "connect.name" property, with or without a logicalType.
+		var connect string
+		if p, ok := s.(interface{ Prop(string) any }); ok {
+			connect, _ = p.Prop("connect.name").(string)
+		}
+		switch s.Type() {
+		case avro.Long:
+			switch {
+			case logical == avro.TimestampMillis || logical == avro.LocalTimestampMillis:
 				return kMillis, nil, true
-			case avro.TimestampMicros, avro.LocalTimestampMicros:
+			case logical == avro.TimestampMicros || logical == avro.LocalTimestampMicros:
 				return kMicros, nil, true
+			case logical != "":
+			case connect == "io.debezium.time.Timestamp" || connect == "org.apache.kafka.connect.data.Timestamp":
+				return kMillis, nil, true
+			case connect == "io.debezium.time.MicroTimestamp":
+				return kMicros, nil, true
+			case connect == "io.debezium.time.NanoTimestamp":
+				return kNanos, nil, true
+			}
+		case avro.Int:
+			if logical == avro.Date || logical == "" && (connect == "io.debezium.time.Date" || connect == "org.apache.kafka.connect.data.Date") {
+				return kDays, nil, true
+			}
+		case avro.String:
+			if logical == "" && connect == "io.debezium.time.ZonedTimestamp" {
+				return kZoned, nil, true
 			}
 		}
 	}
@@ -242,7 +280,7 @@ func wantFor(t plan.Type) string {
 	case plan.TypeBoolean:
 		return "boolean"
 	case plan.TypeTimestamp:
-		return "long with logicalType timestamp-millis, timestamp-micros, local-timestamp-millis or local-timestamp-micros"
+		return "long with logicalType timestamp-millis, timestamp-micros, local-timestamp-millis or local-timestamp-micros, or with connect.name io.debezium.time.Timestamp, MicroTimestamp or NanoTimestamp; int with logicalType date or connect.name io.debezium.time.Date; string with connect.name io.debezium.time.ZonedTimestamp"
 	}
 	return "?"
 }
@@ -259,7 +297,7 @@ func newPlan(t Table, ws avro.Schema, where string) *readPlan {
 	}
 	cols := map[string]int{}
 	for i, c := range t.Columns {
-		if !metaColumns[strings.ToLower(c.Name)] {
+		if !t.isOwn(i) {
 			cols[plan.NameKey(c.Name)] = i
 		}
 	}
@@ -289,7 +327,7 @@ func newPlan(t Table, ws avro.Schema, where string) *readPlan {
 		p.steps = append(p.steps, st)
 	}
 	for i, c := range t.Columns {
-		if has[i] || metaColumns[strings.ToLower(c.Name)] {
+		if has[i] || t.isOwn(i) {
 			continue
 		}
 		if c.NotNull || i == t.EventTime {
@@ -360,29 +398,50 @@ func (d *avroDecoder) read(p *readPlan, payload []byte) (plan.Row, error) {
 	r.Error = nil
 	row := make(plan.Row, len(d.t.Columns))
 	budget := maxSkipItems
+	if err := readFields(r, p, d.t, row, &budget); err != nil {
+		return nil, err
+	}
+	if err := readEnd(r); err != nil {
+		return nil, err
+	}
+	return row, nil
+}
+
+// readEnd checks r read its whole payload.
+func readEnd(r *avro.Reader) error {
+	if r.Peek(); r.Error == nil {
+		return errors.New("not a valid Avro record of its schema: bytes left after the record")
+	}
+	r.Error = nil
+	return nil
+}
+
+// readFields reads one record of p's schema from r into row (t's
+// columns); budget is the array and map items it may still skip.
+func readFields(r *avro.Reader, p *readPlan, t Table, row plan.Row, budget *int) error {
 	for k := range p.steps {
 		st := &p.steps[k]
 		if st.col < 0 {
-			skip(r, st.sch, 0, &budget)
+			skip(r, st.sch, 0, budget)
 			if r.Error != nil {
 				break
 			}
 			continue
 		}
-		c := d.t.Columns[st.col]
+		c := t.Columns[st.col]
 		if st.union {
 			b := r.ReadLong()
 			if r.Error != nil {
 				break
 			}
 			if b == st.nullIdx {
-				if c.NotNull || st.col == d.t.EventTime {
-					return nil, fmt.Errorf("column %s: null for a NOT NULL column", c.Name)
+				if c.NotNull || st.col == t.EventTime {
+					return fmt.Errorf("column %s: null for a NOT NULL column", c.Name)
 				}
 				continue
 			}
 			if b != 1-st.nullIdx {
-				return nil, fmt.Errorf("column %s: union branch %d of a 2-branch union", c.Name, b)
+				return fmt.Errorf("column %s: union branch %d of a 2-branch union", c.Name, b)
 			}
 		}
 		var v plan.Value
@@ -400,28 +459,45 @@ func (d *avroDecoder) read(p *readPlan, payload []byte) (plan.Row, error) {
 		case kDouble:
 			v = plan.Float(r.ReadDouble())
 		case kString:
-			v = plan.Str(r.ReadString())
+			// ReadString's string aliases the record's bytes (the fetch
+			// buffer): a row kept in state would keep the buffer alive.
+			v = plan.Str(strings.Clone(r.ReadString()))
 		case kEnum:
 			i := r.ReadInt()
 			if r.Error == nil && (i < 0 || int(i) >= len(st.symbols)) {
-				return nil, fmt.Errorf("column %s: enum index %d out of its %d symbols", c.Name, i, len(st.symbols))
+				return fmt.Errorf("column %s: enum index %d out of its %d symbols", c.Name, i, len(st.symbols))
 			}
 			if r.Error == nil {
 				v = plan.Str(st.symbols[i])
 			}
 		case kBool:
 			v = plan.Bool(r.ReadBool())
-		case kMillis, kMicros:
-			ms := r.ReadLong()
-			if st.kind == kMicros {
-				ms = floorDiv(ms, 1000)
+		case kMillis, kMicros, kNanos, kDays:
+			var n int64
+			if st.kind == kDays {
+				n = int64(r.ReadInt())
+			} else {
+				n = r.ReadLong()
 			}
+			ms := toMillis(st.kind, n)
 			if r.Error == nil {
 				if err := plan.CheckTime(ms); err != nil {
-					return nil, fmt.Errorf("column %s: %w", c.Name, err)
+					return fmt.Errorf("column %s: %w", c.Name, err)
 				}
 			}
 			v = plan.Time(ms)
+		case kZoned:
+			str := r.ReadString()
+			if r.Error == nil {
+				ms, ok := value.ParseTime(str)
+				if !ok {
+					return fmt.Errorf("column %s: %q is not an ISO 8601 timestamp (io.debezium.time.ZonedTimestamp)", c.Name, clip(str))
+				}
+				if err := plan.CheckTime(ms); err != nil {
+					return fmt.Errorf("column %s: %w", c.Name, err)
+				}
+				v = plan.Time(ms)
+			}
 		}
 		if r.Error != nil {
 			break
@@ -429,13 +505,31 @@ func (d *avroDecoder) read(p *readPlan, payload []byte) (plan.Row, error) {
 		row[st.col] = v
 	}
 	if r.Error != nil {
-		return nil, fmt.Errorf("not a valid Avro record of its schema: %v", readErr(r.Error))
+		return fmt.Errorf("not a valid Avro record of its schema: %v", readErr(r.Error))
 	}
-	if r.Peek(); r.Error == nil {
-		return nil, errors.New("not a valid Avro record of its schema: bytes left after the record")
+	return nil
+}
+
+// toMillis is time n of kind k in epoch milliseconds (days are an int:
+// no overflow).
+func toMillis(k kind, n int64) int64 {
+	switch k {
+	case kMicros:
+		return floorDiv(n, 1000)
+	case kNanos:
+		return floorDiv(n, 1000000)
+	case kDays:
+		return n * 86400000
 	}
-	r.Error = nil
-	return row, nil
+	return n
+}
+
+// clip shortens s for a message.
+func clip(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "..."
+	}
+	return s
 }
 
 func readErr(err error) error {

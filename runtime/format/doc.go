@@ -27,6 +27,15 @@
 // the registry could not be asked, and the same record must be decoded
 // again later.
 //
+// Change formats. A PRIMARY KEY source of format upsert_avro or
+// debezium_avro (value.ChangeFormat: <envelope>_<payload>) is read by
+// NewChangeDecoder (avrochanges.go): record keys and values both in the
+// wire format, a plan per key schema id (the PRIMARY KEY's columns) and
+// per value schema id (an upsert's row, or the Debezium envelope around a
+// readPlan of its Value record); the envelope rules are value/cdc.go's.
+// Check covers them (the latest value and key schemas). A Protobuf
+// payload would follow the same pattern.
+//
 // Caching. Each schema id is fetched once per decoder (each makes its own
 // Registry): the Registry keeps a parsed Avro schema, a decoder the plan
 // that reads it into the table (which field goes to which column, which
