@@ -7,13 +7,13 @@
 #   scripts/bench-kafka-formats.sh > runs.jsonl
 #   RECORDS=1000000 RUNS=3 FORMATS="json debezium_avro" scripts/bench-kafka-formats.sh
 #
-# Needs Go and jq. A new format (protobuf) is one more name in FORMATS
-# once cmd/streamsql/benchkafka.go encodes it.
+# Needs Go and jq. A new format is one more name in FORMATS once
+# cmd/streamsql/benchkafka.go encodes it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RECORDS=${RECORDS:-1000000}
 RUNS=${RUNS:-3}
-FORMATS=${FORMATS:-json avro upsert_json upsert_avro debezium_json debezium_avro}
+FORMATS=${FORMATS:-json avro protobuf upsert_json upsert_avro debezium_json debezium_avro}
 read -r -a fs <<< "$FORMATS"
 bin=$(mktemp -d)/streamsql
 go build -o "$bin" ./cmd/streamsql

@@ -36,19 +36,19 @@ const benchTopic = "nexmark.public.bid"
 // encoder of bid number idx (row: the Nexmark bid columns).
 type kafkaBenchFormat struct {
 	registry bool
-	setup    func(reg *sr.Client) (func(idx int64, bid plan.Row) (key, val []byte, err error), error)
+	setup    func(reg *sr.Client, url string) (func(idx int64, bid plan.Row) (key, val []byte, err error), error)
 }
 
 // kafkaBenchFormats are the formats bench can produce. A new source
-// format (protobuf, once runtime/format decodes it) is one entry: its
-// schema registered, its encoder.
+// format is one entry: its schema registered, its encoder.
 var kafkaBenchFormats = map[string]kafkaBenchFormat{
-	"json":          {setup: func(*sr.Client) (benchEncoder, error) { return jsonBid(false), nil }},
-	"upsert_json":   {setup: func(*sr.Client) (benchEncoder, error) { return jsonBid(true), nil }},
-	"debezium_json": {setup: func(*sr.Client) (benchEncoder, error) { return debeziumJSONBid, nil }},
-	"avro":          {registry: true, setup: func(reg *sr.Client) (benchEncoder, error) { return avroBid(reg, false) }},
-	"upsert_avro":   {registry: true, setup: func(reg *sr.Client) (benchEncoder, error) { return avroBid(reg, true) }},
-	"debezium_avro": {registry: true, setup: debeziumAvroBid},
+	"json":          {setup: func(*sr.Client, string) (benchEncoder, error) { return jsonBid(false), nil }},
+	"upsert_json":   {setup: func(*sr.Client, string) (benchEncoder, error) { return jsonBid(true), nil }},
+	"debezium_json": {setup: func(*sr.Client, string) (benchEncoder, error) { return debeziumJSONBid, nil }},
+	"avro":          {registry: true, setup: func(reg *sr.Client, _ string) (benchEncoder, error) { return avroBid(reg, false) }},
+	"upsert_avro":   {registry: true, setup: func(reg *sr.Client, _ string) (benchEncoder, error) { return avroBid(reg, true) }},
+	"debezium_avro": {registry: true, setup: func(reg *sr.Client, _ string) (benchEncoder, error) { return debeziumAvroBid(reg) }},
+	"protobuf":      {registry: true, setup: func(_ *sr.Client, url string) (benchEncoder, error) { return protobufBid(url) }},
 }
 
 type benchEncoder = func(idx int64, bid plan.Row) (key, val []byte, err error)
@@ -191,6 +191,24 @@ func avroBid(reg *sr.Client, keyed bool) (benchEncoder, error) {
 	}, nil
 }
 
+// protobufBid is format protobuf's value as a streamsql Kafka sink of
+// the bid columns writes it (runtime/format's encoder: the generated
+// .proto registered as <topic>-value, message indexes [0], date_time a
+// google.protobuf.Timestamp).
+func protobufBid(url string) (benchEncoder, error) {
+	cols := plan.Schema{{Name: "auction", Type: plan.TypeBigint}, {Name: "bidder", Type: plan.TypeBigint}, {Name: "price", Type: plan.TypeBigint},
+		{Name: "channel", Type: plan.TypeVarchar}, {Name: "url", Type: plan.TypeVarchar}, {Name: "date_time", Type: plan.TypeTimestamp}, {Name: "extra", Type: plan.TypeVarchar}}
+	encs, err := format.OpenSink(context.Background(), format.SinkTable{Name: "bid", Topic: benchTopic, Columns: cols, Key: []int{0},
+		Attrs: map[string]string{"format": "protobuf", "schema_registry": url}})
+	if err != nil {
+		return nil, err
+	}
+	return func(_ int64, bid plan.Row) ([]byte, []byte, error) {
+		v, err := encs.Value.Append(nil, bid)
+		return nil, v, err
+	}, nil
+}
+
 // debeziumAvroBid is a Debezium create event from the Avro converter:
 // key record {id}, the envelope around the Value record.
 func debeziumAvroBid(reg *sr.Client) (benchEncoder, error) {
@@ -268,7 +286,7 @@ func benchKafka(out io.Writer, f string, records int64, ckpt time.Duration, asJS
 			return err
 		}
 	}
-	enc, err := bf.setup(reg)
+	enc, err := bf.setup(reg, regURL)
 	if err != nil {
 		return err
 	}

@@ -32,7 +32,7 @@ func TestBenchKafka(t *testing.T) {
 			groups[[2]int64{ws, row[0].I}] = true
 		}
 	}
-	for _, f := range []string{"json", "avro", "upsert_json", "upsert_avro", "debezium_json", "debezium_avro"} {
+	for _, f := range []string{"json", "avro", "protobuf", "upsert_json", "upsert_avro", "debezium_json", "debezium_avro"} {
 		var out bytes.Buffer
 		if err := benchKafka(&out, f, n, time.Second, true, nil); err != nil {
 			t.Fatalf("%s: %v", f, err)
@@ -59,7 +59,7 @@ func TestBenchKafka(t *testing.T) {
 // alone (no broker, no query), over 1024 of bench's bids: what the
 // formats' rows of BENCHMARKS.md differ by.
 func BenchmarkKafkaDecode(b *testing.B) {
-	for _, f := range []string{"json", "avro", "upsert_json", "upsert_avro", "debezium_json", "debezium_avro"} {
+	for _, f := range []string{"json", "avro", "protobuf", "upsert_json", "upsert_avro", "debezium_json", "debezium_avro"} {
 		b.Run(f, func(b *testing.B) {
 			fake := srfake.New()
 			defer fake.Close()
@@ -67,7 +67,7 @@ func BenchmarkKafkaDecode(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			enc, err := kafkaBenchFormats[f].setup(reg)
+			enc, err := kafkaBenchFormats[f].setup(reg, fake.URL())
 			if err != nil {
 				b.Fatal(err)
 			}
