@@ -157,32 +157,11 @@ func Bench(ctx context.Context, cfg BenchConfig) (BenchResult, error) {
 	if err != nil {
 		return BenchResult{}, err
 	}
-	dir, err := os.MkdirTemp(cfg.Dir, "streamsql-bench-")
+	e, store, dir, closeEngine, err := openBenchEngine(ctx, cfg.Dir, cfg.CheckpointInterval)
 	if err != nil {
 		return BenchResult{}, err
 	}
-	defer os.RemoveAll(dir)
-	meta, err := state.OpenMeta(filepath.Join(dir, "meta"), state.MetaOptions{})
-	if err != nil {
-		return BenchResult{}, err
-	}
-	store, err := state.OpenVersioned(filepath.Join(dir, "state"))
-	if err != nil {
-		meta.Close()
-		return BenchResult{}, err
-	}
-	// Barriers go out every emit interval (200 ms by default), and a
-	// checkpoint rides on one: a shorter checkpoint interval needs as short
-	// an emit interval.
-	emit := 200 * time.Millisecond
-	if cfg.CheckpointInterval > 0 {
-		emit = min(emit, cfg.CheckpointInterval)
-	}
-	e, err := OpenWith(Config{DataDir: dir, CheckpointInterval: cfg.CheckpointInterval, EmitInterval: emit}, meta, store)
-	if err != nil {
-		return BenchResult{}, err
-	}
-	defer e.Close(ctx)
+	defer closeEngine()
 	if err := WriteExampleFiles(dir); err != nil {
 		return BenchResult{}, err
 	}
@@ -243,6 +222,47 @@ wait:
 	r := BenchResult{Query: cfg.Query, GeneratorEvents: cfg.Events, Events: st.RowsIn, RowsOut: st.RowsOut, Parallelism: g.Options.Parallelism,
 		CheckpointMs: cfg.CheckpointInterval.Milliseconds(), WallSeconds: wall, CPUSeconds: cpu,
 		EventsPerSecond: float64(st.RowsIn) / wall, EventsPerCPUSec: float64(st.RowsIn) / cpu, PeakRSSBytes: PeakRSSBytes()}
+	benchStats(&r, job, res)
+	return r, nil
+}
+
+// openBenchEngine opens an engine over a new temporary data directory
+// under base, checkpointing every ckpt (0: never); closeEngine closes it
+// and removes the directory.
+func openBenchEngine(ctx context.Context, base string, ckpt time.Duration) (e *Engine, store *state.BadgerVersioned, dir string, closeEngine func(), err error) {
+	dir, err = os.MkdirTemp(base, "streamsql-bench-")
+	if err != nil {
+		return nil, nil, "", nil, err
+	}
+	meta, err := state.OpenMeta(filepath.Join(dir, "meta"), state.MetaOptions{})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, "", nil, err
+	}
+	store, err = state.OpenVersioned(filepath.Join(dir, "state"))
+	if err != nil {
+		meta.Close()
+		os.RemoveAll(dir)
+		return nil, nil, "", nil, err
+	}
+	// Barriers go out every emit interval (200 ms by default), and a
+	// checkpoint rides on one: a shorter checkpoint interval needs as short
+	// an emit interval.
+	emit := 200 * time.Millisecond
+	if ckpt > 0 {
+		emit = min(emit, ckpt)
+	}
+	e, err = OpenWith(Config{DataDir: dir, CheckpointInterval: ckpt, EmitInterval: emit}, meta, store)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, "", nil, err
+	}
+	return e, store, dir, func() { e.Close(ctx); os.RemoveAll(dir) }, nil
+}
+
+// benchStats fills r's checkpoint figures from job's history and its
+// result rows from res (nil: a query into a sink).
+func benchStats(r *BenchResult, job *runtime.Job, res *runtime.Results) {
 	var durs, sizes []int64
 	for _, h := range job.History() {
 		if h.Status == "completed" {
@@ -257,7 +277,6 @@ wait:
 			r.ResultRows = len(rows)
 		}
 	}
-	return r, nil
 }
 
 // benchPlan plans the example's query: a SELECT into results, an INSERT

@@ -4,15 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"runtime/pprof"
 	"time"
 
 	"github.com/streamsql/streamsql/planner"
 	"github.com/streamsql/streamsql/planner/plan"
 	"github.com/streamsql/streamsql/runtime"
-	"github.com/streamsql/streamsql/state"
 	"github.com/streamsql/streamsql/value"
 )
 
@@ -59,29 +56,11 @@ func KafkaBenchTable(format, brokers, registry, topic string) string {
 // source has read cfg.Records rows; it measures CPU time (getrusage) for
 // the whole process from the query's start to its last checkpoint.
 func KafkaBench(ctx context.Context, cfg KafkaBenchConfig) (BenchResult, error) {
-	dir, err := os.MkdirTemp(cfg.Dir, "streamsql-bench-")
+	e, store, _, closeEngine, err := openBenchEngine(ctx, cfg.Dir, cfg.CheckpointInterval)
 	if err != nil {
 		return BenchResult{}, err
 	}
-	defer os.RemoveAll(dir)
-	meta, err := state.OpenMeta(filepath.Join(dir, "meta"), state.MetaOptions{})
-	if err != nil {
-		return BenchResult{}, err
-	}
-	store, err := state.OpenVersioned(filepath.Join(dir, "state"))
-	if err != nil {
-		meta.Close()
-		return BenchResult{}, err
-	}
-	emit := 200 * time.Millisecond
-	if cfg.CheckpointInterval > 0 {
-		emit = min(emit, cfg.CheckpointInterval)
-	}
-	e, err := OpenWith(Config{DataDir: dir, CheckpointInterval: cfg.CheckpointInterval, EmitInterval: emit}, meta, store)
-	if err != nil {
-		return BenchResult{}, err
-	}
-	defer e.Close(ctx)
+	defer closeEngine()
 	if _, err := e.Exec(ctx, KafkaBenchTable(cfg.Format, cfg.Brokers, cfg.Registry, cfg.Topic)); err != nil {
 		return BenchResult{}, err
 	}
@@ -140,17 +119,6 @@ func KafkaBench(ctx context.Context, cfg KafkaBenchConfig) (BenchResult, error) 
 	r := BenchResult{Query: "q5-core from Kafka, format " + cfg.Format, GeneratorEvents: cfg.Records, Events: st.RowsIn, RowsOut: st.RowsOut, Parallelism: 1,
 		CheckpointMs: cfg.CheckpointInterval.Milliseconds(), WallSeconds: wall, CPUSeconds: cpu,
 		EventsPerSecond: float64(st.RowsIn) / wall, EventsPerCPUSec: float64(st.RowsIn) / cpu, PeakRSSBytes: PeakRSSBytes()}
-	var durs, sizes []int64
-	for _, h := range job.History() {
-		if h.Status == "completed" {
-			durs, sizes = append(durs, h.Duration), append(sizes, h.Bytes)
-		}
-	}
-	r.Checkpoints = len(durs)
-	r.CheckpointP50Ms, r.CheckpointP99Ms = Percentile(durs, 50), Percentile(durs, 99)
-	r.CheckpointP50B, r.CheckpointP99B = Percentile(sizes, 50), Percentile(sizes, 99)
-	if rows, err := res.Rows(false); err == nil {
-		r.ResultRows = len(rows)
-	}
+	benchStats(&r, job, res)
 	return r, nil
 }
