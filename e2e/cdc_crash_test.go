@@ -21,7 +21,6 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -418,67 +417,22 @@ func genCDCSteps(seed uint64, rounds int) []cdcStep {
 	return steps
 }
 
-// cdcLoad produces steps from its own goroutine, pause apart, each with
-// its topic's producer, and adds them to log: runKills' load.
+// cdcLoad produces steps, each with its topic's producer, and adds them
+// to log: runKills' load.
 type cdcLoad struct {
-	producers map[string]*kafkatest.Producer
-	log       *cdcLog
-	steps     []cdcStep
-	pause     time.Duration
-	sendMu    sync.Mutex // held while a step is sent and logged
-	sent      atomic.Int64
-	inFlight  atomic.Bool
-	err       error
-	stop      chan struct{}
-	done      chan struct{}
+	*produceLoad
+	log *cdcLog
 }
 
 func startCDCLoad(t *testing.T, producers map[string]*kafkatest.Producer, log *cdcLog, steps []cdcStep, pause time.Duration) *cdcLoad {
-	l := &cdcLoad{producers: producers, log: log, steps: steps, pause: pause, stop: make(chan struct{}), done: make(chan struct{})}
-	go l.run()
-	var once sync.Once
-	t.Cleanup(func() { once.Do(func() { close(l.stop) }); <-l.done })
-	return l
-}
-
-func (l *cdcLoad) run() {
-	defer close(l.done)
-	for i, s := range l.steps {
-		if i > 0 {
-			select {
-			case <-l.stop:
-				l.err = fmt.Errorf("stopped")
-				return
-			case <-time.After(l.pause):
-			}
-		}
-		l.sendMu.Lock()
-		l.inFlight.Store(true)
-		sent, err := l.producers[s.topic].Send(s.recs, s.txn)
-		l.inFlight.Store(false)
+	return &cdcLoad{log: log, produceLoad: startProduceLoad(t, len(steps), "steps", pause, func(i int) error {
+		s := steps[i]
+		sent, err := producers[s.topic].Send(s.recs, s.txn)
 		if err == nil {
-			l.log.add(s, sent)
+			log.add(s, sent)
 		}
-		l.sendMu.Unlock()
-		if err != nil {
-			l.err = err
-			return
-		}
-		l.sent.Add(1)
-	}
-}
-
-func (l *cdcLoad) finished() <-chan struct{} { return l.done }
-func (l *cdcLoad) failure() error            { return l.err }
-func (l *cdcLoad) busy() bool                { return l.inFlight.Load() }
-func (l *cdcLoad) pending() bool             { return l.sent.Load() < int64(len(l.steps)) }
-
-func (l *cdcLoad) wait(t *testing.T) {
-	t.Helper()
-	<-l.done
-	if l.err != nil {
-		t.Fatalf("producing: %v (%d of %d steps produced)", l.err, l.sent.Load(), len(l.steps))
-	}
+		return err
+	})}
 }
 
 // checkCDCPrefix checks view v mid-stream: its committed results equal

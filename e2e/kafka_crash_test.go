@@ -24,15 +24,15 @@ const (
 	kafkaChunkPause   = 25 * time.Millisecond // between chunks produced under kills
 )
 
-// kafkaLoad produces chunks into the source topic from its own goroutine,
-// pause apart, and adds them to its log: the load of runKills.
-type kafkaLoad struct {
-	p      *kafkatest.Producer
-	log    *kafkaLog
-	chunks []kafkaChunk
-	pause  time.Duration
-	// sendMu is held while a chunk is sent and added to the log: holding
-	// it, the log has every record the broker has.
+// produceLoad produces n items from its own goroutine, pause apart: the
+// load of runKills, for the loads below. send produces item i and logs
+// what the broker took; it is called with sendMu held, so that holding
+// sendMu, the log has every record the broker has.
+type produceLoad struct {
+	n        int
+	send     func(i int) error
+	pause    time.Duration
+	what     string // the items, for messages
 	sendMu   sync.Mutex
 	sent     atomic.Int64
 	inFlight atomic.Bool
@@ -42,18 +42,17 @@ type kafkaLoad struct {
 	once     sync.Once
 }
 
-// startKafkaLoad starts producing chunks with p into log; the load is
-// stopped when the test ends.
-func startKafkaLoad(t *testing.T, p *kafkatest.Producer, log *kafkaLog, chunks []kafkaChunk, pause time.Duration) *kafkaLoad {
-	l := &kafkaLoad{p: p, log: log, chunks: chunks, pause: pause, stop: make(chan struct{}), done: make(chan struct{})}
+// startProduceLoad starts the load; it is stopped when the test ends.
+func startProduceLoad(t *testing.T, n int, what string, pause time.Duration, send func(i int) error) *produceLoad {
+	l := &produceLoad{n: n, send: send, what: what, pause: pause, stop: make(chan struct{}), done: make(chan struct{})}
 	go l.run()
 	t.Cleanup(func() { l.once.Do(func() { close(l.stop) }); <-l.done })
 	return l
 }
 
-func (l *kafkaLoad) run() {
+func (l *produceLoad) run() {
 	defer close(l.done)
-	for i, c := range l.chunks {
+	for i := range l.n {
 		if i > 0 {
 			select {
 			case <-l.stop:
@@ -64,11 +63,8 @@ func (l *kafkaLoad) run() {
 		}
 		l.sendMu.Lock()
 		l.inFlight.Store(true)
-		sent, err := l.p.Send(c.recs, c.txn)
+		err := l.send(i)
 		l.inFlight.Store(false)
-		if err == nil {
-			l.log.add(c, sent)
-		}
 		l.sendMu.Unlock()
 		if err != nil {
 			l.err = err
@@ -78,18 +74,37 @@ func (l *kafkaLoad) run() {
 	}
 }
 
-func (l *kafkaLoad) finished() <-chan struct{} { return l.done }
-func (l *kafkaLoad) failure() error            { return l.err }
-func (l *kafkaLoad) busy() bool                { return l.inFlight.Load() }
-func (l *kafkaLoad) pending() bool             { return l.sent.Load() < int64(len(l.chunks)) }
+func (l *produceLoad) finished() <-chan struct{} { return l.done }
+func (l *produceLoad) failure() error            { return l.err }
+func (l *produceLoad) busy() bool                { return l.inFlight.Load() }
+func (l *produceLoad) pending() bool             { return l.sent.Load() < int64(l.n) }
 
-// wait waits until every chunk is produced; an error fails t.
-func (l *kafkaLoad) wait(t *testing.T) {
+// wait waits until every item is produced; an error fails t.
+func (l *produceLoad) wait(t *testing.T) {
 	t.Helper()
 	<-l.done
 	if l.err != nil {
-		t.Fatalf("producing: %v (%d of %d chunks produced)", l.err, l.sent.Load(), len(l.chunks))
+		t.Fatalf("producing: %v (%d of %d %s produced)", l.err, l.sent.Load(), l.n, l.what)
 	}
+}
+
+// kafkaLoad produces chunks into the source topic and adds them to its
+// log.
+type kafkaLoad struct {
+	*produceLoad
+	log *kafkaLog
+}
+
+// startKafkaLoad starts producing chunks with p into log; the load is
+// stopped when the test ends.
+func startKafkaLoad(t *testing.T, p *kafkatest.Producer, log *kafkaLog, chunks []kafkaChunk, pause time.Duration) *kafkaLoad {
+	return &kafkaLoad{log: log, produceLoad: startProduceLoad(t, len(chunks), "chunks", pause, func(i int) error {
+		sent, err := p.Send(chunks[i].recs, chunks[i].txn)
+		if err == nil {
+			log.add(chunks[i], sent)
+		}
+		return err
+	})}
 }
 
 // prefix is kafkaPrefix over the load's log, read with every record the
