@@ -82,11 +82,7 @@ func TestKafkaAvroSource(t *testing.T) {
 		}
 		return append(binary.BigEndian.AppendUint32([]byte{0}, uint32(ids[schema])), b...)
 	}
-	type agg struct {
-		n, withBidder int64
-		sum           float64
-	}
-	want := map[[2]int64]agg{} // (window start, auction)
+	want := map[[2]int64]bidAgg{} // (window start, auction)
 	rng := rand.New(rand.NewSource(22))
 	var values [][]byte
 	names := []string{"ann", "bo"}
@@ -161,20 +157,7 @@ func TestKafkaAvroSource(t *testing.T) {
 		ENGINE_ATTRIBUTE='{"topic": "plain", "format": "avro", "avro_schema": %s}';
 		CREATE VIEW pv AS SELECT k, SUM(x) AS sx FROM plain GROUP BY k`, addr, strings.ReplaceAll(fmt.Sprintf("%q", plainSchema), `\`, `\\`)))
 
-	if _, err := e.Checkpoint(ctx, ""); err != nil {
-		t.Fatal(err)
-	}
-	_, rows, err := e.Results("v", true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[[2]int64]agg{}
-	for _, r := range rows {
-		got[[2]int64{r[0].I, r[1].I}] = agg{n: r[2].I, sum: r[3].F(), withBidder: r[4].I}
-	}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("view\n%v\nwant\n%v", got, want)
-	}
+	checkBidAggs(t, e, want)
 	q, err := e.Query("v")
 	if err != nil {
 		t.Fatal(err)
@@ -197,7 +180,7 @@ func TestKafkaAvroSource(t *testing.T) {
 	}
 	// The metadata columns are the records': every record has a key
 	// (produce's), and the three partitions hold the 400 records.
-	_, rows, err = e.Results("meta", true)
+	_, rows, err := e.Results("meta", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,5 +329,31 @@ func TestKafkaAvroIfNotExistsAsksNothing(t *testing.T) {
 	// Without IF NOT EXISTS the table's existence is the error, still.
 	if _, err := e.Exec(context.Background(), strings.Replace(ddl, "IF NOT EXISTS ", "", 1)); err == nil || !strings.Contains(err.Error(), "already exists") {
 		t.Fatalf("CREATE TABLE of an existing table: %v, want already exists", err)
+	}
+}
+
+// bidAgg is a row of the bid views' aggregates.
+type bidAgg struct {
+	n, withBidder int64
+	sum           float64
+}
+
+// checkBidAggs checkpoints e and checks view v (window_start, auction,
+// COUNT(*), SUM(price), COUNT(bidder)) against want.
+func checkBidAggs(t *testing.T, e *Engine, want map[[2]int64]bidAgg) {
+	t.Helper()
+	if _, err := e.Checkpoint(context.Background(), ""); err != nil {
+		t.Fatal(err)
+	}
+	_, rows, err := e.Results("v", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[[2]int64]bidAgg{}
+	for _, r := range rows {
+		got[[2]int64{r[0].I, r[1].I}] = bidAgg{n: r[2].I, sum: r[3].F(), withBidder: r[4].I}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("view\n%v\nwant\n%v", got, want)
 	}
 }

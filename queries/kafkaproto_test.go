@@ -59,11 +59,7 @@ type kafkaRegistryCase struct {
 
 func runKafkaRegistryCase(t *testing.T, addr string, reg *srfake.Registry, ids []int, c kafkaRegistryCase) {
 	ctx := context.Background()
-	type agg struct {
-		n, withBidder int64
-		sum           float64
-	}
-	want := map[[2]int64]agg{} // (window start, auction)
+	want := map[[2]int64]bidAgg{} // (window start, auction)
 	rng := rand.New(rand.NewSource(22))
 	var values [][]byte
 	names := []string{"ann", "bo"}
@@ -108,20 +104,7 @@ func runKafkaRegistryCase(t *testing.T, addr string, reg *srfake.Registry, ids [
 		t.Fatal(err)
 	}
 	exec(t, e, `CREATE VIEW v AS SELECT window_start, auction, COUNT(*) AS n, SUM(price) AS s, COUNT(bidder) AS nb FROM bids GROUP BY TUMBLE(ts, '10s'), auction`)
-	if _, err := e.Checkpoint(ctx, ""); err != nil {
-		t.Fatal(err)
-	}
-	_, rows, err := e.Results("v", true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[[2]int64]agg{}
-	for _, r := range rows {
-		got[[2]int64{r[0].I, r[1].I}] = agg{n: r[2].I, sum: r[3].F(), withBidder: r[4].I}
-	}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("view\n%v\nwant\n%v", got, want)
-	}
+	checkBidAggs(t, e, want)
 	q, err := e.Query("v")
 	if err != nil {
 		t.Fatal(err)
