@@ -145,7 +145,7 @@ func sqlViews(p int) []dualView {
 	v := func(base, hints, sql string, reads map[string]int, expected func(bids, auctions []Row) Result) dualView {
 		name := base + sfx
 		sql = strings.NewReplacer("{hint}", "/*+ "+par+hints+" */", "{union}", sqlUnionSQL).Replace(sql)
-		return dualView{name: name, create: "CREATE VIEW " + name + " AS\n" + sql, reads: reads, expected: expected}
+		return dualView{name: name, oracleKey: oracleKey(base, sql, par, sfx), create: "CREATE VIEW " + name + " AS\n" + sql, reads: reads, expected: expected}
 	}
 	bidsOnce, bidsTwice := map[string]int{"bids": 1}, map[string]int{"bids": 2}
 	auctionsOnce, both := map[string]int{"auctions": 1}, map[string]int{"bids": 1, "auctions": 1}
