@@ -59,13 +59,13 @@ var (
 // sources of the query read each table (a query reading a table twice
 // reads each row twice: rows_in).
 type dualView struct {
-	name     string
+	name string
 	// oracleKey is the view's SQL without its parallelism (hint and view
 	// name suffixes): views of one key share an oracle.
 	oracleKey string
-	create   string
-	reads    map[string]int
-	expected func(bids, auctions []Row) Result
+	create    string
+	reads     map[string]int
+	expected  func(bids, auctions []Row) Result
 }
 
 // prefixCheckable reports whether the offsets a checkpoint of the view
