@@ -1,6 +1,9 @@
 package runtime
 
 import (
+	"context"
+	"time"
+
 	"github.com/streamsql/streamsql/planner/plan"
 	"github.com/streamsql/streamsql/runtime/format"
 	"github.com/streamsql/streamsql/runtime/op"
@@ -85,6 +88,22 @@ func (r *kafkaReader) retryHeld(now int64, b *op.Batch) (int, bool) {
 // Holding reports records held for the registry: the source is not idle
 // while they wait (its watermark must not move on past them).
 func (r *kafkaReader) Holding() bool { return len(r.held) > 0 }
+
+// dlqFlushTimeout bounds a checkpoint's wait for the dead letters.
+const dlqFlushTimeout = 5 * time.Second
+
+// Sync waits (up to dlqFlushTimeout) until the dead letters sent so far
+// are in their topic: a checkpoint's offsets then cover no record whose
+// dead letter a crash could still lose. A topic that refuses them stays
+// best effort: the records are counted and sampled.
+func (r *kafkaReader) Sync() {
+	if r.dlq == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), dlqFlushTimeout)
+	defer cancel()
+	r.dlq.Flush(ctx)
+}
 
 // position is the consumer's position per partition, but a partition
 // with held records at its first one.

@@ -53,6 +53,10 @@ type Reader interface {
 	// TakeBad (caps.reports) returns (and forgets) the records it could
 	// not decode since the last call: how many, and the last few.
 	TakeBad() (int64, []BadRecord)
+	// Sync (caps.reports) makes durable what the reader sent aside (the
+	// Kafka reader's dead letters) before a checkpoint records its
+	// position; bounded in time, best effort.
+	Sync()
 	// Holding (caps.reports) reports input read but not handed out yet
 	// (the Kafka reader's records waiting for a schema registry): rows
 	// still to come, so the source is not idle.
@@ -90,6 +94,7 @@ func (plainReader) Problem() error                    { return nil }
 func (plainReader) Lag() map[int32]int64              { return nil }
 func (plainReader) TakeBad() (int64, []BadRecord)     { return 0, nil }
 func (plainReader) Holding() bool                     { return false }
+func (plainReader) Sync()                             {}
 func (plainReader) Close()                            {}
 
 // SourcePosition is where a source's reader starts: its checkpointed

@@ -356,6 +356,9 @@ func (s *sourceTask) onBarrier(ctx context.Context, b op.Barrier) error {
 	}
 	var pos []state.KV
 	var offsets map[string]int64
+	if b.CheckpointID != 0 {
+		s.reader.Sync()
+	}
 	if b.CheckpointID != 0 || s.job.cuts != nil {
 		p := sourcePos{Offset: s.reader.Offset(), MaxEventTime: s.tracker.MaxEventTime(), Floor: s.floor}
 		offsets = s.startOffsets()

@@ -18,12 +18,14 @@ import (
 // streamsql-offset). Best effort and at least once: Send never blocks the
 // source (a record that does not fit kgo's buffer, or that the topic
 // refuses, is not sent: it is still counted in bad_records and sampled);
-// a replay after a crash sends its records again. EnsureTopic creates the
-// topic when it is missing (brokers that do not create topics on first
-// use, such as Amazon MSK's default, would refuse every record).
+// a replay after a crash sends its records again; each checkpoint
+// Flushes first, so the dead letters of the records it covers are not
+// lost to a crash after it. EnsureTopic creates the topic when it is
+// missing (brokers that do not create topics on first use, such as Amazon
+// MSK's default, would refuse every record).
 //
-// Threading: EnsureTopic, Send and Close are called by the source task's
-// goroutine.
+// Threading: EnsureTopic, Send, Flush and Close are called by the source
+// task's goroutine.
 type DeadLetter struct {
 	cl     *kgo.Client
 	topic  string
@@ -33,8 +35,13 @@ type DeadLetter struct {
 // NewDeadLetter makes the producer of dead-letter topic topic for records
 // of source topic source. It does no I/O.
 func NewDeadLetter(brokers []string, source, topic string) (*DeadLetter, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic(topic), kgo.AllowAutoTopicCreation(),
-		kgo.ClientID(DefaultClientID), kgo.MaxBufferedRecords(10000))
+	return newDeadLetter(brokers, source, topic)
+}
+
+// newDeadLetter is NewDeadLetter with more client options (tests).
+func newDeadLetter(brokers []string, source, topic string, opts ...kgo.Opt) (*DeadLetter, error) {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic(topic), kgo.AllowAutoTopicCreation(),
+		kgo.ClientID(DefaultClientID), kgo.MaxBufferedRecords(10000)}, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("dead-letter topic %s: %w", topic, err)
 	}
@@ -68,6 +75,12 @@ func (d *DeadLetter) Send(r *Record, reason string) {
 	}}
 	d.cl.TryProduce(context.Background(), rec, nil)
 }
+
+// Flush waits until the brokers have every record sent so far (or ctx
+// ends): a checkpoint calls it before it records the source's offsets,
+// so a record below them has its dead letter even if the server dies the
+// next moment.
+func (d *DeadLetter) Flush(ctx context.Context) error { return d.cl.Flush(ctx) }
 
 // Close sends what is buffered (for up to five seconds) and closes.
 func (d *DeadLetter) Close() {
