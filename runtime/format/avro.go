@@ -368,22 +368,10 @@ func (d *avroDecoder) Decode(v []byte) (plan.Row, error) {
 			return nil, err
 		}
 		payload = rest
-		if p = d.plans[id]; p == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), FetchTimeout)
-			ws, err := d.reg.Schema(ctx, id)
-			cancel()
-			switch {
-			case IsRetryable(err):
-				return nil, err
-			case err != nil:
-				if isUnknownID(err) {
-					return nil, err // the registry may learn it: remembered only for unknownTTL
-				}
-				p = &readPlan{err: err}
-			default:
-				p = newPlan(d.t, ws, fmt.Sprintf("schema id %d", id))
-			}
-			d.plans[id] = p
+		if p, err = planByID(d.reg, d.plans, id, func(ws avro.Schema) *readPlan {
+			return newPlan(d.t, ws, fmt.Sprintf("schema id %d", id))
+		}, errPlan); err != nil {
+			return nil, err
 		}
 	}
 	if p.err != nil {
@@ -391,6 +379,34 @@ func (d *avroDecoder) Decode(v []byte) (plan.Row, error) {
 	}
 	return d.read(p, payload)
 }
+
+// planByID is plans[id], made by mk from the writer schema of registry
+// id id (fetched, bounded by FetchTimeout) when absent. An error the
+// registry may get over (it is unavailable; it does not know the id yet,
+// remembered only for unknownTTL) is returned and not cached; any other
+// is cached as bad(err), the plan every record of the id fails with.
+func planByID[P any](reg *Registry, plans map[int]P, id int, mk func(avro.Schema) P, bad func(error) P) (P, error) {
+	if p, ok := plans[id]; ok {
+		return p, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), FetchTimeout)
+	ws, err := reg.Schema(ctx, id)
+	cancel()
+	var p P
+	switch {
+	case err != nil && (IsRetryable(err) || isUnknownID(err)):
+		return p, err
+	case err != nil:
+		p = bad(err)
+	default:
+		p = mk(ws)
+	}
+	plans[id] = p
+	return p, nil
+}
+
+// errPlan is the plan of a schema that cannot be read: err.
+func errPlan(err error) *readPlan { return &readPlan{err: err} }
 
 // read decodes payload by p.
 func (d *avroDecoder) read(p *readPlan, payload []byte) (plan.Row, error) {

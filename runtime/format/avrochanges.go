@@ -124,16 +124,6 @@ func (c *avroChanges) isKey(i int) bool { return slices.Contains(c.key, i) }
 
 func (c *avroChanges) keyNames() string { return strings.Join(c.t.Key, ", ") }
 
-// schema is the writer schema of registry id id: permanent false when
-// the error may pass (the registry is unavailable, or does not know the
-// id yet): not to be cached.
-func (c *avroChanges) schema(id int) (avro.Schema, bool, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), FetchTimeout)
-	defer cancel()
-	s, err := c.reg.Schema(ctx, id)
-	return s, err == nil || !(IsRetryable(err) || isUnknownID(err)), err
-}
-
 // keyPlan reads a record key of schema ks (named where) into the PRIMARY
 // KEY's columns: a record whose fields are the key's columns (each a
 // PRIMARY KEY column; every key column there), or, for a one-column key,
@@ -202,18 +192,11 @@ func (c *avroChanges) readKey(key []byte) error {
 	if err != nil {
 		return fmt.Errorf("record key: %w", err)
 	}
-	p := c.keys[id]
-	if p == nil {
-		ks, permanent, err := c.schema(id)
-		switch {
-		case err != nil && !permanent:
-			return fmt.Errorf("record key: %w", err)
-		case err != nil:
-			p = &readPlan{err: err}
-		default:
-			p = c.keyPlan(ks, fmt.Sprintf("key schema id %d", id))
-		}
-		c.keys[id] = p
+	p, err := planByID(c.reg, c.keys, id, func(ks avro.Schema) *readPlan {
+		return c.keyPlan(ks, fmt.Sprintf("key schema id %d", id))
+	}, errPlan)
+	if err != nil {
+		return fmt.Errorf("record key: %w", err)
 	}
 	if p.err != nil {
 		return fmt.Errorf("record key: %w", p.err)
@@ -285,18 +268,11 @@ func (c *avroChanges) upsert(key, val []byte, ts int64) (plan.Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := c.values[id]
-	if p == nil {
-		ws, permanent, err := c.schema(id)
-		switch {
-		case err != nil && !permanent:
-			return nil, err
-		case err != nil:
-			p = &readPlan{err: err}
-		default:
-			p = newPlan(c.vt, ws, fmt.Sprintf("schema id %d", id))
-		}
-		c.values[id] = p
+	p, err := planByID(c.reg, c.values, id, func(ws avro.Schema) *readPlan {
+		return newPlan(c.vt, ws, fmt.Sprintf("schema id %d", id))
+	}, errPlan)
+	if err != nil {
+		return nil, err
 	}
 	if p.err != nil {
 		return nil, p.err
@@ -515,18 +491,11 @@ func (c *avroChanges) debeziumRecord(key, val []byte) (plan.Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := c.envs[id]
-	if p == nil {
-		ws, permanent, err := c.schema(id)
-		switch {
-		case err != nil && !permanent:
-			return nil, err
-		case err != nil:
-			p = &envPlan{err: err}
-		default:
-			p = c.envelopePlan(ws, fmt.Sprintf("schema id %d", id))
-		}
-		c.envs[id] = p
+	p, err := planByID(c.reg, c.envs, id, func(ws avro.Schema) *envPlan {
+		return c.envelopePlan(ws, fmt.Sprintf("schema id %d", id))
+	}, func(err error) *envPlan { return &envPlan{err: err} })
+	if err != nil {
+		return nil, err
 	}
 	if p.err != nil {
 		return nil, p.err
