@@ -203,31 +203,7 @@ func TestKafkaDebeziumAvroSource(t *testing.T) {
 		CREATE VIEW rev_u AS SELECT customer, SUM(amount) AS revenue FROM orders_u GROUP BY customer;
 		CREATE VIEW times AS SELECT COUNT(*) AS n, COUNT(coupon) AS coupons FROM orders
 			WHERE placed = DATE_SUB(_source_ts_ms, INTERVAL 2 SECOND)`, addr, attrs, addr, reg.URL()))
-	check := func(what string, want map[string]float64) {
-		t.Helper()
-		if _, err := e.Checkpoint(ctx, ""); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		for _, view := range []string{"rev", "rev_u"} {
-			_, rows, err := e.Results(view, true)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := map[string]float64{}
-			for _, r := range rows {
-				got[r[0].S] = r[1].F()
-			}
-			for k, v := range got {
-				if _, ok := want[k]; !ok && v == 0 {
-					delete(got, k) // a customer whose orders are all gone
-				}
-			}
-			if fmt.Sprint(got) != fmt.Sprint(want) {
-				t.Fatalf("%s: view %s\n%v\nwant\n%v", what, view, got, want)
-			}
-		}
-	}
-	check("first part", want1)
+	checkRevenue(t, e, "first part", want1)
 	q, err := e.Query("rev")
 	if err != nil {
 		t.Fatal(err)
@@ -253,7 +229,7 @@ func TestKafkaDebeziumAvroSource(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close(ctx)
-	check("after the restart", revenue(state))
+	checkRevenue(t, e, "after the restart", revenue(state))
 	// placed is microseconds (MicroTimestamp), 2 s before source.ts_ms
 	// in every row; coupon NULL in v1's rows.
 	coupons := 0
